@@ -11,10 +11,14 @@
 
 from __future__ import annotations
 
+from cfarena.engine.dealing import RoundDeal
 from cfarena.engine.events import Event, EventKind, RoundEnd
+from cfarena.engine.match import IllegalMoveError, MatchState
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.outcome import MatchEnd, Outcome, RoundOutcome, rank_seats
+from cfarena.engine.play import apply_move, fallback_move, legal_moves, needs_decision, new_match
+from cfarena.engine.render import render
 from cfarena.engine.rules import (
     PRESETS,
     Draw,
@@ -26,6 +30,7 @@ from cfarena.engine.rules import (
     TieBreak,
 )
 from cfarena.engine.tiles import Tile, full_set
+from cfarena.engine.views import determinize, observe, visible_events
 
 __all__ = [
     "DRAW",
@@ -34,7 +39,9 @@ __all__ = [
     "Draw",
     "Event",
     "EventKind",
+    "IllegalMoveError",
     "MatchEnd",
+    "MatchState",
     "Move",
     "MoveKind",
     "Observation",
@@ -42,6 +49,7 @@ __all__ = [
     "PlacedTile",
     "PlayDrawn",
     "ResolvedRules",
+    "RoundDeal",
     "RoundEnd",
     "RoundOutcome",
     "Rules",
@@ -49,6 +57,15 @@ __all__ = [
     "Start",
     "TieBreak",
     "Tile",
+    "apply_move",
+    "determinize",
+    "fallback_move",
     "full_set",
+    "legal_moves",
+    "needs_decision",
+    "new_match",
+    "observe",
     "rank_seats",
+    "render",
+    "visible_events",
 ]

@@ -36,7 +36,7 @@ class Move:
     def key(self) -> str:
         if self.kind is MoveKind.PLAY:
             return f"{self.tile}@{self.parent}"
-        return self.kind.value
+        return str(self.kind.value)
 
     @staticmethod
     def parse(key: str) -> Move:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cfarena.engine.moves import Move
+from cfarena.engine.outcome import RoundOutcome
 from cfarena.engine.rules import ResolvedRules
 from cfarena.engine.tiles import Tile
 
@@ -54,6 +55,10 @@ class Observation:
     totals: tuple[int, ...]  # match totals so far
     event_count: int  # how many events the match has had (for incremental syncing)
     legal_moves: tuple[Move, ...]  # this seat's legal moves if it is to move, else ()
+    # how earlier rounds ended (public ROUND_END events), one per finished round
+    round_outcomes: tuple[RoundOutcome, ...] = ()
+    # whether the seat to move has already drawn this turn (the DRAW event is public)
+    current_has_drawn: bool = False
 
     @property
     def players(self) -> int:

@@ -345,7 +345,9 @@ MALTESE = Rules(
 TRAINS = Rules(
     name="trains",
     set_by_players=_range_table({range(2, 9): 9}),
-    hand_table=_frozen({(9, p): h for p, h in zip(range(2, 9), (21, 14, 11, 8, 7, 6, 5), strict=True)}),
+    hand_table=_frozen(
+        {(9, p): h for p, h in zip(range(2, 9), (21, 14, 11, 8, 7, 6, 5), strict=True)}
+    ),
     start=Start.DRAW_OFF,
     spokes="players",
     toes=3,

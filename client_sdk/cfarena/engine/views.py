@@ -1,0 +1,140 @@
+"""What leaves the engine for one seat (RULES.md §6), and sampling states back from it.
+
+`observe` and `visible_events` are the only ways a seat's view is built:
+they copy public facts and the seat's own hand, nothing else.
+`determinize` goes the other way for Monte Carlo bots: it samples a full
+state consistent with an observation.
+"""
+
+from __future__ import annotations
+
+import random
+
+from cfarena.engine.dealing import randbelow, shuffle_in_place
+from cfarena.engine.events import Event, RoundEnd
+from cfarena.engine.match import NO_NODE, NO_TILE, MatchState, check_resolved
+from cfarena.engine.observation import Observation
+from cfarena.engine.outcome import RoundOutcome
+from cfarena.engine.tile_codes import END_A, END_B, TILE_OF, code_of, set_codes
+
+
+def _check_seat(state: MatchState, seat: int) -> None:
+    if not (0 <= seat < state.players):
+        raise ValueError(f"seat must be 0..{state.players - 1}, got {seat}")
+
+
+def observe(state: MatchState, seat: int) -> Observation:
+    """Everything `seat` may know now (RULES.md §6), and nothing hidden from it."""
+    _check_seat(state, seat)
+    rules = state.rules
+    own_turn = state.current_seat == seat
+    bone = state.boneyard_size
+    drawn = state._drawn if own_turn else NO_TILE
+    layout = state.layout()
+    pending = state._pending
+    return Observation(
+        seat,
+        rules,
+        state.round_index,
+        layout[0].tile,
+        layout,
+        pending if pending != NO_NODE else None,
+        tuple([TILE_OF[c] for c in sorted(state._hands[seat])]),
+        tuple([len(h) for h in state._hands]),
+        bone,
+        max(0, bone - rules.boneyard_reserve),
+        state.current_seat,
+        TILE_OF[drawn] if drawn != NO_TILE else None,
+        state._round_scores,
+        state._totals,
+        state.event_offset + len(state.events),
+        state.legal() if own_turn else (),
+        tuple(state.round_outcomes),
+        state._has_drawn,
+    )
+
+
+def visible_events(state: MatchState, seat: int, start: int = 0) -> list[Event]:
+    """`state.events[start:]` as `seat` may see them (others' drawn tiles blanked)."""
+    _check_seat(state, seat)
+    return [e.seen_by(seat) for e in state.events[start:]]
+
+
+def determinize(obs: Observation, rng: random.Random) -> MatchState:
+    """A full state consistent with `obs`, the unseen tiles dealt at random.
+
+    The observer's hand is kept; the unseen tiles (set - layout - own hand)
+    are shuffled into the other hands (by their sizes) and the boneyard. The
+    round, layout, pending double, scores, current seat and drawn-tile phase
+    are those of `obs`; `observe(result, obs.seat) == obs`. If the seat to move
+    is another seat that has drawn this turn, a random tile of its sampled
+    hand is taken as its drawn tile. The result has `seed` None, no events
+    (`event_offset` is `obs.event_count`), no deals, and deals later rounds
+    from a seed drawn from `rng`. No inference from past events is made
+    (e.g. a seat that passed on 4s may be dealt 4s).
+    """
+    rules = obs.rules
+    check_resolved(rules)
+    players = rules.players
+    state = MatchState(rules, None, rng.getrandbits(64))
+    state.round_index = obs.round_index
+    state.event_offset = obs.event_count
+    state._set_round_outcomes(
+        list(obs.round_outcomes)
+        or [
+            RoundOutcome(i, RoundEnd.WENT_OUT if 0 in s else RoundEnd.BLOCKED, s, None)
+            for i, s in enumerate(obs.round_scores)
+        ]
+    )
+    own = [code_of(t) for t in obs.hand]
+    placed = [code_of(p.tile) for p in obs.layout]
+    unseen = sorted(set(set_codes(rules.set_size)) - set(placed) - set(own))
+    others = sum(n for s, n in enumerate(obs.hand_sizes) if s != obs.seat)
+    if len(unseen) != others + obs.boneyard_size:
+        raise ValueError(
+            f"observation inconsistent: {len(unseen)} unseen tiles for {others} in other "
+            f"hands and {obs.boneyard_size} in the boneyard"
+        )
+    shuffle_in_place(unseen, rng)
+    pos = 0
+    hands: list[list[int]] = []
+    for s in range(players):
+        if s == obs.seat:
+            hands.append(list(own))
+        else:
+            size = obs.hand_sizes[s]
+            hands.append(unseen[pos : pos + size])
+            pos += size
+    state._hands = hands
+    n = rules.set_size + 1
+    state._vcount = [[0] * n for _ in range(players)]
+    for counts, hand in zip(state._vcount, hands, strict=True):
+        for c in hand:
+            counts[END_A[c]] += 1
+            if END_B[c] != END_A[c]:
+                counts[END_B[c]] += 1
+    state._bone = unseen[pos:]
+    state._ntile = placed
+    state._nparent = [p.parent if p.parent is not None else NO_NODE for p in obs.layout]
+    state._nopen = [p.open_value for p in obs.layout]
+    state._ncap = [p.capacity for p in obs.layout]
+    state._nkids = [p.children for p in obs.layout]
+    state._placed = list(obs.layout)
+    state._dirty = []
+    state._obv = [[] for _ in range(n)]
+    for p in obs.layout:
+        if p.children < p.capacity:
+            state._obv[p.open_value].append(p.node)
+    state._pending = obs.pending if obs.pending is not None else NO_NODE
+    state.current_seat = obs.current_seat
+    state.is_over = obs.current_seat is None
+    if obs.current_has_drawn and obs.current_seat is not None:
+        state._has_drawn = True
+        if obs.current_seat == obs.seat:
+            if obs.drawn_tile is None:
+                raise ValueError("observation inconsistent: own draw without drawn_tile")
+            state._drawn = code_of(obs.drawn_tile)
+        else:
+            hand = hands[obs.current_seat]
+            state._drawn = hand[randbelow(rng, len(hand))] if hand else NO_TILE
+    return state

@@ -1,0 +1,68 @@
+"""The bot API: subclass `Bot` and implement `choose`.
+
+    import random
+    from cfarena.sdk import Bot
+
+    class RandomBot(Bot):
+        def choose(self, turn):
+            return random.choice(turn.legal_moves)
+
+One Bot instance may play several matches at once (a connection's capacity),
+and with capacity > 1 `choose` runs in worker threads. Keep per-match state in
+a dict keyed by `match_id` (every hook and every Turn carries it), created in
+`on_match_start` and dropped in `on_match_end`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+from cfarena.engine.events import Event
+from cfarena.engine.moves import Move
+from cfarena.sdk.types import MatchInfo, MatchResult, Turn
+
+
+class Bot(abc.ABC):
+    """A Chicken Foot bot. Only `choose` is required; the hooks default to doing nothing.
+
+    Call order for one match: `on_match_start`, then for every Turn
+    `on_events(match_id, turn.events)` followed by `choose(turn)`, and at the
+    end `on_events` with the last events (if any) and `on_match_end`. Calls for
+    one match never overlap; calls for different matches may (capacity > 1).
+    """
+
+    @abc.abstractmethod
+    def choose(self, turn: Turn) -> Move | int:
+        """Pick one of `turn.legal_moves` (the Move itself, or its index).
+
+        If this raises, or returns something that was not offered, the SDK logs
+        the error and answers with `turn.legal_moves[0]` so the bot does not
+        fault; the move is still counted as the bot's own.
+        """
+
+    def on_match_start(self, match: MatchInfo) -> None:
+        """A new match: seat, rules, seat names, time control."""
+
+    def on_events(self, match_id: str, events: Sequence[Event]) -> None:
+        """New public events of a match, as this seat sees them (never repeated)."""
+
+    def on_match_end(self, result: MatchResult) -> None:
+        """The match is over: totals, ranks, faults, and the disclosed seed and deals."""
+
+
+def resolve_choice(choice: object, legal_moves: Sequence[Move]) -> int | None:
+    """The index into `legal_moves` that `choice` (a Move or an int index) names, else None."""
+    if isinstance(choice, bool):
+        return None
+    if isinstance(choice, int):
+        return choice if 0 <= choice < len(legal_moves) else None
+    if isinstance(choice, Move):
+        for i, move in enumerate(legal_moves):
+            if move is choice:
+                return i
+        try:
+            return list(legal_moves).index(choice)
+        except ValueError:
+            return None
+    return None

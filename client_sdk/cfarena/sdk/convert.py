@@ -1,0 +1,579 @@
+"""Protocol <-> domain conversion: the only place arena.proto messages meet engine values.
+
+Used both ways: the SDK decodes what the referee sends (`*_from_proto`), the
+referee encodes what it sends (`*_to_proto`). Decoding validates: a message
+that breaks the contract of arena.proto (unknown or unspecified enum value, a
+tile `a-b` with `a > b` or an end above 18, a PLAY without a tile, ...) raises
+`ProtocolError` (a `ValueError`) naming what is wrong.
+
+Encoding is on the referee's hot path (one Turn per decision), so Tile and
+Move messages are built once and cached. Messages returned by `tile_to_proto`
+and `move_to_proto` are those shared cached instances: treat them as read-only
+(passing them to a message constructor or `CopyFrom` copies them, which is the
+intended use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
+
+from cfarena.engine.events import Event, EventKind, RoundEnd
+from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
+from cfarena.engine.observation import Observation, PlacedTile
+from cfarena.engine.rules import Draw, PlayDrawn, ResolvedRules, Start, TieBreak
+from cfarena.engine.tiles import MAX_SET, MIN_SET, Tile
+from cfarena.sdk.types import (
+    Fault,
+    FaultKind,
+    MatchInfo,
+    MatchResult,
+    ProtocolError,
+    RoundDeal,
+    TimeControl,
+    Turn,
+)
+from cfarena.sdk import _wire
+from cfarena.v1 import arena_pb2 as pb
+
+__all__ = [
+    "ProtocolError",
+    "event_from_proto",
+    "event_to_proto",
+    "events_from_proto",
+    "events_to_proto",
+    "fault_from_proto",
+    "fault_to_proto",
+    "match_end_from_proto",
+    "match_end_to_proto",
+    "match_start_from_proto",
+    "match_start_to_proto",
+    "move_from_proto",
+    "move_to_proto",
+    "observation_from_proto",
+    "observation_to_proto",
+    "round_deal_from_proto",
+    "round_deal_to_proto",
+    "rules_from_proto",
+    "rules_to_proto",
+    "tile_from_proto",
+    "tile_to_proto",
+    "time_control_from_proto",
+    "time_control_to_proto",
+    "turn_from_proto",
+    "turn_message",
+    "turn_to_proto",
+]
+
+_STRIDE = MAX_SET + 1
+
+# ----------------------------------------------------------------------- enums
+
+_MOVE_KIND_TO_PB: dict[MoveKind, int] = {
+    MoveKind.PLAY: pb.MOVE_KIND_PLAY,
+    MoveKind.DRAW: pb.MOVE_KIND_DRAW,
+    MoveKind.PASS: pb.MOVE_KIND_PASS,
+}
+_EVENT_KIND_TO_PB: dict[EventKind, int] = {
+    EventKind.ROUND_START: pb.EVENT_KIND_ROUND_START,
+    EventKind.DRAW_OFF: pb.EVENT_KIND_DRAW_OFF,
+    EventKind.CENTRE: pb.EVENT_KIND_CENTRE,
+    EventKind.PLAY: pb.EVENT_KIND_PLAY,
+    EventKind.DRAW: pb.EVENT_KIND_DRAW,
+    EventKind.PASS: pb.EVENT_KIND_PASS,
+    EventKind.ROUND_END: pb.EVENT_KIND_ROUND_END,
+}
+_EVENT_KIND_FROM_PB = {v: k for k, v in _EVENT_KIND_TO_PB.items()}
+_FAULT_KIND_TO_PB: dict[FaultKind, int] = {
+    FaultKind.TIMEOUT: pb.FAULT_KIND_TIMEOUT,
+    FaultKind.ILLEGAL: pb.FAULT_KIND_ILLEGAL,
+    FaultKind.PROTOCOL: pb.FAULT_KIND_PROTOCOL,
+    FaultKind.DISCONNECT: pb.FAULT_KIND_DISCONNECT,
+}
+_FAULT_KIND_FROM_PB = {v: k for k, v in _FAULT_KIND_TO_PB.items()}
+
+
+_E = TypeVar("_E", Start, Draw, PlayDrawn, TieBreak, RoundEnd)
+
+
+def _enum_text(enum_type: type[_E], text: str, what: str) -> _E:
+    try:
+        return enum_type(text)
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in enum_type)
+        raise ProtocolError(f"{what}: unknown value {text!r} (expected {allowed})") from None
+
+
+# ----------------------------------------------------------------------- tiles
+
+# code a * 19 + b -> Tile / Tile message (a <= b <= 18); built once at import
+_TILES: list[Tile | None] = [None] * (_STRIDE * _STRIDE)
+_TILE_PB: dict[Tile, pb.Tile] = {}
+for _a in range(_STRIDE):
+    for _b in range(_a, _STRIDE):
+        _t = Tile(_a, _b)
+        _TILES[_a * _STRIDE + _b] = _t
+        _TILE_PB[_t] = pb.Tile(a=_a, b=_b)
+
+
+def tile_to_proto(tile: Tile) -> pb.Tile:
+    """The (shared, read-only) Tile message of `tile`."""
+    try:
+        return _TILE_PB[tile]
+    except KeyError:
+        raise ValueError(f"tile {tile} is outside a double-{MAX_SET} set") from None
+
+
+def tile_from_proto(msg: pb.Tile, what: str = "tile") -> Tile:
+    """The Tile of a message; ProtocolError unless a <= b <= 18."""
+    a = msg.a
+    b = msg.b
+    if a > b or b > MAX_SET:
+        raise ProtocolError(f"{what}: {a}-{b} is not a tile (need a <= b <= {MAX_SET})")
+    tile = _TILES[a * _STRIDE + b]
+    assert tile is not None
+    return tile
+
+
+# ----------------------------------------------------------------------- moves
+
+_MOVE_PB: dict[Move, pb.Move] = {
+    DRAW: pb.Move(kind=pb.MOVE_KIND_DRAW, key=DRAW.key),
+    PASS: pb.Move(kind=pb.MOVE_KIND_PASS, key=PASS.key),
+}
+
+
+def move_to_proto(move: Move) -> pb.Move:
+    """The (shared, read-only) Move message of `move`, key included."""
+    msg = _MOVE_PB.get(move)
+    if msg is None:
+        if move.kind is not MoveKind.PLAY or move.tile is None or move.parent is None:
+            raise ValueError(f"not a valid move: {move!r}")
+        msg = pb.Move(
+            kind=pb.MOVE_KIND_PLAY,
+            tile=tile_to_proto(move.tile),
+            parent=move.parent,
+            key=move.key,
+        )
+        _MOVE_PB[move] = msg
+    return msg
+
+
+_MOVE_BYTES: dict[Move, bytes] = {}
+
+
+def move_from_proto(msg: pb.Move) -> Move:
+    """The Move of a message; its `key`, when set, must name the same move."""
+    kind = msg.kind
+    if kind == pb.MOVE_KIND_PLAY:
+        if not msg.HasField("tile"):
+            raise ProtocolError(f"move {msg.key!r}: PLAY without a tile")
+        move = Move(MoveKind.PLAY, tile_from_proto(msg.tile, "move tile"), msg.parent)
+    elif kind == pb.MOVE_KIND_PASS or kind == pb.MOVE_KIND_DRAW:
+        if msg.HasField("tile") or msg.parent:
+            raise ProtocolError(f"move {msg.key!r}: a DRAW or PASS carries no tile or parent")
+        move = PASS if kind == pb.MOVE_KIND_PASS else DRAW
+    else:
+        raise ProtocolError(f"move {msg.key!r}: unknown or unspecified MoveKind {kind}")
+    key = msg.key
+    if key and key != move.key:
+        try:
+            same = Move.parse(key) == move
+        except ValueError:
+            same = False
+        if not same:
+            raise ProtocolError(f"move key {key!r} does not match the move {move.key!r}")
+    return move
+
+
+# ---------------------------------------------------------------------- events
+
+
+def event_to_proto(event: Event, index: int) -> pb.Event:
+    """The Event message of `event`, at position `index` of the match's events."""
+    msg = pb.Event(
+        index=index,
+        kind=_EVENT_KIND_TO_PB[event.kind],
+        round_index=event.round_index,
+        seat=event.seat,
+        node=event.node,
+        parent=event.parent,
+        scores=event.scores,
+        round_end=event.reason.value if event.reason is not None else "",
+    )
+    if event.tile is not None:
+        msg.tile.CopyFrom(_TILE_PB[event.tile])
+    return msg
+
+
+def _event_bytes(event: Event, index: int) -> bytes:
+    return _wire.event_bytes(
+        index,
+        _EVENT_KIND_TO_PB[event.kind],
+        event.round_index,
+        event.seat,
+        event.tile,
+        event.node,
+        event.parent,
+        event.scores,
+        event.reason.value if event.reason is not None else "",
+    )
+
+
+def events_to_proto(events: Iterable[Event], first_index: int) -> list[pb.Event]:
+    """Event messages numbered from `first_index`."""
+    return [event_to_proto(e, first_index + i) for i, e in enumerate(events)]
+
+
+def event_from_proto(msg: pb.Event) -> Event:
+    """The Event of a message (its `index` is not part of the Event)."""
+    kind = _EVENT_KIND_FROM_PB.get(msg.kind)
+    if kind is None:
+        raise ProtocolError(f"event #{msg.index}: unknown or unspecified EventKind {msg.kind}")
+    scores = tuple(msg.scores)
+    return Event(
+        kind=kind,
+        round_index=msg.round_index,
+        seat=msg.seat if msg.HasField("seat") else None,
+        tile=tile_from_proto(msg.tile, f"event #{msg.index} tile") if msg.HasField("tile") else None,
+        node=msg.node if msg.HasField("node") else None,
+        parent=msg.parent if msg.HasField("parent") else None,
+        scores=scores if scores or kind is EventKind.ROUND_END else None,
+        reason=_enum_text(RoundEnd, msg.round_end, f"event #{msg.index} round_end")
+        if msg.round_end
+        else None,
+    )
+
+
+def events_from_proto(msgs: Iterable[pb.Event]) -> tuple[Event, ...]:
+    return tuple(event_from_proto(m) for m in msgs)
+
+
+# ----------------------------------------------------------------------- rules
+
+
+def rules_to_proto(rules: ResolvedRules) -> pb.Rules:
+    """The Rules message (end_at_score None is sent as 0)."""
+    return pb.Rules(
+        preset=rules.name,
+        players=rules.players,
+        set_size=rules.set_size,
+        hand_size=rules.hand_size,
+        start=rules.start.value,
+        spokes=rules.spokes,
+        toes=rules.toes,
+        draw=rules.draw.value,
+        play_drawn=rules.play_drawn.value,
+        boneyard_reserve=rules.boneyard_reserve,
+        double_blank=rules.double_blank,
+        rounds=rules.rounds,
+        end_at_score=rules.end_at_score or 0,
+        tie_break=rules.tie_break.value,
+    )
+
+
+def rules_from_proto(msg: pb.Rules) -> ResolvedRules:
+    """ResolvedRules of a message; ProtocolError for out-of-range numbers or unknown names."""
+    if not (2 <= msg.players <= 8):
+        raise ProtocolError(f"rules: players must be 2-8, got {msg.players}")
+    if not (MIN_SET <= msg.set_size <= MAX_SET):
+        raise ProtocolError(f"rules: set_size must be {MIN_SET}-{MAX_SET}, got {msg.set_size}")
+    return ResolvedRules(
+        name=msg.preset,
+        players=msg.players,
+        set_size=msg.set_size,
+        hand_size=msg.hand_size,
+        start=_enum_text(Start, msg.start, "rules.start"),
+        spokes=msg.spokes,
+        toes=msg.toes,
+        draw=_enum_text(Draw, msg.draw, "rules.draw"),
+        play_drawn=_enum_text(PlayDrawn, msg.play_drawn, "rules.play_drawn"),
+        boneyard_reserve=msg.boneyard_reserve,
+        double_blank=msg.double_blank,
+        rounds=msg.rounds,
+        end_at_score=msg.end_at_score or None,
+        tie_break=_enum_text(TieBreak, msg.tie_break, "rules.tie_break"),
+    )
+
+
+def time_control_to_proto(tc: TimeControl) -> pb.TimeControl:
+    return pb.TimeControl(
+        move_timeout_ms=tc.move_timeout_ms,
+        bank_ms=tc.bank_ms,
+        increment_ms=tc.increment_ms,
+        strikes=tc.strikes,
+    )
+
+
+def time_control_from_proto(msg: pb.TimeControl) -> TimeControl:
+    return TimeControl(msg.move_timeout_ms, msg.bank_ms, msg.increment_ms, msg.strikes)
+
+
+# ---------------------------------------------------------------- observation
+
+
+def observation_to_proto(obs: Observation) -> pb.Observation:
+    """The Observation message (rules, current_seat and legal_moves travel elsewhere)."""
+    return pb.Observation.FromString(_wire.observation_bytes(obs))
+
+
+def _placed_from_proto(msg: pb.PlacedTile, index: int) -> PlacedTile:
+    if msg.node != index:
+        raise ProtocolError(f"layout: entry {index} has node id {msg.node} (must equal its index)")
+    if not msg.HasField("tile"):
+        raise ProtocolError(f"layout: node {index} has no tile")
+    return PlacedTile(
+        node=msg.node,
+        tile=tile_from_proto(msg.tile, f"layout node {index}"),
+        parent=msg.parent if msg.HasField("parent") else None,
+        open_value=msg.open_value,
+        capacity=msg.capacity,
+        children=msg.children,
+    )
+
+
+def observation_from_proto(
+    msg: pb.Observation,
+    rules: ResolvedRules,
+    legal_moves: Sequence[Move] = (),
+    current_seat: int | None = -1,
+) -> Observation:
+    """The Observation of a message.
+
+    The message carries neither the rules (sent once in MatchStart) nor the
+    legal moves (in the Turn) nor whose turn it is: `current_seat` defaults to
+    the observing seat (a Turn is always about the receiver's own move).
+    """
+    seat = msg.seat
+    if seat >= rules.players:
+        raise ProtocolError(f"observation: seat {seat} at a {rules.players}-player table")
+    if not msg.HasField("round_double"):
+        raise ProtocolError("observation: no round_double")
+    return Observation(
+        seat=seat,
+        rules=rules,
+        round_index=msg.round_index,
+        round_double=tile_from_proto(msg.round_double, "round_double"),
+        layout=tuple(_placed_from_proto(p, i) for i, p in enumerate(msg.layout)),
+        pending=msg.pending if msg.HasField("pending") else None,
+        hand=tuple(tile_from_proto(t, "hand tile") for t in msg.hand),
+        hand_sizes=tuple(msg.hand_sizes),
+        boneyard_size=msg.boneyard_size,
+        drawable=msg.drawable,
+        current_seat=seat if current_seat == -1 else current_seat,
+        drawn_tile=tile_from_proto(msg.drawn_tile, "drawn_tile")
+        if msg.HasField("drawn_tile")
+        else None,
+        round_scores=tuple(tuple(r.scores) for r in msg.round_scores),
+        totals=tuple(msg.totals),
+        event_count=msg.event_count,
+        legal_moves=tuple(legal_moves),
+    )
+
+
+# ----------------------------------------------------------------------- turns
+
+
+def _move_bytes(move: Move) -> bytes:
+    data = _MOVE_BYTES.get(move)
+    if data is None:
+        data = _MOVE_BYTES[move] = move_to_proto(move).SerializeToString()
+    return data
+
+
+def _turn_bytes(
+    match_id: str,
+    turn_id: int,
+    obs: Observation,
+    events: Sequence[Event],
+    deadline_ms: int,
+    bank_ms: int,
+    legal_moves: Sequence[Move] | None,
+) -> bytes:
+    moves = obs.legal_moves if legal_moves is None else legal_moves
+    cache = _MOVE_BYTES
+    first = obs.event_count - len(events)
+    return _wire.turn_bytes(
+        match_id,
+        turn_id,
+        _wire.observation_bytes(obs),
+        [cache.get(m) or _move_bytes(m) for m in moves],
+        [_event_bytes(e, first + i) for i, e in enumerate(events)],
+        deadline_ms,
+        bank_ms,
+    )
+
+
+def turn_to_proto(
+    match_id: str,
+    turn_id: int,
+    obs: Observation,
+    events: Sequence[Event],
+    *,
+    deadline_ms: int,
+    bank_ms: int = 0,
+    legal_moves: Sequence[Move] | None = None,
+) -> pb.Turn:
+    """A Turn message: `events` are the seat's new ones, numbered to end at event_count - 1.
+
+    `legal_moves` defaults to `obs.legal_moves`. For sending, prefer
+    `turn_message`, which builds the RefereeMessage without an extra copy.
+    """
+    return pb.Turn.FromString(
+        _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
+    )
+
+
+def turn_message(
+    match_id: str,
+    turn_id: int,
+    obs: Observation,
+    events: Sequence[Event],
+    *,
+    deadline_ms: int,
+    bank_ms: int = 0,
+    legal_moves: Sequence[Move] | None = None,
+) -> pb.RefereeMessage:
+    """`RefereeMessage(turn=turn_to_proto(...))`, built in one step (the referee's hot path)."""
+    data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
+    return pb.RefereeMessage.FromString(_wire.length_delimited(3, data))
+
+
+def turn_from_proto(
+    msg: pb.Turn,
+    rules: ResolvedRules,
+    *,
+    history: Sequence[Event] = (),
+    received_at: float,
+) -> Turn:
+    """A Turn from its message; `history` is the match's events seen before this Turn."""
+    if not msg.legal_moves:
+        raise ProtocolError(f"turn {msg.turn_id} of match {msg.match_id!r} offers no moves")
+    moves = tuple(move_from_proto(m) for m in msg.legal_moves)
+    events = events_from_proto(msg.events)
+    return Turn(
+        match_id=msg.match_id,
+        turn_id=msg.turn_id,
+        observation=observation_from_proto(msg.observation, rules, moves),
+        legal_moves=moves,
+        events=events,
+        history=(*history, *events),
+        deadline_ms=msg.deadline_ms,
+        bank_ms=msg.bank_ms,
+        received_at=received_at,
+    )
+
+
+# --------------------------------------------------------------- match start
+
+
+def match_start_to_proto(info: MatchInfo) -> pb.MatchStart:
+    return pb.MatchStart(
+        match_id=info.match_id,
+        seat=info.seat,
+        rules=rules_to_proto(info.rules),
+        seat_names=info.seat_names,
+        time_control=time_control_to_proto(info.time_control),
+        tournament_id=info.tournament_id,
+    )
+
+
+def match_start_from_proto(msg: pb.MatchStart) -> MatchInfo:
+    if not msg.match_id:
+        raise ProtocolError("match_start: empty match_id")
+    if not msg.HasField("rules"):
+        raise ProtocolError(f"match_start {msg.match_id!r}: no rules")
+    rules = rules_from_proto(msg.rules)
+    if msg.seat >= rules.players:
+        raise ProtocolError(
+            f"match_start {msg.match_id!r}: seat {msg.seat} at a {rules.players}-player table"
+        )
+    return MatchInfo(
+        match_id=msg.match_id,
+        seat=msg.seat,
+        rules=rules,
+        seat_names=tuple(msg.seat_names),
+        time_control=time_control_from_proto(msg.time_control),
+        tournament_id=msg.tournament_id,
+    )
+
+
+# ----------------------------------------------------------------- match end
+
+
+def fault_to_proto(fault: Fault) -> pb.Fault:
+    return pb.Fault(
+        seat=fault.seat,
+        kind=_FAULT_KIND_TO_PB[fault.kind],
+        detail=fault.detail,
+        turn_id=fault.turn_id,
+    )
+
+
+def fault_from_proto(msg: pb.Fault) -> Fault:
+    kind = _FAULT_KIND_FROM_PB.get(msg.kind)
+    if kind is None:
+        raise ProtocolError(f"fault: unknown or unspecified FaultKind {msg.kind}")
+    return Fault(seat=msg.seat, kind=kind, detail=msg.detail, turn_id=msg.turn_id)
+
+
+def round_deal_to_proto(
+    round_index: int,
+    hands: Sequence[Sequence[Tile]],
+    boneyard: Sequence[Tile],
+    first_seat: int,
+) -> pb.RoundDeal:
+    """A RoundDeal message: each seat's dealt hand and the boneyard in drawing order."""
+    tiles = _TILE_PB
+    return pb.RoundDeal(
+        round_index=round_index,
+        hands=[pb.Hand(tiles=[tiles[t] for t in hand]) for hand in hands],
+        boneyard=[tiles[t] for t in boneyard],
+        first_seat=first_seat,
+    )
+
+
+def round_deal_from_proto(msg: pb.RoundDeal) -> RoundDeal:
+    return RoundDeal(
+        round_index=msg.round_index,
+        hands=tuple(tuple(tile_from_proto(t, "dealt tile") for t in h.tiles) for h in msg.hands),
+        boneyard=tuple(tile_from_proto(t, "boneyard tile") for t in msg.boneyard),
+        first_seat=msg.first_seat,
+    )
+
+
+def match_end_to_proto(
+    result: MatchResult, events: Sequence[Event] = (), first_index: int = 0
+) -> pb.MatchEnd:
+    """A MatchEnd message; `events` (numbered from `first_index`) are the receiver's new ones."""
+    return pb.MatchEnd(
+        match_id=result.match_id,
+        events=events_to_proto(events, first_index),
+        totals=result.totals,
+        ranks=result.ranks,
+        round_scores=[pb.RoundScores(scores=r) for r in result.round_scores],
+        faults=[fault_to_proto(f) for f in result.faults],
+        forfeited=result.forfeited,
+        reason=result.reason,
+        seed=result.seed,
+        deals=[
+            round_deal_to_proto(d.round_index, d.hands, d.boneyard, d.first_seat)
+            for d in result.deals
+        ],
+    )
+
+
+def match_end_from_proto(msg: pb.MatchEnd, seat: int | None = None) -> MatchResult:
+    """The MatchResult of a message (its events are decoded with `events_from_proto`)."""
+    return MatchResult(
+        match_id=msg.match_id,
+        totals=tuple(msg.totals),
+        ranks=tuple(msg.ranks),
+        round_scores=tuple(tuple(r.scores) for r in msg.round_scores),
+        faults=tuple(fault_from_proto(f) for f in msg.faults),
+        forfeited=tuple(msg.forfeited),
+        reason=msg.reason,
+        seed=msg.seed,
+        deals=tuple(round_deal_from_proto(d) for d in msg.deals),
+        seat=seat,
+    )

@@ -1,0 +1,22 @@
+"""The referee: a grpc.aio server that runs matches between connected bots."""
+
+from __future__ import annotations
+
+from cfarena.server.referee.faults import Fault, FaultKind
+from cfarena.server.referee.match import ActionRecord, MatchRecord, TimeControl
+from cfarena.server.referee.server import RefereeServer, SeatingTimeout, ShuttingDown
+from cfarena.server.referee.tokens import TokenRegistry, hash_token, new_token
+
+__all__ = [
+    "ActionRecord",
+    "Fault",
+    "FaultKind",
+    "MatchRecord",
+    "RefereeServer",
+    "SeatingTimeout",
+    "ShuttingDown",
+    "TimeControl",
+    "TokenRegistry",
+    "hash_token",
+    "new_token",
+]

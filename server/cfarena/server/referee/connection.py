@@ -1,0 +1,132 @@
+"""One bot's stream: sending referee messages, routing its Actions to matches."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cfarena.server.referee.faults import FaultKind
+from cfarena.v1 import arena_pb2 as pb
+
+_ids = itertools.count(1)
+
+
+class SeatFault(Exception):
+    """Raised into a match when its seat's connection faulted or answered wrongly."""
+
+    def __init__(self, kind: FaultKind, detail: str) -> None:
+        super().__init__(f"{kind.value}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class _Writer(Protocol):
+    async def write(self, message: Any) -> None: ...
+
+
+@dataclass(slots=True)
+class PendingTurn:
+    """A Turn sent to the bot and not answered yet."""
+
+    turn_id: int
+    legal_count: int
+    future: asyncio.Future[int]
+    sent_at: float = 0.0
+    answered_at: float = 0.0
+
+
+@dataclass(eq=False)
+class BotConnection:
+    """A connected bot stream: capacity, its matches, and its unanswered Turns."""
+
+    bot_name: str
+    capacity: int
+    writer: _Writer
+    conn_id: int = field(default_factory=lambda: next(_ids))
+    client: str = ""
+    # match_id -> seat, for matches this connection is seated in
+    matches: dict[str, int] = field(default_factory=dict)
+    pending: dict[str, PendingTurn] = field(default_factory=dict)
+    closed: bool = False
+    close_reason: tuple[FaultKind, str] = (FaultKind.DISCONNECT, "stream closed")
+    # test hook: called with (match_id, seat, serialized bytes) for every message sent
+    on_send: Callable[[str, int, bytes], None] | None = None
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _closed_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def free(self) -> int:
+        return 0 if self.closed else self.capacity - len(self.matches)
+
+    async def send(self, match_id: str, message: pb.RefereeMessage) -> None:
+        """Write one message; raises SeatFault if the stream is gone."""
+        if self.closed:
+            raise SeatFault(*self.close_reason)
+        if self.on_send is not None:
+            self.on_send(match_id, self.matches.get(match_id, -1), message.SerializeToString())
+        try:
+            async with self._lock:
+                await self.writer.write(message)
+        except Exception as exc:  # the stream broke under us
+            self.close(FaultKind.DISCONNECT, f"write failed: {type(exc).__name__}")
+            raise SeatFault(FaultKind.DISCONNECT, "stream closed while sending") from exc
+
+    def expect(self, match_id: str, turn_id: int, legal_count: int) -> PendingTurn:
+        """Register the Turn about to be sent, so its Action can be routed."""
+        if self.closed:
+            raise SeatFault(*self.close_reason)
+        pending = PendingTurn(turn_id, legal_count, asyncio.get_running_loop().create_future())
+        self.pending[match_id] = pending
+        return pending
+
+    def on_action(self, action: pb.Action) -> str | None:
+        """Route an Action; returns a notice text when it was ignored, else None.
+
+        An Action for a match this connection is not seated in, or for a Turn
+        already settled (late answer after a timeout) is ignored with a notice:
+        it can never affect another seat or match. An out-of-range move index
+        on the pending Turn is an ILLEGAL fault for that match.
+        """
+        now = time.perf_counter()
+        pending = self.pending.get(action.match_id)
+        if action.match_id not in self.matches:
+            return f"ignored: you have no seat in match {action.match_id!r}"
+        if pending is None or pending.future.done():
+            return f"ignored: no turn of match {action.match_id!r} is waiting for an answer"
+        if action.turn_id != pending.turn_id:
+            return (
+                f"ignored: turn_id {action.turn_id} is not the pending turn "
+                f"{pending.turn_id} of match {action.match_id!r}"
+            )
+        del self.pending[action.match_id]
+        pending.answered_at = now
+        if action.move_index >= pending.legal_count:
+            pending.future.set_exception(
+                SeatFault(
+                    FaultKind.ILLEGAL,
+                    f"move_index {action.move_index} not offered "
+                    f"(turn {action.turn_id} offered {pending.legal_count} moves)",
+                )
+            )
+        else:
+            pending.future.set_result(action.move_index)
+        return None
+
+    def close(self, kind: FaultKind, detail: str) -> None:
+        """Mark the stream dead; every waiting Turn gets the fault."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = (kind, detail)
+        for pending in self.pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(SeatFault(kind, detail))
+        self.pending.clear()
+        self._closed_event.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed_event.wait()

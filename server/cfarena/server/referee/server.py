@@ -1,0 +1,231 @@
+"""The referee server: accepts bot streams, seats them in matches, runs matches."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+
+import grpc
+
+from cfarena.engine import Rules
+from cfarena.server.referee.connection import BotConnection
+from cfarena.server.referee.match import MatchRecord, MatchRunner, TimeControl
+from cfarena.server.referee.service import ArenaService, method_handlers
+from cfarena.server.referee.tokens import TokenRegistry
+
+log = logging.getLogger("cfarena.referee")
+
+
+class SeatingTimeout(Exception):
+    """The bots a match needs did not connect (or free up) in time."""
+
+
+class ShuttingDown(Exception):
+    """The referee is stopping and starts no new match."""
+
+
+class RefereeServer:
+    """A grpc.aio referee. Start it, let bots connect, then `run_match(...)`."""
+
+    def __init__(
+        self,
+        tokens: TokenRegistry,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_message_bytes: int = 64 * 1024,
+        hello_timeout_s: float = 10.0,
+        max_connections_per_bot: int = 16,
+    ) -> None:
+        self.tokens = tokens
+        self.host = host
+        self.port = port
+        self.max_message_bytes = max_message_bytes
+        self.hello_timeout_s = hello_timeout_s
+        self.max_connections_per_bot = max_connections_per_bot
+        self._connections: dict[str, list[BotConnection]] = {}
+        self._changed: asyncio.Condition | None = None
+        self._server: grpc.aio.Server | None = None
+        self._matches: set[asyncio.Task[MatchRecord]] = set()
+        self._accepting = True
+        # test hook: installed on every new connection
+        self.on_send: Callable[[str, str, int, bytes], None] | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self) -> int:
+        """Bind and serve; returns the port (useful with port=0)."""
+        self._changed = asyncio.Condition()
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", self.max_message_bytes),
+                ("grpc.max_send_message_length", 16 * 1024 * 1024),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        server.add_generic_rpc_handlers((method_handlers(ArenaService(self)),))
+        self.port = server.add_insecure_port(f"{self.host}:{self.port}")
+        if self.port == 0:
+            raise OSError(f"cannot listen on {self.host}")
+        await server.start()
+        self._server = server
+        log.info("referee listening on %s:%d", self.host, self.port)
+        return self.port
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Graceful shutdown: no new matches; running ones get `grace` seconds to
+        finish, then are cancelled (recorded as aborted by their runners)."""
+        self._accepting = False
+        if self._matches:
+            _done, pending = await asyncio.wait(set(self._matches), timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+        if self._server is not None:
+            await self._server.stop(grace=1.0)
+            self._server = None
+
+    # ---------------------------------------------------------- connections
+    def register(self, conn: BotConnection) -> None:
+        if self.on_send is not None:
+            hook = self.on_send
+            name = conn.bot_name
+            conn.on_send = lambda match_id, seat, data: hook(name, match_id, seat, data)
+        self._connections.setdefault(conn.bot_name, []).append(conn)
+        self._notify()
+
+    def unregister(self, conn: BotConnection) -> None:
+        conns = self._connections.get(conn.bot_name, [])
+        if conn in conns:
+            conns.remove(conn)
+        self._notify()
+
+    def connection_count(self, bot_name: str) -> int:
+        return len(self._connections.get(bot_name, []))
+
+    def connected_bots(self) -> dict[str, int]:
+        """Bot name -> free match slots over its live connections."""
+        return {
+            name: sum(c.free for c in conns) for name, conns in self._connections.items() if conns
+        }
+
+    def _notify(self) -> None:
+        changed = self._changed
+        if changed is None:
+            return
+
+        async def _wake() -> None:
+            async with changed:
+                changed.notify_all()
+
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(_wake())
+
+    def _try_seat(self, match_id: str, seat_bots: Sequence[str]) -> list[BotConnection] | None:
+        """Reserve one connection per seat (distinct connections for one bot), or None."""
+        chosen: list[BotConnection] = []
+        for bot in seat_bots:
+            candidates = [
+                c for c in self._connections.get(bot, []) if c.free > 0 and c not in chosen
+            ]
+            if not candidates:
+                return None
+            chosen.append(max(candidates, key=lambda c: c.free))
+        for seat, conn in enumerate(chosen):
+            conn.matches[match_id] = seat
+        return chosen
+
+    async def wait_for_bots(self, names: Sequence[str], timeout: float) -> None:
+        """Wait until every named bot has at least one live connection."""
+        assert self._changed is not None
+        async with self._changed:
+            await asyncio.wait_for(
+                self._changed.wait_for(lambda: all(self.connection_count(n) for n in names)),
+                timeout,
+            )
+
+    async def seat(
+        self, match_id: str, seat_bots: Sequence[str], timeout: float
+    ) -> list[BotConnection]:
+        """Wait (up to `timeout` s) for free connections for every seat and reserve them."""
+        assert self._changed is not None
+        result: list[BotConnection] | None = None
+
+        def ready() -> bool:
+            nonlocal result
+            result = self._try_seat(match_id, seat_bots)
+            return result is not None
+
+        try:
+            async with self._changed:
+                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+        except TimeoutError:
+            missing = sorted(
+                {b for b in seat_bots if not any(c.free for c in self._connections.get(b, []))}
+            )
+            raise SeatingTimeout(
+                f"match {match_id}: no free connection within {timeout:g} s for {missing}"
+            ) from None
+        assert result is not None
+        return result
+
+    # -------------------------------------------------------------- matches
+    async def run_match(
+        self,
+        match_id: str,
+        rules: Rules,
+        seed: int,
+        seat_bots: Sequence[str],
+        time_control: TimeControl | None = None,
+        *,
+        seat_timeout: float = 30.0,
+        tournament_id: int | None = None,
+        key: str | None = None,
+        on_record: Callable[[MatchRecord], None] | None = None,
+    ) -> MatchRecord:
+        """Seat the bots, play the match, return its record.
+
+        `on_record` is called with the final record exactly once, also when the
+        match is aborted by shutdown (before the cancellation propagates), so a
+        caller can store it.
+        """
+        if not self._accepting:
+            raise ShuttingDown("the referee is shutting down")
+        rules.resolve(len(seat_bots))  # RulesError before anyone is seated
+        conns = await self.seat(match_id, seat_bots, seat_timeout)
+        runner = MatchRunner(
+            match_id,
+            rules,
+            seed,
+            conns,
+            seat_bots,
+            time_control or TimeControl(),
+            tournament_id=tournament_id,
+            key=key,
+        )
+        task = asyncio.get_running_loop().create_task(runner.run())
+        self._matches.add(task)
+        try:
+            record = await asyncio.shield(task)
+        except BaseException:
+            # shutdown, a cancelled caller, or a referee bug: the runner has
+            # marked its record aborted; hand it over before propagating
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+            if on_record is not None:
+                on_record(runner.record)
+            raise
+        finally:
+            self._matches.discard(task)
+            self._notify()
+        if on_record is not None:
+            on_record(record)
+        return record

@@ -1,0 +1,176 @@
+"""The gRPC face of the referee: the Arena service (proto <-> connection objects)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from cfarena.engine import PRESETS
+from cfarena.server.referee.connection import BotConnection, SeatFault
+from cfarena.server.referee.faults import FaultKind
+from cfarena.v1 import arena_pb2 as pb
+
+if TYPE_CHECKING:
+    from cfarena.server.referee.server import RefereeServer
+
+log = logging.getLogger("cfarena.referee")
+
+PROTOCOL = "cfarena.v1"
+SERVER_VERSION = "cfarena 0.1.0"
+MAX_CAPACITY = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A message whose bytes do not parse as a BotMessage."""
+
+    data: bytes
+
+    def describe(self) -> str:
+        head = self.data[:32].hex()
+        more = "..." if len(self.data) > 32 else ""
+        return f"malformed message ({len(self.data)} bytes: {head}{more})"
+
+
+def parse_bot_message(data: bytes) -> pb.BotMessage | Malformed:
+    """Deserializer that never raises: bad bytes become a `Malformed` value."""
+    try:
+        return pb.BotMessage.FromString(data)
+    except (DecodeError, RuntimeError, ValueError):
+        return Malformed(bytes(data))
+
+
+class ArenaService:
+    """Implements cfarena.v1.Arena for a RefereeServer."""
+
+    def __init__(self, server: RefereeServer) -> None:
+        self.server = server
+
+    async def GetInfo(self, request: pb.GetInfoRequest, context: Any) -> pb.ServerInfo:  # noqa: N802
+        return pb.ServerInfo(
+            server_version=SERVER_VERSION,
+            protocols=[PROTOCOL],
+            presets=sorted(PRESETS),
+            max_message_bytes=self.server.max_message_bytes,
+        )
+
+    async def Play(  # noqa: N802
+        self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
+    ) -> None:
+        hello = await self._read_hello(requests, context)
+        name = self.server.tokens.lookup(hello.token)
+        if name is None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown or missing token")
+        assert name is not None
+        capacity = hello.capacity or 1
+        if capacity > MAX_CAPACITY:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Hello.capacity must be 1..{MAX_CAPACITY}, got {capacity}",
+            )
+        if self.server.connection_count(name) >= self.server.max_connections_per_bot:
+            await context.abort(
+                grpc.StatusCode.ALREADY_EXISTS,
+                f"bot {name!r} already has {self.server.max_connections_per_bot} connections",
+            )
+        conn = BotConnection(name, capacity, context, client=hello.client)
+        await context.write(
+            pb.RefereeMessage(
+                welcome=pb.Welcome(
+                    bot_name=name, server_version=SERVER_VERSION, capacity=capacity
+                )
+            )
+        )
+        self.server.register(conn)
+        log.info("bot %s connected (conn %d, capacity %d)", name, conn.conn_id, capacity)
+        try:
+            await self._read_actions(conn, requests, context)
+        except asyncio.CancelledError:
+            conn.close(FaultKind.DISCONNECT, "stream cancelled")
+            raise
+        finally:
+            conn.close(FaultKind.DISCONNECT, "stream ended")
+            self.server.unregister(conn)
+            log.info("bot %s disconnected (conn %d)", name, conn.conn_id)
+
+    async def _read_hello(
+        self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
+    ) -> pb.Hello:
+        try:
+            first = await asyncio.wait_for(anext(requests), self.server.hello_timeout_s)
+        except StopAsyncIteration:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "stream ended before Hello")
+            raise
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"no Hello within {self.server.hello_timeout_s:g} s",
+            )
+            raise
+        if isinstance(first, Malformed):
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"first message: {first.describe()}"
+            )
+            raise AssertionError("unreachable")
+        if first.WhichOneof("kind") != "hello":
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"first message must be a Hello, got {first.WhichOneof('kind') or 'nothing'}",
+            )
+        hello = first.hello
+        if hello.protocol and hello.protocol != PROTOCOL:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"protocol {hello.protocol!r} not supported (this referee speaks {PROTOCOL})",
+            )
+        return hello
+
+    async def _read_actions(
+        self,
+        conn: BotConnection,
+        requests: AsyncIterator[pb.BotMessage | Malformed],
+        context: Any,
+    ) -> None:
+        async for message in requests:
+            if isinstance(message, Malformed):
+                detail = message.describe()
+                conn.close(FaultKind.PROTOCOL, detail)
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, detail)
+            assert isinstance(message, pb.BotMessage)
+            kind = message.WhichOneof("kind")
+            if kind == "action":
+                notice = conn.on_action(message.action)
+                if notice is not None:
+                    log.info("bot %s: %s", conn.bot_name, notice)
+                    notice_msg = pb.Notice(match_id=message.action.match_id, text=notice)
+                    with contextlib.suppress(SeatFault):
+                        await conn.send("", pb.RefereeMessage(notice=notice_msg))
+                continue
+            detail = f"unexpected {kind or 'empty'} message after the handshake"
+            conn.close(FaultKind.PROTOCOL, detail)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, detail)
+
+
+def method_handlers(service: ArenaService) -> grpc.GenericRpcHandler:
+    """The Arena service's handlers, with a deserializer that never raises."""
+    serialize: Callable[[Any], bytes] = lambda m: m.SerializeToString()  # noqa: E731
+    handlers = {
+        "Play": grpc.stream_stream_rpc_method_handler(
+            service.Play,
+            request_deserializer=parse_bot_message,
+            response_serializer=serialize,
+        ),
+        "GetInfo": grpc.unary_unary_rpc_method_handler(
+            service.GetInfo,
+            request_deserializer=pb.GetInfoRequest.FromString,
+            response_serializer=serialize,
+        ),
+    }
+    return grpc.method_handlers_generic_handler("cfarena.v1.Arena", handlers)

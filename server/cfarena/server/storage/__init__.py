@@ -1,0 +1,62 @@
+"""Persistent storage of bots, tournaments, matches, game logs and ratings.
+
+`open_database(url)` opens (and migrates) a SQLite file or a PostgreSQL
+database and returns the `Database` facade; see docs/STORAGE.md.
+"""
+
+from __future__ import annotations
+
+from cfarena.server.storage.database import (
+    GLOBAL_POOL,
+    Database,
+    canonical_json,
+    config_hash,
+    default_pool,
+    hash_token,
+    open_database,
+)
+from cfarena.server.storage.engine import DEFAULT_URL, StorageError
+from cfarena.server.storage.records import (
+    BotInfo,
+    FaultInfo,
+    FaultKind,
+    FaultRecord,
+    MatchDetail,
+    MatchInfo,
+    MatchPlan,
+    MatchRecord,
+    MatchStatus,
+    RatingPoint,
+    ScheduledMatch,
+    SeatInfo,
+    Standing,
+    TournamentInfo,
+    TournamentStatus,
+)
+
+__all__ = [
+    "DEFAULT_URL",
+    "GLOBAL_POOL",
+    "BotInfo",
+    "Database",
+    "FaultInfo",
+    "FaultKind",
+    "FaultRecord",
+    "MatchDetail",
+    "MatchInfo",
+    "MatchPlan",
+    "MatchRecord",
+    "MatchStatus",
+    "RatingPoint",
+    "ScheduledMatch",
+    "SeatInfo",
+    "Standing",
+    "StorageError",
+    "TournamentInfo",
+    "TournamentStatus",
+    "canonical_json",
+    "config_hash",
+    "default_pool",
+    "hash_token",
+    "open_database",
+]

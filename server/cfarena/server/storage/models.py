@@ -1,0 +1,197 @@
+"""ORM tables of the cfarena database (SQLAlchemy 2 typed declarative).
+
+The schema is created and upgraded by the Alembic migrations in
+`migrations/versions`; these classes must stay in step with them (a test
+compares the migrated database with this metadata on every backend).
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# JSON columns: SQL NULL (not the JSON text "null") for None.
+Json = JSON(none_as_null=True)
+Timestamp = DateTime(timezone=True)
+
+
+class TournamentStatus(enum.StrEnum):
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+
+
+class MatchStatus(enum.StrEnum):
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    FINISHED = "finished"
+    ABORTED = "aborted"
+
+
+class FaultKind(enum.StrEnum):
+    TIMEOUT = "timeout"
+    ILLEGAL = "illegal"
+    PROTOCOL = "protocol"
+    DISCONNECT = "disconnect"
+
+
+def _in(column: str, values: type[enum.StrEnum]) -> str:
+    return f"{column} IN ({', '.join(repr(v.value) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Bot(Base):
+    __tablename__ = "bots"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    command: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class Tournament(Base):
+    __tablename__ = "tournaments"
+    __table_args__ = (CheckConstraint(_in("status", TournamentStatus), name="status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]] = mapped_column(Json)
+    config_hash: Mapped[str] = mapped_column(String(64), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class Match(Base):
+    __tablename__ = "matches"
+    __table_args__ = (
+        UniqueConstraint("tournament_id", "key"),
+        CheckConstraint(_in("status", MatchStatus), name="status"),
+        Index("ix_matches_tournament_status", "tournament_id", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tournament_id: Mapped[int | None] = mapped_column(
+        ForeignKey("tournaments.id", ondelete="CASCADE")
+    )
+    key: Mapped[str] = mapped_column(String(200))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    pool: Mapped[str] = mapped_column(String(100))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    rules: Mapped[dict[str, Any]] = mapped_column(Json)
+    players: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    round_scores: Mapped[list[list[int]] | None] = mapped_column(Json)
+    totals: Mapped[list[int] | None] = mapped_column(Json)
+    ranks: Mapped[list[int] | None] = mapped_column(Json)
+    rounds: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    started_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+
+
+class MatchSeat(Base):
+    __tablename__ = "match_seats"
+
+    match_id: Mapped[str] = mapped_column(
+        ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True
+    )
+    seat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), index=True)
+    total: Mapped[int | None] = mapped_column(Integer)
+    rank: Mapped[int | None] = mapped_column(Integer)
+    forfeited: Mapped[bool] = mapped_column(Boolean)
+    faults: Mapped[int] = mapped_column(Integer)
+
+
+class Fault(Base):
+    __tablename__ = "faults"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["match_id", "seat"],
+            ["match_seats.match_id", "match_seats.seat"],
+            ondelete="CASCADE",
+            name="fk_faults_match_seat",
+        ),
+        CheckConstraint(_in("kind", FaultKind), name="kind"),
+        Index("ix_faults_match_id", "match_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[str] = mapped_column(String(200))
+    seat: Mapped[int] = mapped_column(Integer)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    detail: Mapped[str] = mapped_column(Text)
+    at_turn: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class GameLog(Base):
+    __tablename__ = "game_logs"
+
+    match_id: Mapped[str] = mapped_column(
+        ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True
+    )
+    format: Mapped[int] = mapped_column(Integer)
+    log: Mapped[dict[str, Any]] = mapped_column(Json)
+    sha256: Mapped[str] = mapped_column(String(64))
+
+
+class Rating(Base):
+    __tablename__ = "ratings"
+
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), primary_key=True)
+    pool: Mapped[str] = mapped_column(String(100), primary_key=True)
+    elo: Mapped[float] = mapped_column(Float)
+    games: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class RatingHistory(Base):
+    __tablename__ = "rating_history"
+    __table_args__ = (
+        UniqueConstraint("match_id", "bot_id", "pool"),
+        Index("ix_rating_history_bot_pool", "bot_id", "pool"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    pool: Mapped[str] = mapped_column(String(100))
+    match_id: Mapped[str] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"))
+    elo_before: Mapped[float] = mapped_column(Float)
+    elo_after: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)

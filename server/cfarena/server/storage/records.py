@@ -1,0 +1,196 @@
+"""Plain frozen values crossing the storage facade (never ORM objects)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cfarena.server.storage.models import FaultKind, MatchStatus, TournamentStatus
+
+__all__ = [
+    "BotInfo",
+    "FaultInfo",
+    "FaultKind",
+    "FaultRecord",
+    "MatchDetail",
+    "MatchInfo",
+    "MatchPlan",
+    "MatchRecord",
+    "MatchStatus",
+    "RatingPoint",
+    "ScheduledMatch",
+    "SeatInfo",
+    "Standing",
+    "TournamentInfo",
+    "TournamentStatus",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BotInfo:
+    id: int
+    name: str
+    token_hash: str
+    command: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentInfo:
+    id: int
+    name: str
+    config: dict[str, Any]
+    config_hash: str
+    status: TournamentStatus
+    created_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchPlan:
+    """One match to schedule. `seat_bot_ids[s]` sits in seat s (a bot may hold several seats).
+
+    `pool` is the rating pool; by default `"<preset>/<players>p"` from
+    `rules["preset"]` ("custom" when absent). Matches are always rated in
+    the "global" pool too. `seed` must fit a signed 64-bit integer.
+    """
+
+    key: str
+    seed: int
+    rules: Mapping[str, Any]
+    players: int
+    seat_bot_ids: Sequence[int]
+    pool: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledMatch:
+    """A match of a tournament that is not finished yet (for resume)."""
+
+    id: str
+    key: str
+    seed: int
+    rules: dict[str, Any]
+    players: int
+    pool: str
+    seat_bot_ids: tuple[int, ...]
+    status: MatchStatus
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRecord:
+    """A fault of the bot in `seat`: `detail` is the offending input (or what went wrong).
+
+    `kind` is a `FaultKind`, its value, or any enum member with such a value
+    (e.g. the referee's own FaultKind).
+    """
+
+    seat: int
+    kind: FaultKind | str | enum.Enum
+    detail: str = ""
+    at_turn: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRecord:
+    """The outcome of one played match, stored by `Database.record_match`.
+
+    For a finished match `totals`, `ranks` are per seat (rank 1 = best, equal =
+    shared) and `round_scores[r][seat]` the score of seat in round r. An
+    aborted match (status ABORTED) needs none of them; it is not rated and is
+    scheduled again. `forfeited` lists seats that forfeited.
+    """
+
+    match_id: str
+    status: MatchStatus = MatchStatus.FINISHED
+    reason: str | None = None
+    round_scores: Sequence[Sequence[int]] = ()
+    totals: Sequence[int] = ()
+    ranks: Sequence[int] = ()
+    forfeited: Sequence[int] = ()
+    faults: Sequence[FaultRecord] = ()
+    log: Mapping[str, Any] | None = None
+    log_format: int = 1
+    duration_s: float | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SeatInfo:
+    seat: int
+    bot_id: int
+    bot_name: str
+    total: int | None
+    rank: int | None
+    forfeited: bool
+    faults: int
+
+
+@dataclass(frozen=True, slots=True)
+class MatchInfo:
+    id: str
+    tournament_id: int | None
+    key: str
+    pool: str
+    seed: int
+    players: int
+    status: MatchStatus
+    reason: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_s: float | None
+    seats: tuple[SeatInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FaultInfo:
+    id: int
+    match_id: str
+    seat: int
+    bot_id: int
+    bot_name: str
+    kind: FaultKind
+    detail: str
+    at_turn: int | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MatchDetail:
+    match: MatchInfo
+    rules: dict[str, Any]
+    round_scores: list[list[int]] | None
+    faults: tuple[FaultInfo, ...]
+    log_sha256: str | None = None
+    log_format: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One bot in a table of standings (only finished matches count, faults from all).
+
+    `wins` counts matches where the bot had a rank-1 seat (shared firsts count);
+    `mean_score` is points per round per seat (lower is better in Chicken Foot).
+    """
+
+    bot_id: int
+    name: str
+    elo: float
+    matches: int
+    wins: int
+    mean_score: float | None
+    faults: int
+    forfeits: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RatingPoint:
+    match_id: str
+    pool: str
+    elo_before: float
+    elo_after: float
+    created_at: datetime

@@ -1,0 +1,44 @@
+"""Shared fixtures: a session PostgreSQL cluster and a `db_url` run on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.pg import PgCluster, postgres_cluster
+else:
+    # tests/ is no package: pytest puts tests/ itself on sys.path for this conftest
+    try:
+        from tests.pg import PgCluster, postgres_cluster
+    except ModuleNotFoundError:
+        from pg import PgCluster, postgres_cluster
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    with postgres_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_cluster: PgCluster) -> str:
+    """URL of the session cluster's maintenance database (create your own databases in it)."""
+    return pg_cluster.url("postgres")
+
+
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database: a SQLite file in tmp_path, or a fresh database in the session cluster."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'cfarena.db'}"
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database(f"t{next(_databases)}")

@@ -1,0 +1,163 @@
+"""A throwaway PostgreSQL cluster for tests.
+
+`postgres_cluster()` runs initdb in a temp dir, starts the server on a free
+127.0.0.1 port (unix sockets in the temp dir too), yields a `PgCluster`, and
+always stops it (pg_ctl stop -m fast, then the postmaster PID from
+postmaster.pid if that fails) and removes the dir. As root (CI), the server
+runs as an unprivileged user (`CFARENA_PG_USER`, default `nobody`) through
+`runuser`, since postgres refuses to run as root. Any failure raises
+`PgError` with the reason (and the server log tail): tests never skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+SUPERUSER = "postgres"
+
+
+class PgError(RuntimeError):
+    """PostgreSQL could not be set up for the tests."""
+
+
+def _bin(name: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    if candidates:
+        return candidates[-1]
+    raise PgError(f"PostgreSQL binary {name!r} not found on PATH or in /usr/lib/postgresql")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class PgCluster:
+    host: str
+    port: int
+    socket_dir: Path
+    data_dir: Path
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg://{SUPERUSER}@{self.host}:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        """Create database `name` and return its SQLAlchemy URL."""
+        import psycopg
+
+        conninfo = f"host={self.host} port={self.port} user={SUPERUSER} dbname=postgres"
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"'.encode())
+        return self.url(name)
+
+
+def _runner() -> tuple[list[str], str | None]:
+    """The command prefix running a program as the cluster owner, and that user (None: me)."""
+    if os.geteuid() != 0:
+        return [], None
+    user = os.environ.get("CFARENA_PG_USER", "nobody")
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        raise PgError(f"running as root, and user {user!r} for PostgreSQL does not exist "
+                      "(set CFARENA_PG_USER to an unprivileged user)") from None
+    return [shutil.which("runuser") or "runuser", "-u", user, "--"], user
+
+
+def _run(cmd: list[str], what: str, timeout: float = 60.0) -> None:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PgError(f"{what} failed: {exc}") from exc
+    if done.returncode != 0:
+        output = (done.stderr or done.stdout).strip()[-2000:]
+        raise PgError(f"{what} failed (exit {done.returncode}): {output}")
+
+
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[-2000:]
+    except OSError:
+        return "(no server log)"
+
+
+def _stop(prefix: list[str], pg_ctl: str, data: Path) -> None:
+    pid_file = data / "postmaster.pid"
+    if not pid_file.exists():
+        return
+    with contextlib.suppress(PgError):
+        _run([*prefix, pg_ctl, "stop", "-D", str(data), "-m", "fast", "-w", "-t", "30"],
+             "pg_ctl stop", timeout=40)
+    if not pid_file.exists():
+        return
+    # pg_ctl could not stop it: signal the postmaster named in its own PID file.
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    for sig in (signal.SIGQUIT, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:
+                break
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def postgres_cluster(attempts: int = 3) -> Iterator[PgCluster]:
+    """A running throwaway cluster; trust auth for `postgres` on 127.0.0.1 and the socket."""
+    initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
+    prefix, user = _runner()
+    root = Path(tempfile.mkdtemp(prefix="cfarena-pg-"))
+    data, sockets, log = root / "data", root / "sock", root / "server.log"
+    try:
+        sockets.mkdir()
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            for path in (root, sockets):
+                os.chown(path, entry.pw_uid, entry.pw_gid)
+        _run([*prefix, initdb, "-D", str(data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8",
+              "--locale=C", "--no-sync"], "initdb")
+        last = ""
+        for _ in range(attempts):
+            port = _free_port()
+            options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off "
+                       "-c synchronous_commit=off -c full_page_writes=off "
+                       "-c max_connections=100")
+            try:
+                _run([*prefix, pg_ctl, "start", "-D", str(data), "-l", str(log), "-w",
+                      "-t", "60", "-o", options], "pg_ctl start", timeout=90)
+            except PgError as exc:
+                last = f"{exc}; server log: {_tail(log)}"
+                _stop(prefix, pg_ctl, data)
+                continue
+            cluster = PgCluster(host="127.0.0.1", port=port, socket_dir=sockets, data_dir=data)
+            yield cluster
+            return
+        raise PgError(f"PostgreSQL did not start after {attempts} attempts: {last}")
+    finally:
+        _stop(prefix, pg_ctl, data)
+        shutil.rmtree(root, ignore_errors=True)

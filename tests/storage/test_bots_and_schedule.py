@@ -1,0 +1,137 @@
+"""Bots (token hashes only), tournaments, idempotent scheduling and the resume queries."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from sqlalchemy import text
+
+from cfarena.server.storage import (
+    Database,
+    MatchPlan,
+    MatchRecord,
+    MatchStatus,
+    StorageError,
+    TournamentStatus,
+    config_hash,
+    hash_token,
+)
+
+from .helpers import bots, count, plan, result
+
+
+def test_bot_token_is_stored_only_as_its_sha256(db: Database) -> None:
+    token = "s3cret-token-value"
+    bot_id = db.ensure_bot("alice", hash_token(token), command="python -m alice")
+    with db.engine.connect() as conn:
+        rows = conn.execute(text("SELECT * FROM bots")).all()
+    assert len(rows) == 1
+    assert not any(token in str(value) for value in rows[0])
+    found = db.bot_by_token_hash(hashlib.sha256(token.encode()).hexdigest())
+    assert found is not None and (found.id, found.name) == (bot_id, "alice")
+    assert found.command == "python -m alice"
+    with pytest.raises(ValueError, match="sha256"):
+        db.ensure_bot("bob", token)  # a raw token is refused
+
+
+def test_ensure_bot_is_idempotent_and_checks_the_token(db: Database) -> None:
+    first = db.ensure_bot("alice", hash_token("a"))
+    assert db.ensure_bot("alice", hash_token("a"), command="./alice") == first
+    assert [(b.name, b.command) for b in db.list_bots()] == [("alice", "./alice")]
+    with pytest.raises(StorageError, match="different token"):
+        db.ensure_bot("alice", hash_token("impostor"))
+    with pytest.raises(StorageError):
+        db.ensure_bot("bob", hash_token("a"))  # one token, one bot
+    assert db.bot_by_token_hash(hash_token("nobody")) is None
+    assert count(db, "bots") == 1
+
+
+def test_tournaments_and_resumable_lookup(db: Database) -> None:
+    config = {"players": 4, "games": 10, "seed": 1, "bots": ["a", "b"]}
+    digest = config_hash(config)
+    assert digest == config_hash(dict(reversed(config.items())))  # key order does not matter
+    assert db.find_resumable_tournament(digest) is None
+    tid = db.create_tournament("first", config)
+    info = db.get_tournament(tid)
+    assert info is not None
+    assert (info.config, info.config_hash, info.status) == (config, digest,
+                                                             TournamentStatus.RUNNING)
+    assert info.finished_at is None
+    db.set_tournament_status(tid, TournamentStatus.INTERRUPTED)
+    resumable = db.find_resumable_tournament(digest)
+    assert resumable is not None and resumable.id == tid
+    db.set_tournament_status(tid, "finished")
+    assert db.find_resumable_tournament(digest) is None
+    finished = db.get_tournament(tid)
+    assert finished is not None and finished.finished_at is not None
+    other = db.create_tournament("second", {**config, "seed": 2})
+    assert [t.id for t in db.list_tournaments()] == [tid, other]
+    assert db.get_tournament(999) is None
+    with pytest.raises(StorageError):
+        db.set_tournament_status(999, "running")
+
+
+def test_schedule_is_idempotent_by_key(db: Database) -> None:
+    a, b, c = bots(db, "a", "b", "c")
+    tid = db.create_tournament("t", {"x": 1})
+    plans = [plan("t0-g0", [a, b, c], seed=1), plan("t0-g1", [b, c, a], seed=2)]
+    ids = db.schedule_matches(tid, plans)
+    assert ids == [f"T{tid}-t0-g0", f"T{tid}-t0-g1"]
+    # again, plus one new: no duplicates, same ids, new one appended in order
+    more = [*plans, plan("t0-g2", [c, a, b], seed=3)]
+    assert db.schedule_matches(tid, more) == [*ids, f"T{tid}-t0-g2"]
+    assert count(db, "matches") == 3
+    assert count(db, "match_seats") == 9
+    assert [m.key for m in db.pending_matches(tid)] == ["t0-g0", "t0-g1", "t0-g2"]
+    with pytest.raises(StorageError, match="differently"):
+        db.schedule_matches(tid, [plan("t0-g0", [a, b, c], seed=99)])
+    # the same key in another tournament is another match
+    other = db.create_tournament("u", {"x": 2})
+    assert db.schedule_matches(other, [plans[0]]) == [f"T{other}-t0-g0"]
+
+
+def test_schedule_validates_plans(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    with pytest.raises(ValueError, match="players"):
+        db.schedule_matches(None, [MatchPlan("x", 1, {}, players=3, seat_bot_ids=[a, b])])
+    with pytest.raises(ValueError, match="64 bits"):
+        db.schedule_matches(None, [plan("x", [a, b], seed=2**64)])
+    with pytest.raises(StorageError, match="no tournament"):
+        db.schedule_matches(12345, [plan("x", [a, b])])
+    assert count(db, "matches") == 0
+
+
+def test_seat_seeds_and_rules_round_trip(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    rules = {"preset": "maltese", "rounds": 3, "spokes": "players"}
+    big = 2**63 - 1
+    [mid] = db.schedule_matches(None, [plan("adhoc-1", [a, b, a], seed=big, rules=rules)])
+    assert mid == "adhoc-1"
+    detail = db.get_match(mid)
+    assert detail is not None
+    assert detail.match.seed == big
+    assert detail.rules == rules
+    assert detail.match.pool == "maltese/3p"
+    assert [s.bot_id for s in detail.match.seats] == [a, b, a]
+
+
+def test_resume_queries(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    tid = db.create_tournament("t", {"x": 1})
+    ids = db.schedule_matches(tid, [plan(f"g{i}", [a, b], seed=i) for i in range(4)])
+    db.mark_running(ids[0])
+    assert db.record_match(result(ids[0], [[1, 2]], [1, 2]))
+    db.mark_running(ids[1])  # left running by a "crash"
+    db.mark_running(ids[2])
+    assert db.record_match(MatchRecord(ids[2], status=MatchStatus.ABORTED, reason="bot vanished"))
+    assert db.finished_keys(tid) == {"g0"}
+    pending = db.pending_matches(tid)
+    assert [(m.key, m.status) for m in pending] == [
+        ("g1", MatchStatus.RUNNING), ("g2", MatchStatus.ABORTED), ("g3", MatchStatus.SCHEDULED)]
+    assert [(m.seed, m.seat_bot_ids, m.rules) for m in pending][2] == (3, (a, b),
+                                                                        {"preset": "standard"})
+    with pytest.raises(StorageError, match="finished"):
+        db.mark_running(ids[0])
+    with pytest.raises(StorageError, match="unknown"):
+        db.mark_running("nope")
