@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-
 from cfarena.engine import (
     MatchState,
     Move,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
-
 from cfarena.engine import (
     EventKind,
     IllegalMoveError,
@@ -18,7 +18,7 @@ from cfarena.engine import (
 )
 
 
-def test_centre_spokes_come_first_then_any_open_end(h: type) -> None:
+def test_centre_spokes_come_first_then_any_open_end(h: Any) -> None:
     rules = h.small_rules(spokes=2)
     state = h.deal(rules, ["0-4 1-4 1-2", "2-4 0-2 0-1"])
     assert h.keys(legal_moves(state)) == ["0-4@0", "1-4@0"]
@@ -33,7 +33,7 @@ def test_centre_spokes_come_first_then_any_open_end(h: type) -> None:
     assert h.keys(legal_moves(state)) == ["0-1@1", "0-1@3", "0-2@1"]
 
 
-def test_open_ends_and_capacities(h: type) -> None:
+def test_open_ends_and_capacities(h: Any) -> None:
     state = h.deal(h.small_rules(spokes=2), ["0-4 1-1", "2-4 1-3"])
     apply_move(state, Move.parse("0-4@0"))
     apply_move(state, Move.parse("2-4@0"))
@@ -46,7 +46,7 @@ def test_open_ends_and_capacities(h: type) -> None:
 TOES_HANDS = ["3-4 1-4 0-1 1-1 2-2", "3-3 0-3 1-3 2-3 1-2 2-4"]
 
 
-def test_a_double_on_a_line_is_pending_until_its_toes_are_played(h: type) -> None:
+def test_a_double_on_a_line_is_pending_until_its_toes_are_played(h: Any) -> None:
     state = h.deal(h.small_rules(spokes=2, toes=3), TOES_HANDS)
     for key in ("3-4@0", "2-4@0"):
         apply_move(state, Move.parse(key))
@@ -79,7 +79,7 @@ def test_a_double_on_a_line_is_pending_until_its_toes_are_played(h: type) -> Non
     ]
 
 
-def test_a_double_on_an_end_of_its_value_is_placed_as_a_double(h: type) -> None:
+def test_a_double_on_an_end_of_its_value_is_placed_as_a_double(h: Any) -> None:
     state = h.deal(h.small_rules(spokes=1, toes=2), ["0-4 1-1", "0-0 1-2"])
     apply_move(state, Move.parse("0-4@0"))
     assert h.keys(legal_moves(state)) == ["0-0@1"]
@@ -98,7 +98,7 @@ def test_a_double_on_an_end_of_its_value_is_placed_as_a_double(h: type) -> None:
         ("pass", "has a legal play and must play"),
     ],
 )
-def test_illegal_moves_are_refused_with_a_reason(h: type, key: str, reason: str) -> None:
+def test_illegal_moves_are_refused_with_a_reason(h: Any, key: str, reason: str) -> None:
     state = h.deal(h.small_rules(), ["0-4 1-2", "2-4"])
     before = list(state.events)
     move = Move.parse(key)
@@ -109,7 +109,7 @@ def test_illegal_moves_are_refused_with_a_reason(h: type, key: str, reason: str)
     assert state.events == before  # nothing changed
 
 
-def test_illegal_plays_elsewhere_while_a_double_is_pending(h: type) -> None:
+def test_illegal_plays_elsewhere_while_a_double_is_pending(h: Any) -> None:
     state = h.deal(h.small_rules(spokes=2, toes=3), TOES_HANDS)
     for key in ("3-4@0", "2-4@0", "2-2@2"):
         apply_move(state, Move.parse(key))
@@ -148,7 +148,7 @@ def h_choice(rng: random.Random, moves: tuple[Move, ...]) -> Move:
 WORKED_HANDS = ["9-2 9-7 3-8", "9-3 4-4 5-8", "9-4 4-5 1-8", "9-1 9-6 0-4 2-8"]
 
 
-def test_worked_check_pending_four_four(h: type) -> None:
+def test_worked_check_pending_four_four(h: Any) -> None:
     state = h.deal(Rules.preset("standard"), WORKED_HANDS, boneyard="6-8 4-6", first=3)
     for key in ("9-1@0", "9-2@0", "9-3@0", "9-4@0", "9-6@0", "9-7@0"):
         apply_move(state, Move.parse(key))
@@ -172,7 +172,7 @@ def test_worked_check_pending_four_four(h: type) -> None:
     assert h.keys(legal_moves(state)) == ["1-8@1"]  # seat 2, restriction lifted
 
 
-def test_worked_check_score_with_double_blank(h: type) -> None:
+def test_worked_check_score_with_double_blank(h: Any) -> None:
     state = h.deal(Rules.preset("standard"), ["9-8", "0-0 3-6"], rest=None)
     apply_move(state, Move.parse("9-8@0"))
     first = state.round_outcomes[0]
@@ -195,7 +195,7 @@ SPOKE_HANDS = ["9-0 9-1 9-2 9-3 0-5", "9-4 9-5 9-6 9-7 1-8"]
     ],
 )
 def test_spokes_differ_between_presets(
-    h: type, preset: str, after_two: list[str], after_four: list[str] | None
+    h: Any, preset: str, after_two: list[str], after_four: list[str] | None
 ) -> None:
     state = h.deal(Rules.preset(preset), SPOKE_HANDS)
     apply_move(state, Move.parse("9-0@0"))
@@ -216,7 +216,7 @@ def test_spokes_differ_between_presets(
     ],
 )
 def test_drawing_differs_between_presets(
-    h: type, preset: str, first: list[str], after_draw: list[str] | None
+    h: Any, preset: str, first: list[str], after_draw: list[str] | None
 ) -> None:
     state = h.deal(Rules.preset(preset), ["0-2", ""], boneyard="9-8 0-1", rest=1)
     assert state.boneyard_size == 2

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
 from cfarena.engine import (
     MatchState,
     ResolvedRules,
@@ -157,7 +158,7 @@ def test_from_deal_validates_seats() -> None:
         MatchState.from_deal(rules, 2, [[]], bone, first_seat=0)
 
 
-def test_from_deal_places_the_round_double_of_its_round(h: type) -> None:
+def test_from_deal_places_the_round_double_of_its_round(h: Any) -> None:
     state = h.deal(h.small_rules(rounds="full"), ["0-4", "1-4"], round_index=2)
     # round 2 of a double-4 set uses 2-2
     assert state.round_double == Tile(2, 2)

@@ -62,6 +62,7 @@ async def table(tmp: Path, names: Sequence[str], **kwargs: object) -> AsyncItera
         tokens.add(name, token_for(name))
     server = RefereeServer(tokens, **kwargs)  # type: ignore[arg-type]
     await server.start()
+    tmp.mkdir(parents=True, exist_ok=True)
     t = Table(server, tmp)
     try:
         yield t

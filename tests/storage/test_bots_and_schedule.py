@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from sqlalchemy import text
-
 from cfarena.server.storage import (
     Database,
     MatchPlan,
@@ -17,6 +15,7 @@ from cfarena.server.storage import (
     config_hash,
     hash_token,
 )
+from sqlalchemy import text
 
 from .helpers import bots, count, plan, result
 

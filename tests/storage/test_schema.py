@@ -1,4 +1,4 @@
-"""Migrations build the schema on SQLite and PostgreSQL; opening errors are one-line StorageErrors."""
+"""Migrations build the schema on SQLite and PostgreSQL; open errors are one-line StorageErrors."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
-
 from cfarena.server.storage import Database, StorageError, open_database
 from cfarena.server.storage.engine import alembic_config, upgrade
 from cfarena.server.storage.models import Base
+from sqlalchemy import inspect
 
 from .helpers import TABLES, bots, plan, snapshot
 
@@ -68,7 +67,7 @@ def test_sqlite_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
 
 
 def test_foreign_keys_are_enforced(db: Database) -> None:
-    with pytest.raises(StorageError, match="(?i)foreign key"):
+    with pytest.raises(StorageError, match=r"(?i)foreign key"):
         db.schedule_matches(None, [plan("m", [1, 2])])  # no such bots
     assert db.list_matches() == []
 
@@ -102,3 +101,11 @@ def test_invalid_urls_are_storage_errors(url: str) -> None:
     with pytest.raises(StorageError) as info:
         open_database(url)
     _one_line(info.value)
+
+
+def test_a_file_that_is_no_database_is_a_storage_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello, this is not SQLite\n" * 100)
+    with pytest.raises(StorageError) as info:
+        open_database(f"sqlite:///{path}")
+    assert "not a database" in _one_line(info.value)

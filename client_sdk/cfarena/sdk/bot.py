@@ -41,13 +41,13 @@ class Bot(abc.ABC):
         fault; the move is still counted as the bot's own.
         """
 
-    def on_match_start(self, match: MatchInfo) -> None:
+    def on_match_start(self, match: MatchInfo) -> None:  # noqa: B027
         """A new match: seat, rules, seat names, time control."""
 
-    def on_events(self, match_id: str, events: Sequence[Event]) -> None:
+    def on_events(self, match_id: str, events: Sequence[Event]) -> None:  # noqa: B027
         """New public events of a match, as this seat sees them (never repeated)."""
 
-    def on_match_end(self, result: MatchResult) -> None:
+    def on_match_end(self, result: MatchResult) -> None:  # noqa: B027
         """The match is over: totals, ranks, faults, and the disclosed seed and deals."""
 
 

@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
-
 from cfarena.engine.events import Event
 from cfarena.sdk.bot import Bot, resolve_choice
 from cfarena.sdk.convert import (
@@ -41,7 +40,7 @@ from cfarena.sdk.convert import (
     match_start_from_proto,
     turn_from_proto,
 )
-from cfarena.sdk.types import MatchInfo, MatchResult, ProtocolError, Turn
+from cfarena.sdk.types import MatchInfo, ProtocolError, Turn
 from cfarena.v1 import arena_pb2 as pb
 from cfarena.v1.arena_pb2_grpc import ArenaStub
 
@@ -62,6 +61,7 @@ FATAL_CODES = frozenset(
 )
 
 _T = TypeVar("_T")
+_EOF: object = grpc.aio.EOF  # type: ignore[attr-defined]  # missing from grpc-stubs
 
 
 class BotConnectionError(Exception):
@@ -187,7 +187,7 @@ class BotClient:
 
     def backoff_delay(self, failures: int) -> float:
         """Delay before attempt `failures + 1`: 0.2 s doubling to 5 s, jittered to [d/2, d]."""
-        ceiling = min(self.backoff_max, self.backoff_initial * 2 ** (failures - 1))
+        ceiling = min(self.backoff_max, self.backoff_initial * 2.0 ** (failures - 1))
         return ceiling * random.uniform(0.5, 1.0)
 
     def _channel(self) -> grpc.aio.Channel:
@@ -210,7 +210,7 @@ class BotClient:
                 )
                 await call.write(pb.BotMessage(hello=hello))
                 first = await call.read()
-                if first is grpc.aio.EOF:
+                if first is _EOF:
                     await self._raise_status(call)
                     raise BotConnectionError(f"{self.server} closed the stream without a Welcome")
                 if first.WhichOneof("kind") != "welcome":
@@ -230,7 +230,7 @@ class BotClient:
                 )
                 while True:
                     msg = await call.read()
-                    if msg is grpc.aio.EOF:
+                    if msg is _EOF:
                         break
                     self._dispatch(msg, time.monotonic())
                 await self._raise_status(call)
@@ -249,7 +249,7 @@ class BotClient:
         code = await call.code()
         if code != grpc.StatusCode.OK:
             raise grpc.aio.AioRpcError(
-                code, grpc.aio.Metadata(), grpc.aio.Metadata(), details=await call.details()
+                code, grpc.aio.Metadata(), grpc.aio.Metadata(), await call.details(), None
             )
 
     async def _stop_workers(self, *, cancel: bool) -> None:
@@ -314,7 +314,8 @@ class BotClient:
                 msg, match.info.rules, history=match.history, received_at=received_at
             )
         except ProtocolError as err:
-            log.error("match %s: bad Turn %d (%s); answering move 0", msg.match_id, msg.turn_id, err)
+            log.error("match %s: bad Turn %d (%s); answering move 0", msg.match_id, msg.turn_id,
+                      err)
             self._spawn(self._send_action(msg.match_id, msg.turn_id, 0))
             return
         match.history = turn.history
@@ -355,7 +356,9 @@ class BotClient:
                 if self._closed:
                     continue
                 if turn.turn_id != match.latest_turn:
-                    log.warning("match %s: turn %d superseded; skipped", turn.match_id, turn.turn_id)
+                    log.warning(
+                        "match %s: turn %d superseded; skipped", turn.match_id, turn.turn_id
+                    )
                     continue
                 index = await self._decide(turn)
                 if turn.turn_id != match.latest_turn or self._closed:
@@ -438,4 +441,4 @@ def run_bot(
     asyncio.run(BotClient(bot, server, token, capacity=capacity, **options).run())
 
 
-__all__ = ["FATAL_CODES", "PROTOCOL", "BotClient", "BotConnectionError", "MatchResult", "run_bot"]
+__all__ = ["FATAL_CODES", "PROTOCOL", "BotClient", "BotConnectionError", "run_bot"]

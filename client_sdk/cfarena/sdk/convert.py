@@ -21,8 +21,10 @@ from typing import TypeVar
 from cfarena.engine.events import Event, EventKind, RoundEnd
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import Observation, PlacedTile
+from cfarena.engine.outcome import RoundOutcome
 from cfarena.engine.rules import Draw, PlayDrawn, ResolvedRules, Start, TieBreak
 from cfarena.engine.tiles import MAX_SET, MIN_SET, Tile
+from cfarena.sdk import _wire
 from cfarena.sdk.types import (
     Fault,
     FaultKind,
@@ -33,7 +35,6 @@ from cfarena.sdk.types import (
     TimeControl,
     Turn,
 )
-from cfarena.sdk import _wire
 from cfarena.v1 import arena_pb2 as pb
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "observation_to_proto",
     "round_deal_from_proto",
     "round_deal_to_proto",
+    "round_outcomes_from_events",
     "rules_from_proto",
     "rules_to_proto",
     "tile_from_proto",
@@ -69,12 +71,12 @@ _STRIDE = MAX_SET + 1
 
 # ----------------------------------------------------------------------- enums
 
-_MOVE_KIND_TO_PB: dict[MoveKind, int] = {
+_MOVE_KIND_TO_PB: dict[MoveKind, pb.MoveKind] = {
     MoveKind.PLAY: pb.MOVE_KIND_PLAY,
     MoveKind.DRAW: pb.MOVE_KIND_DRAW,
     MoveKind.PASS: pb.MOVE_KIND_PASS,
 }
-_EVENT_KIND_TO_PB: dict[EventKind, int] = {
+_EVENT_KIND_TO_PB: dict[EventKind, pb.EventKind] = {
     EventKind.ROUND_START: pb.EVENT_KIND_ROUND_START,
     EventKind.DRAW_OFF: pb.EVENT_KIND_DRAW_OFF,
     EventKind.CENTRE: pb.EVENT_KIND_CENTRE,
@@ -84,7 +86,7 @@ _EVENT_KIND_TO_PB: dict[EventKind, int] = {
     EventKind.ROUND_END: pb.EVENT_KIND_ROUND_END,
 }
 _EVENT_KIND_FROM_PB = {v: k for k, v in _EVENT_KIND_TO_PB.items()}
-_FAULT_KIND_TO_PB: dict[FaultKind, int] = {
+_FAULT_KIND_TO_PB: dict[FaultKind, pb.FaultKind] = {
     FaultKind.TIMEOUT: pb.FAULT_KIND_TIMEOUT,
     FaultKind.ILLEGAL: pb.FAULT_KIND_ILLEGAL,
     FaultKind.PROTOCOL: pb.FAULT_KIND_PROTOCOL,
@@ -235,7 +237,9 @@ def event_from_proto(msg: pb.Event) -> Event:
         kind=kind,
         round_index=msg.round_index,
         seat=msg.seat if msg.HasField("seat") else None,
-        tile=tile_from_proto(msg.tile, f"event #{msg.index} tile") if msg.HasField("tile") else None,
+        tile=tile_from_proto(msg.tile, f"event #{msg.index} tile")
+        if msg.HasField("tile")
+        else None,
         node=msg.node if msg.HasField("node") else None,
         parent=msg.parent if msg.HasField("parent") else None,
         scores=scores if scores or kind is EventKind.ROUND_END else None,
@@ -332,23 +336,57 @@ def _placed_from_proto(msg: pb.PlacedTile, index: int) -> PlacedTile:
     )
 
 
+def round_outcomes_from_events(
+    events: Iterable[Event], round_scores: Sequence[Sequence[int]] = ()
+) -> tuple[RoundOutcome, ...]:
+    """How finished rounds ended, from the ROUND_END events of a match's history.
+
+    Rounds of `round_scores` without a ROUND_END event (history not seen from
+    the start) are filled in as "went_out" if some seat scored 0, else "blocked".
+    """
+    found: dict[int, RoundOutcome] = {}
+    for e in events:
+        if e.kind is EventKind.ROUND_END:
+            reason = e.reason or (RoundEnd.WENT_OUT if e.seat is not None else RoundEnd.BLOCKED)
+            found[e.round_index] = RoundOutcome(
+                e.round_index,
+                reason,
+                e.scores or (),
+                e.seat if reason is RoundEnd.WENT_OUT else None,
+            )
+    for i, scores in enumerate(round_scores):
+        if i not in found:
+            reason = RoundEnd.WENT_OUT if 0 in scores else RoundEnd.BLOCKED
+            found[i] = RoundOutcome(i, reason, tuple(scores), None)
+    return tuple(found[i] for i in sorted(found))
+
+
 def observation_from_proto(
     msg: pb.Observation,
     rules: ResolvedRules,
     legal_moves: Sequence[Move] = (),
     current_seat: int | None = -1,
+    round_outcomes: Sequence[RoundOutcome] | None = None,
 ) -> Observation:
     """The Observation of a message.
 
     The message carries neither the rules (sent once in MatchStart) nor the
     legal moves (in the Turn) nor whose turn it is: `current_seat` defaults to
-    the observing seat (a Turn is always about the receiver's own move).
+    the observing seat (a Turn is always about the receiver's own move), and
+    `current_has_drawn` is then whether a drawn tile is being decided on.
+    `round_outcomes` default to what `round_scores` tell (see
+    `round_outcomes_from_events`; `turn_from_proto` uses the match history).
     """
     seat = msg.seat
     if seat >= rules.players:
         raise ProtocolError(f"observation: seat {seat} at a {rules.players}-player table")
     if not msg.HasField("round_double"):
         raise ProtocolError("observation: no round_double")
+    drawn_tile = (
+        tile_from_proto(msg.drawn_tile, "drawn_tile") if msg.HasField("drawn_tile") else None
+    )
+    round_scores = tuple(tuple(r.scores) for r in msg.round_scores)
+    current = seat if current_seat == -1 else current_seat
     return Observation(
         seat=seat,
         rules=rules,
@@ -360,14 +398,16 @@ def observation_from_proto(
         hand_sizes=tuple(msg.hand_sizes),
         boneyard_size=msg.boneyard_size,
         drawable=msg.drawable,
-        current_seat=seat if current_seat == -1 else current_seat,
-        drawn_tile=tile_from_proto(msg.drawn_tile, "drawn_tile")
-        if msg.HasField("drawn_tile")
-        else None,
-        round_scores=tuple(tuple(r.scores) for r in msg.round_scores),
+        current_seat=current,
+        drawn_tile=drawn_tile,
+        round_scores=round_scores,
         totals=tuple(msg.totals),
         event_count=msg.event_count,
         legal_moves=tuple(legal_moves),
+        round_outcomes=tuple(round_outcomes)
+        if round_outcomes is not None
+        else round_outcomes_from_events((), round_scores),
+        current_has_drawn=drawn_tile is not None and current == seat,
     )
 
 
@@ -393,6 +433,8 @@ def _turn_bytes(
     moves = obs.legal_moves if legal_moves is None else legal_moves
     cache = _MOVE_BYTES
     first = obs.event_count - len(events)
+    if first < 0:
+        raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
     return _wire.turn_bytes(
         match_id,
         turn_id,
@@ -451,10 +493,12 @@ def turn_from_proto(
         raise ProtocolError(f"turn {msg.turn_id} of match {msg.match_id!r} offers no moves")
     moves = tuple(move_from_proto(m) for m in msg.legal_moves)
     events = events_from_proto(msg.events)
+    ends = [e for e in (*history, *events) if e.kind is EventKind.ROUND_END]
+    outcomes = round_outcomes_from_events(ends, [r.scores for r in msg.observation.round_scores])
     return Turn(
         match_id=msg.match_id,
         turn_id=msg.turn_id,
-        observation=observation_from_proto(msg.observation, rules, moves),
+        observation=observation_from_proto(msg.observation, rules, moves, -1, outcomes),
         legal_moves=moves,
         events=events,
         history=(*history, *events),

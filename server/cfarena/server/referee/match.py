@@ -108,11 +108,14 @@ class MatchRunner:
         time_control: TimeControl,
         tournament_id: int | None = None,
         key: str | None = None,
+        initial_state: MatchState | None = None,
     ) -> None:
         self.match_id = match_id
         self.seats = list(seats)
         self.players = len(seats)
-        self.state: MatchState = new_match(rules, self.players, seed)
+        # `initial_state` (e.g. MatchState.from_deal) is for tests and puzzles;
+        # such a match is not re-simulatable from its seed alone
+        self.state: MatchState = initial_state or new_match(rules, self.players, seed)
         self.tc = time_control
         self.record = MatchRecord(
             match_id=match_id,
@@ -226,7 +229,7 @@ class MatchRunner:
                 observation=convert.observation_to_proto(observe(self.state, seat)),
                 legal_moves=[convert.move_to_proto(m) for m in moves],
                 events=[convert.event_to_proto(e, start + i) for i, e in enumerate(events)],
-                deadline_ms=int(allowed_ms),
+                deadline_ms=self.tc.move_timeout_ms,
                 bank_ms=int(self._bank_ms[seat]),
             )
         )

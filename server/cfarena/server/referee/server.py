@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import grpc
 
 from cfarena.engine import Rules
+from cfarena.engine.match import MatchState
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.match import MatchRecord, MatchRunner, TimeControl
 from cfarena.server.referee.service import ArenaService, method_handlers
@@ -92,11 +93,17 @@ class RefereeServer:
             self._server = None
 
     # ---------------------------------------------------------- connections
+    def register_hook(self, conn: BotConnection) -> None:
+        """Install the current `on_send` test hook on a connection."""
+        hook = self.on_send
+        if hook is None:
+            conn.on_send = None
+            return
+        name = conn.bot_name
+        conn.on_send = lambda match_id, seat, data: hook(name, match_id, seat, data)
+
     def register(self, conn: BotConnection) -> None:
-        if self.on_send is not None:
-            hook = self.on_send
-            name = conn.bot_name
-            conn.on_send = lambda match_id, seat, data: hook(name, match_id, seat, data)
+        self.register_hook(conn)
         self._connections.setdefault(conn.bot_name, []).append(conn)
         self._notify()
 
@@ -105,6 +112,10 @@ class RefereeServer:
         if conn in conns:
             conns.remove(conn)
         self._notify()
+
+    def connections(self) -> list[BotConnection]:
+        """Every live connection."""
+        return [c for conns in self._connections.values() for c in conns]
 
     def connection_count(self, bot_name: str) -> int:
         return len(self._connections.get(bot_name, []))
@@ -188,6 +199,7 @@ class RefereeServer:
         tournament_id: int | None = None,
         key: str | None = None,
         on_record: Callable[[MatchRecord], None] | None = None,
+        initial_state: MatchState | None = None,
     ) -> MatchRecord:
         """Seat the bots, play the match, return its record.
 
@@ -208,6 +220,7 @@ class RefereeServer:
             time_control or TimeControl(),
             tournament_id=tournament_id,
             key=key,
+            initial_state=initial_state,
         )
         task = asyncio.get_running_loop().create_task(runner.run())
         self._matches.add(task)

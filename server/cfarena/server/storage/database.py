@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import re
@@ -319,7 +320,7 @@ class Database:
                 s.add(Fault(
                     match_id=m.id, seat=f.seat,
                     bot_id=seat_row.bot_id if seat_row is not None else None,
-                    kind=FaultKind(getattr(f.kind, "value", f.kind)).value, detail=f.detail, at_turn=f.at_turn,
+                    kind=_fault_kind(f.kind), detail=f.detail, at_turn=f.at_turn,
                     created_at=now,
                 ))
             s.flush()
@@ -390,6 +391,11 @@ def _same_tournament(tournament_id: int | None) -> Any:
     return Match.tournament_id == tournament_id
 
 
+def _fault_kind(kind: FaultKind | str | enum.Enum) -> str:
+    value = kind.value if isinstance(kind, enum.Enum) else kind
+    return FaultKind(value).value
+
+
 def _check_plan(plan: MatchPlan) -> None:
     if not plan.key:
         raise ValueError("a match plan needs a key")
@@ -429,17 +435,20 @@ def _store_log(s: Session, match_id: str, log: Mapping[str, Any], fmt: int) -> N
 
 
 def _insert_missing_ratings(s: Session, pool: str, bot_ids: Sequence[int], now: datetime) -> None:
+    have = set(s.scalars(select(Rating.bot_id).where(Rating.pool == pool,
+                                                      Rating.bot_id.in_(bot_ids))))
     rows = [{"bot_id": b, "pool": pool, "elo": elo.INITIAL_ELO, "games": 0, "updated_at": now}
-            for b in bot_ids]
+            for b in bot_ids if b not in have]
+    if not rows:
+        return
+    # a concurrent writer may insert the same rows first: theirs win, then both lock them
     dialect = s.get_bind().dialect.name
     if dialect == "postgresql":
         s.execute(postgresql.insert(Rating).values(rows).on_conflict_do_nothing())
     elif dialect == "sqlite":
         s.execute(sqlite.insert(Rating).values(rows).on_conflict_do_nothing())
     else:
-        have = set(s.scalars(select(Rating.bot_id).where(Rating.pool == pool,
-                                                          Rating.bot_id.in_(bot_ids))))
-        s.add_all(Rating(**r) for r in rows if r["bot_id"] not in have)
+        s.add_all(Rating(**r) for r in rows)
         s.flush()
 
 

@@ -1,0 +1,239 @@
+"""`python -m cfarena.sdk run TARGET`: load a Bot class and play it on a referee.
+
+TARGET is a file `path/to/bot.py` or a module `cfarena.bots.greedy`, either
+optionally followed by `:ClassName`; without a class name the module must
+define exactly one Bot subclass. `--server` and `--token` default to the
+environment variables CFARENA_SERVER and CFARENA_TOKEN (how a local tournament
+hands them to the bots it spawns), then to 127.0.0.1:50051 and nothing.
+
+Exit status: 0 when the referee closed the stream or on SIGTERM/SIGINT, 1 when
+the connection failed (refused by the referee, or retries exhausted), 2 for
+usage errors (bad arguments, a target that cannot be loaded, no token).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
+
+from cfarena.sdk.bot import Bot
+from cfarena.sdk.client import BotClient, BotConnectionError
+
+PROG = "python -m cfarena.sdk"
+DEFAULT_SERVER = "127.0.0.1:50051"
+
+
+class UsageError(Exception):
+    """A command-line problem: reported on one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+# ------------------------------------------------------------------- targets
+
+
+def _load_module(spec_text: str) -> ModuleType:
+    looks_like_file = spec_text.endswith(".py") or "/" in spec_text or os.sep in spec_text
+    if looks_like_file:
+        path = Path(spec_text)
+        if not path.is_file():
+            raise UsageError(f"no such bot file: {spec_text}")
+        name = "cfarena_bot_" + "".join(c if c.isalnum() else "_" for c in path.stem)
+        # let the bot import helper modules that sit next to it
+        sys.path.insert(0, str(path.resolve().parent))
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise UsageError(f"cannot load {spec_text} as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as err:
+            raise UsageError(f"cannot import {spec_text}: {type(err).__name__}: {err}") from err
+        return module
+    try:
+        return importlib.import_module(spec_text)
+    except ModuleNotFoundError as err:
+        if err.name and spec_text.startswith(err.name):
+            raise UsageError(f"no such bot module: {spec_text}") from err
+        raise UsageError(f"cannot import {spec_text}: {type(err).__name__}: {err}") from err
+    except Exception as err:
+        raise UsageError(f"cannot import {spec_text}: {type(err).__name__}: {err}") from err
+
+
+def _split_target(target: str) -> tuple[str, str | None]:
+    head, sep, tail = target.rpartition(":")
+    if sep and tail.isidentifier() and head:
+        return head, tail
+    return target, None
+
+
+def load_bot_class(target: str) -> type[Bot]:
+    """The Bot subclass TARGET names (see the module docstring); UsageError if none."""
+    spec_text, class_name = _split_target(target)
+    module = _load_module(spec_text)
+    if class_name is not None:
+        obj = getattr(module, class_name, None)
+        if not (isinstance(obj, type) and issubclass(obj, Bot)):
+            raise UsageError(f"{spec_text} has no Bot subclass named {class_name}")
+        return obj
+    found = [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, Bot)
+        and obj is not Bot
+        and obj.__module__ == module.__name__
+        and not inspect.isabstract(obj)
+    ]
+    if not found:
+        raise UsageError(f"{spec_text} defines no Bot subclass")
+    if len(found) > 1:
+        names = ", ".join(sorted(c.__name__ for c in found))
+        raise UsageError(f"{spec_text} defines several Bot subclasses ({names}); add :ClassName")
+    return found[0]
+
+
+# ----------------------------------------------------------------------- run
+
+
+def _add_connection_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--server", help=f"referee HOST:PORT (default: $CFARENA_SERVER or {DEFAULT_SERVER})"
+    )
+    parser.add_argument("--token", help="the bot's secret token (default: $CFARENA_TOKEN)")
+    parser.add_argument(
+        "--capacity", type=int, default=1, help="matches played at once, 1-64 (default 1)"
+    )
+    parser.add_argument("--name", help="client description for the referee's logs")
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=10,
+        help="consecutive failed connection attempts before giving up; -1 = never (default 10)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Play a cfarena bot on a referee.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="load a Bot class and play it on a referee")
+    run.add_argument("target", help="path/to/bot.py[:Class] or package.module[:Class]")
+    _add_connection_args(run)
+    return parser
+
+
+def _client_from_args(
+    args: argparse.Namespace, factory: Callable[[], Bot], label: str
+) -> BotClient:
+    server = args.server or os.environ.get("CFARENA_SERVER") or DEFAULT_SERVER
+    token = args.token or os.environ.get("CFARENA_TOKEN") or ""
+    if not token:
+        raise UsageError("no token: pass --token or set CFARENA_TOKEN")
+    if not (1 <= args.capacity <= 64):
+        raise UsageError(f"--capacity must be 1-64, got {args.capacity}")
+    if args.retries < -1:
+        raise UsageError(f"--retries must be -1 or more, got {args.retries}")
+    try:
+        bot = factory()
+    except Exception as err:
+        raise UsageError(f"cannot create {label}: {type(err).__name__}: {err}") from err
+    return BotClient(
+        bot,
+        server,
+        token,
+        capacity=args.capacity,
+        client_name=args.name,
+        max_retries=None if args.retries == -1 else args.retries,
+        reconnect=args.retries != 0,
+    )
+
+
+async def _run_until_signal(client: BotClient) -> int | None:
+    """Run the client; the signal number if SIGTERM/SIGINT stopped it, else None."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    received: list[int] = []
+
+    def stop(signum: int) -> None:
+        received.append(signum)
+        task.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        await client.run()
+    except asyncio.CancelledError:
+        if received:
+            return received[0]
+        raise
+    return None
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+
+
+def _play(args: argparse.Namespace, factory: Callable[[], Bot], label: str) -> int:
+    _setup_logging(args)
+    client = _client_from_args(args, factory, label)
+    log = logging.getLogger("cfarena.sdk")
+    log.info("playing %s on %s", label, client.server)
+    try:
+        signum = asyncio.run(_run_until_signal(client))
+    except BotConnectionError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # a SIGINT before the handlers were installed
+        return 0
+    if signum is not None:
+        log.info("stopped by %s", signal.Signals(signum).name)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `python -m cfarena.sdk`; returns the exit status."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        cls = load_bot_class(args.target)
+        return _play(args, cls, cls.__name__)
+    except UsageError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+
+
+def run_main(factory: Callable[[], Bot], argv: Sequence[str] | None = None) -> int:
+    """`if __name__ == "__main__": raise SystemExit(run_main(MyBot))` for a runnable bot file.
+
+    Accepts the connection options of `python -m cfarena.sdk run`.
+    """
+    label = getattr(factory, "__name__", "bot")
+    parser = _Parser(prog=label, description=f"Play {label} on a cfarena referee.")
+    _add_connection_args(parser)
+    args = parser.parse_args(argv)
+    try:
+        return _play(args, factory, label)
+    except UsageError as err:
+        print(f"{label}: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,166 @@
+"""record_match: one transaction for result, seats, faults, log and ratings; never twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+
+import pytest
+from cfarena.server.storage import (
+    Database,
+    FaultKind,
+    FaultRecord,
+    MatchRecord,
+    MatchStatus,
+    StorageError,
+    canonical_json,
+)
+from sqlalchemy import text
+
+from .helpers import bots, count, plan, result, snapshot
+
+
+def _big_log(size: int = 100_000) -> dict[str, object]:
+    rng = random.Random(5)
+    events: list[dict[str, object]] = []
+    while len(json.dumps(events)) < size:
+        events.append({"turn": len(events), "seat": rng.randrange(4), "tile": [rng.randrange(10),
+                       rng.randrange(10)], "note": "ünïcødé ♦", "t": rng.random()})
+    return {"format": 1, "events": events, "nested": {"a": [None, True, 1.5e-300]}}
+
+
+def test_a_finished_match_is_stored_whole(db: Database) -> None:
+    a, b, c = bots(db, "a", "b", "c")
+    [mid] = db.schedule_matches(None, [plan("m1", [a, b, c])])
+    db.mark_running(mid)
+    log = _big_log()
+    faults = [FaultRecord(1, FaultKind.TIMEOUT, "no answer in 1000 ms", at_turn=12),
+              FaultRecord(1, "illegal", "played 6|6 on a closed train", at_turn=30)]
+    assert db.record_match(result(mid, [[0, 5, 9], [4, 0, 2]], [1, 3, 2], reason="rounds_played",
+                                  forfeited=[1], faults=faults, log=log, duration_s=12.5))
+    detail = db.get_match(mid)
+    assert detail is not None
+    m = detail.match
+    assert (m.status, m.reason, m.duration_s) == (MatchStatus.FINISHED, "rounds_played", 12.5)
+    assert m.started_at is not None and m.finished_at is not None
+    assert m.started_at <= m.finished_at
+    assert detail.round_scores == [[0, 5, 9], [4, 0, 2]]
+    assert [(s.total, s.rank, s.forfeited, s.faults) for s in m.seats] == [
+        (4, 1, False, 0), (5, 3, True, 2), (11, 2, False, 0)]
+    assert [(f.seat, f.bot_id, f.kind, f.detail, f.at_turn) for f in detail.faults] == [
+        (1, b, FaultKind.TIMEOUT, "no answer in 1000 ms", 12),
+        (1, b, FaultKind.ILLEGAL, "played 6|6 on a closed train", 30)]
+    assert db.get_log(mid) == log
+    assert detail.log_sha256 == hashlib.sha256(canonical_json(log).encode()).hexdigest()
+    # rated in its pool and in "global"; history rows for every bot in both
+    assert count(db, "ratings") == 6
+    assert count(db, "rating_history") == 6
+    assert len(db.rating_history("a", "standard/3p")) == 1
+
+
+def test_recording_twice_is_a_no_op(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    [mid] = db.schedule_matches(None, [plan("m", [a, b])])
+    assert db.record_match(result(mid, [[0, 7]], [1, 2], faults=[FaultRecord(0, "protocol")]))
+    before = snapshot(db)
+    # the same result again, or a different one: nothing is written, nothing re-rated
+    assert not db.record_match(result(mid, [[0, 7]], [1, 2], faults=[FaultRecord(0, "protocol")]))
+    assert not db.record_match(result(mid, [[9, 0]], [2, 1], log={"x": 1}))
+    assert not db.record_match(MatchRecord(mid, status=MatchStatus.ABORTED, reason="late"))
+    assert snapshot(db) == before
+    assert [s.elo for s in db.standings()] == [1516.0, 1484.0]
+
+
+def test_concurrent_recordings_of_one_match_rate_it_once(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    [mid] = db.schedule_matches(None, [plan("m", [a, b])])
+    outcomes: list[bool] = []
+    barrier = threading.Barrier(4)
+
+    def record() -> None:
+        barrier.wait()
+        outcomes.append(db.record_match(result(mid, [[0, 7]], [1, 2])))
+
+    threads = [threading.Thread(target=record) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == [False, False, False, True]
+    assert count(db, "rating_history") == 4  # 2 bots x (pool + global), once
+
+
+def test_a_constraint_violation_midway_writes_nothing(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    [done, mid] = db.schedule_matches(None, [plan("m0", [a, b]), plan("m1", [a, b])])
+    assert db.record_match(result(done, [[0, 3]], [1, 2]))
+    db.mark_running(mid)
+    before = snapshot(db)
+    # the match and seat updates succeed, then the fault of a seat that is not at the
+    # table violates the faults -> match_seats constraint: all of it is rolled back
+    bad = result(mid, [[4, 0]], [2, 1], faults=[FaultRecord(0, "timeout"), FaultRecord(5,
+                 "illegal")], log={"big": "x" * 1000})
+    with pytest.raises(StorageError):
+        db.record_match(bad)
+    assert snapshot(db) == before
+    assert db.get_log(mid) is None
+    pending = db.get_match(mid)
+    assert pending is not None and pending.match.status == MatchStatus.RUNNING
+    # the database is still usable and the match can be recorded properly
+    assert db.record_match(result(mid, [[4, 0]], [2, 1]))
+
+
+def test_a_failure_after_the_rows_are_flushed_writes_nothing(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    [mid] = db.schedule_matches(None, [plan("m", [a, b])])
+    before = snapshot(db)
+    # NaN is no JSON: the log fails after the match, seats and faults went to the DB
+    with pytest.raises(ValueError):
+        db.record_match(result(mid, [[4, 0]], [2, 1], faults=[FaultRecord(1, "disconnect")],
+                               log={"x": float("nan")}))
+    assert snapshot(db) == before
+
+
+def test_an_aborted_match_is_not_rated_and_can_be_replayed(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    tid = db.create_tournament("t", {"n": 1})
+    [mid] = db.schedule_matches(tid, [plan("g0", [a, b])])
+    db.mark_running(mid)
+    assert db.record_match(MatchRecord(mid, status=MatchStatus.ABORTED, reason="referee stopped",
+                                       faults=[FaultRecord(0, "disconnect", "EOF")],
+                                       log={"attempt": 1}))
+    assert count(db, "ratings") == 0
+    assert [m.id for m in db.pending_matches(tid)] == [mid]
+    detail = db.get_match(mid)
+    assert detail is not None and detail.match.reason == "referee stopped"
+    assert detail.match.seats[0].faults == 1
+    db.mark_running(mid)
+    assert db.record_match(result(mid, [[0, 2]], [1, 2], log={"attempt": 2}))
+    assert db.get_log(mid) == {"attempt": 2}
+    assert db.pending_matches(tid) == []
+    # faults of the aborted attempt stay on record
+    assert [s.faults for s in db.standings(tid)] == [1, 0]
+
+
+def test_invalid_records_are_refused_before_writing(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    [mid] = db.schedule_matches(None, [plan("m", [a, b])])
+    with pytest.raises(ValueError, match="2 seats"):
+        db.record_match(result(mid, [[1, 2, 3]], [1, 2, 3]))
+    with pytest.raises(ValueError, match="finished or aborted"):
+        db.record_match(MatchRecord(mid, status=MatchStatus.RUNNING))
+    with pytest.raises(StorageError, match="schedule it first"):
+        db.record_match(result("unknown", [[1, 2]], [1, 2]))
+    assert count(db, "rating_history") == 0
+
+
+def test_a_tampered_log_is_detected(db: Database) -> None:
+    a, b = bots(db, "a", "b")
+    [mid] = db.schedule_matches(None, [plan("m", [a, b])])
+    assert db.record_match(result(mid, [[0, 1]], [1, 2], log={"moves": [1, 2, 3]}))
+    with db.engine.begin() as conn:
+        conn.execute(text("UPDATE game_logs SET sha256 = :h"), {"h": "0" * 64})
+    with pytest.raises(StorageError, match="corrupt"):
+        db.get_log(mid)

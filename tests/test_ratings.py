@@ -1,0 +1,164 @@
+"""Multiplayer Elo and the Bradley-Terry fit (cfarena.server.ratings)."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import pytest
+from cfarena.server.ratings import (
+    INITIAL_ELO,
+    elo_update,
+    expected_score,
+    fit_ratings,
+    pairwise_games,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def test_two_equal_players() -> None:
+    assert elo_update({}, [("a", 1), ("b", 2)]) == {"a": 1516.0, "b": 1484.0}
+    assert elo_update({}, [("a", 1), ("b", 1)]) == {"a": 1500.0, "b": 1500.0}
+
+
+def test_k_is_scaled_by_table_size() -> None:
+    # four equal players, a clean order: pairs are worth K/3 each
+    new = elo_update({}, [("a", 1), ("b", 2), ("c", 3), ("d", 4)])
+    step = 32.0 / 3 / 2
+    assert new == pytest.approx({"a": 1500 + 3 * step, "b": 1500 + step, "c": 1500 - step,
+                                 "d": 1500 - 3 * step})
+
+
+def test_symmetric_results_and_seat_order_do_not_matter() -> None:
+    ratings = {"a": 1600.0, "b": 1450.0, "c": 1500.0}
+    one = elo_update(ratings, [("a", 2), ("b", 1), ("c", 3)])
+    other = elo_update(ratings, [("c", 3), ("a", 2), ("b", 1)])
+    assert one == pytest.approx(other)
+    # an upset moves more than an expected win
+    upset = elo_update(ratings, [("a", 2), ("b", 1)])
+    expected = elo_update(ratings, [("a", 1), ("b", 2)])
+    assert upset["b"] - 1450 > expected["a"] - 1600 > 0
+
+
+def test_expected_score() -> None:
+    assert expected_score(1500, 1500) == 0.5
+    assert expected_score(1900, 1500) == pytest.approx(10 / 11)
+    assert expected_score(1500, 1900) + expected_score(1900, 1500) == pytest.approx(1.0)
+
+
+def test_a_bot_in_several_seats_does_not_play_itself() -> None:
+    assert pairwise_games([("a", 1), ("a", 2), ("b", 3)]) == [("a", "b", 1.0), ("a", "b", 1.0)]
+    # a bot alone at the table (all seats) is unchanged
+    assert elo_update({"a": 1620.0}, [("a", 1), ("a", 2), ("a", 3)]) == {"a": 1620.0}
+    # two seats each beating b: both pairs count, summed
+    new = elo_update({}, [("a", 1), ("a", 2), ("b", 3)])
+    assert new == pytest.approx({"a": 1516.0, "b": 1484.0})
+
+
+bots = st.sampled_from(["a", "b", "c", "d", "e", "f"])
+tables = st.lists(st.tuples(bots, st.integers(1, 8)), min_size=1, max_size=8)
+ratings = st.dictionaries(bots, st.floats(800, 2800, allow_nan=False))
+
+
+@given(ratings, tables, st.floats(1, 64))
+def test_pairwise_elo_is_zero_sum(before: dict[str, float], table: list[tuple[str, int]],
+                                  k: float) -> None:
+    after = elo_update(before, table, k=k)
+    assert set(after) == {bot for bot, _ in table}
+    start = sum(before.get(bot, INITIAL_ELO) for bot in after)
+    assert sum(after.values()) == pytest.approx(start, abs=1e-6)
+    # nobody moves more than K per seat they hold
+    for bot, value in after.items():
+        seats = sum(1 for b, _ in table if b == bot)
+        assert abs(value - before.get(bot, INITIAL_ELO)) <= k * seats + 1e-9
+
+
+distinct_tables = st.lists(st.tuples(bots, st.integers(1, 8)), min_size=2, max_size=6,
+                          unique_by=lambda seat: seat[0])
+
+
+@given(distinct_tables)
+def test_sole_winner_gains_and_sole_loser_loses(table: list[tuple[str, int]]) -> None:
+    after = elo_update({}, table)
+    ranks = [r for _, r in table]
+    for bot, rank in table:
+        if rank == min(ranks) and ranks.count(rank) == 1:
+            assert after[bot] > INITIAL_ELO
+        if rank == max(ranks) and ranks.count(rank) == 1:
+            assert after[bot] < INITIAL_ELO
+        if len(set(ranks)) == 1:
+            assert after[bot] == INITIAL_ELO
+
+
+def _simulate(strength: dict[str, float], matches: int, players: int, seed: int,
+              tie_rate: float = 0.0) -> list[list[tuple[str, int]]]:
+    """Plackett-Luce tables: performance = log-strength + Gumbel noise, best gets rank 1."""
+    rng = random.Random(seed)
+    names = list(strength)
+    out = []
+    for _ in range(matches):
+        seated = rng.sample(names, players)
+        perf = sorted(((strength[b] - math.log(-math.log(rng.random())), b) for b in seated),
+                      reverse=True)
+        ranks, rank = [], 1
+        for i, (_, bot) in enumerate(perf):
+            if i and rng.random() >= tie_rate:
+                rank = i + 1
+            ranks.append((bot, rank))
+        out.append(ranks)
+    return out
+
+
+def test_fit_ranks_a_stronger_bot_higher_with_separate_intervals() -> None:
+    strength = {"strong": 1.2, "mid1": 0.0, "mid2": 0.0, "weak": -0.6}
+    fit = fit_ratings(_simulate(strength, 300, 3, seed=11), bootstrap=200, seed=0)
+    assert fit["strong"].elo > fit["mid1"].elo > fit["weak"].elo
+    assert fit["strong"].elo > fit["mid2"].elo > fit["weak"].elo
+    assert fit["strong"].low > max(fit["mid1"].high, fit["mid2"].high)
+    assert fit["weak"].high < min(fit["mid1"].low, fit["mid2"].low)
+    for estimate in fit.values():
+        assert estimate.low < estimate.elo < estimate.high
+    assert sum(e.elo for e in fit.values()) / len(fit) == pytest.approx(1500.0)
+    # the true gap strong - weak is 1.8 nats = 313 Elo
+    assert fit["strong"].elo - fit["weak"].elo == pytest.approx(1.8 * 400 / math.log(10), abs=80)
+    assert sum(e.matches for e in fit.values()) == 300 * 3
+
+
+def test_fit_is_symmetric_and_handles_ties() -> None:
+    # a and b tie every match; both beat c equally often
+    results = [[("a", 1), ("b", 1), ("c", 3)], [("c", 3), ("b", 1), ("a", 1)]] * 20
+    fit = fit_ratings(results, bootstrap=50)
+    assert fit["a"].elo == pytest.approx(fit["b"].elo)
+    assert fit["a"].elo > fit["c"].elo
+    all_tied = fit_ratings([[("x", 1), ("y", 1)]] * 10, bootstrap=20)
+    assert all_tied["x"].elo == pytest.approx(1500.0) == all_tied["y"].elo
+
+
+def test_fit_keeps_undefeated_bots_finite_and_is_reproducible() -> None:
+    results = [[("perfect", 1), ("other", 2)]] * 30
+    fit = fit_ratings(results, bootstrap=50, seed=3)
+    assert math.isfinite(fit["perfect"].elo) and fit["perfect"].elo > fit["other"].elo + 300
+    assert fit == fit_ratings(results, bootstrap=50, seed=3)
+    assert fit_ratings([]) == {}
+    no_ci = fit_ratings(results, bootstrap=0)
+    assert no_ci["perfect"].low == no_ci["perfect"].elo == no_ci["perfect"].high
+
+
+def test_fit_is_order_independent() -> None:
+    results = _simulate({"a": 0.5, "b": 0.0, "c": -0.2, "d": 0.1}, 120, 4, seed=2, tie_rate=0.1)
+    forward = fit_ratings(results, bootstrap=0)
+    backward = fit_ratings(list(reversed(results)), bootstrap=0)
+    assert {k: v.elo for k, v in forward.items()} == pytest.approx(
+        {k: v.elo for k, v in backward.items()})
+
+
+def test_fit_speed_1000_matches_200_resamples() -> None:
+    strength = {f"bot{i}": i * 0.2 for i in range(8)}
+    results = _simulate(strength, 1000, 4, seed=1)
+    start = time.perf_counter()
+    fit = fit_ratings(results, bootstrap=200)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0  # about 0.2 s on a laptop; generous for slow CI
+    assert fit["bot7"].elo > fit["bot0"].elo
