@@ -93,8 +93,8 @@ def play_match(
     state = new_match(rules, players, seed)
     seat_names = tuple(names) if names is not None else tuple(type(b).__name__ for b in bots)
     tc = TimeControl(move_timeout_ms=deadline_ms)
-    for seat, bot in enumerate(bots):
-        bot.on_match_start(MatchInfo(match_id, seat, state.rules, seat_names, tc))
+    for i, bot in enumerate(bots):
+        bot.on_match_start(MatchInfo(match_id, i, state.rules, seat_names, tc))
     sent = [0] * players
     history: list[list[Event]] = [[] for _ in range(players)]
     played = PlayedMatch(state, [[] for _ in range(players)], [[] for _ in range(players)])
@@ -143,8 +143,8 @@ def play_match(
     deals = tuple(
         RoundDeal(d.round_index, d.hands, d.boneyard, d.first_seat) for d in state.deals
     )
-    for seat, bot in enumerate(bots):
-        events = visible_events(state, seat, sent[seat])
+    for i, bot in enumerate(bots):
+        events = visible_events(state, i, sent[i])
         if events:
             bot.on_events(match_id, events)
         bot.on_match_end(
@@ -158,7 +158,7 @@ def play_match(
                 reason=outcome.reason.value,
                 seed=seed,
                 deals=deals,
-                seat=seat,
+                seat=i,
             )
         )
     return played

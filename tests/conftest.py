@@ -5,18 +5,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
-if TYPE_CHECKING:
-    from tests.pg import PgCluster, postgres_cluster
-else:
-    # tests/ is no package: pytest puts tests/ itself on sys.path for this conftest
-    try:
-        from tests.pg import PgCluster, postgres_cluster
-    except ModuleNotFoundError:
-        from pg import PgCluster, postgres_cluster
+from tests.pg import PgCluster, postgres_cluster
 
 _databases = itertools.count()
 

@@ -140,6 +140,7 @@ class BotClient:
         self._write_lock = asyncio.Lock()
         self._closed = True
         self._background: set[asyncio.Task[None]] = set()
+        self._workers: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ running
     async def run(self) -> None:
@@ -256,7 +257,7 @@ class BotClient:
         """After the stream ended: let workers finish queued hooks (or cancel them)."""
         matches = list(self._matches.values())
         self._matches.clear()
-        tasks = [m.task for m in matches if m.task is not None]
+        tasks = list(self._workers)  # ended matches' workers may still run their last hooks
         for m in matches:
             m.queue.put_nowait(("close", None))
         if cancel:
@@ -295,6 +296,8 @@ class BotClient:
             log.info("match %s: seat %d of %s", info.match_id, info.seat, list(info.seat_names))
             match.queue.put_nowait(("start", info))
         match.task = asyncio.get_running_loop().create_task(self._worker(match))
+        self._workers.add(match.task)
+        match.task.add_done_callback(self._workers.discard)
 
     def _on_turn(self, msg: pb.Turn, received_at: float) -> None:
         match = self._matches.get(msg.match_id)

@@ -8,8 +8,9 @@ engine, which is how `verify_log` detects a tampered log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from cfarena.engine import (
@@ -22,12 +23,15 @@ from cfarena.engine import (
     RulesError,
     Tile,
     apply_move,
+    fallback_move,
     legal_moves,
+    needs_decision,
     new_match,
     rank_seats,
 )
-from cfarena.engine.dealing import RoundDeal
+from cfarena.engine.dealing import RoundDeal, deal_round
 from cfarena.engine.match import MatchState
+from cfarena.engine.tile_codes import tile_of
 from cfarena.server.referee.match import MatchRecord
 
 LOG_FORMAT = 1
@@ -124,37 +128,65 @@ class LogError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Resimulation:
-    """The state after replaying a log's actions, and its derived documents."""
+    """The state after replaying a log's actions, and its derived documents.
+
+    `spans[i]` is the slice of `events` produced by `actions[i]`, `forced[i]`
+    whether that move was forced (no PLAY to choose from, so no decision) and
+    `fallbacks[i]` the referee's fallback move at that point (`Move.key`).
+    """
 
     state: MatchState
     events: list[dict[str, Any]]
     deals: list[dict[str, Any]]
     result: dict[str, Any]
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    forced: list[bool] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)
 
 
-def resimulate(log: dict[str, Any]) -> Resimulation:
-    """Replay a log's actions from its seed and rules with the engine."""
+def start_match(log: Mapping[str, Any]) -> MatchState:
+    """A new match from a log's rules, players and seed (LogError naming what is wrong)."""
     try:
         rules = Rules.from_options(log["rules"])
-        state = new_match(rules, int(log["players"]), int(log["seed"]))
-    except (KeyError, TypeError, ValueError, RulesError) as exc:
+        return new_match(rules, int(log["players"]), int(log["seed"]))
+    except (KeyError, TypeError, ValueError, AttributeError, RulesError) as exc:
         raise LogError(f"rules/players/seed: cannot start the match: {exc}") from exc
-    for i, action in enumerate(log.get("actions", [])):
+
+
+def _replay(log: Mapping[str, Any]) -> tuple[Resimulation, LogError | None]:
+    """Re-simulate as far as the actions allow; the (partial) result and the error, if any."""
+    state = start_match(log)
+    spans: list[tuple[int, int]] = []
+    forced: list[bool] = []
+    fallbacks: list[str] = []
+    error: LogError | None = None
+    actions = log.get("actions", [])
+    for i, action in enumerate(actions if isinstance(actions, list) else []):
         path = f"actions[{i}]"
         if state.is_over:
-            raise LogError(f"{path}: the match was already over")
-        if action.get("seat") != state.current_seat:
-            raise LogError(
-                f"{path}: seat {action.get('seat')} acted but seat {state.current_seat} was to move"
+            error = LogError(f"{path}: the match was already over (an action was added?)")
+            break
+        seat = action.get("seat") if isinstance(action, dict) else None
+        if seat != state.current_seat:
+            error = LogError(
+                f"{path}.seat: seat {seat} acted but seat {state.current_seat} was to move"
             )
+            break
+        moves = legal_moves(state)
         try:
             move = Move.parse(str(action.get("move")))
-            if move not in legal_moves(state):
+            if move not in moves:
                 raise IllegalMoveError(move, f"{move.key} is not legal here")
+            start = len(state.events)
             apply_move(state, move)
         except (ValueError, IllegalMoveError) as exc:
-            raise LogError(f"{path}: {exc}") from exc
-    forfeited = list(log.get("result", {}).get("forfeited", []))
+            error = LogError(f"{path}.move: {exc}")
+            break
+        spans.append((start, len(state.events)))
+        forced.append(not needs_decision(moves))
+        fallbacks.append(fallback_move(moves).key)
+    result_doc = log.get("result")
+    forfeited = list(result_doc.get("forfeited", [])) if isinstance(result_doc, dict) else []
     round_scores = [list(r.scores) for r in state.round_outcomes]
     totals = [sum(r[s] for r in round_scores) for s in range(state.players)]
     ranks: list[int] = []
@@ -165,11 +197,40 @@ def resimulate(log: dict[str, Any]) -> Resimulation:
             else state.outcome.ranks
         )
     result = {"round_scores": round_scores, "totals": totals, "ranks": ranks, "forfeited": forfeited}
-    return Resimulation(
+    sim = Resimulation(
         state=state,
         events=[event_to_dict(e) for e in state.events],
         deals=[deal_to_dict(d) for d in state.deals],
         result=result,
+        spans=spans,
+        forced=forced,
+        fallbacks=fallbacks,
+    )
+    return sim, error
+
+
+def resimulate(log: Mapping[str, Any]) -> Resimulation:
+    """Replay a log's actions from its seed and rules with the engine (LogError if impossible)."""
+    sim, error = _replay(log)
+    if error is not None:
+        raise error
+    return sim
+
+
+def seeded_deal(state: MatchState, round_index: int) -> dict[str, Any]:
+    """The deal of round `round_index` that the match's seed gives (JSON form)."""
+    setup = deal_round(state.rules, state.deal_seed, round_index)
+    return deal_to_dict(
+        RoundDeal(
+            round_index=setup.round_index,
+            round_double=tile_of(setup.double),
+            hands=tuple(tuple(tile_of(c) for c in h) for h in setup.hands),
+            boneyard=tuple(tile_of(c) for c in setup.boneyard),
+            first_seat=setup.first_seat,
+            centre_seat=setup.centre_seat,
+            draw_off=tuple((s, tile_of(c)) for s, c in setup.draw_off),
+            setup_draws=tuple((s, tile_of(c)) for s, c in setup.setup_draws),
+        )
     )
 
 
@@ -193,38 +254,236 @@ def _first_difference(path: str, recorded: Any, replayed: Any) -> str | None:
     return None
 
 
-def verify_log(log: dict[str, Any]) -> list[str]:
-    """Differences between a log and its re-simulation ([] = genuine)."""
-    try:
-        sim = resimulate(log)
-    except LogError as exc:
-        return [str(exc)]
+# ----------------------------------------------------------------- checks
+_MAX_REPORTED = 5
+
+
+def _check_deals(log: Mapping[str, Any], state: MatchState) -> list[str]:
+    """Every recorded deal must be the one the seed gives (a changed seed changes them all)."""
+    deals = log.get("deals", [])
+    if not isinstance(deals, list):
+        return ["deals: not a list"]
+    diffs: list[str] = []
+    for r, recorded in enumerate(deals):
+        diff = _first_difference(f"deals[{r}]", recorded, seeded_deal(state, r))
+        if diff:
+            diffs.append(diff)
+    if deals and len(diffs) == len(deals):
+        return [
+            f"seed: the recorded deals are not those of seed {log.get('seed')!r} "
+            f"(the seed or the deals were changed; first: {diffs[0]})"
+        ]
+    return [f"{d} (not the deal of the seed: the deal was changed)" for d in diffs[:_MAX_REPORTED]]
+
+
+def actions_from_events(events: Sequence[Any]) -> list[tuple[int | None, str, int]]:
+    """The moves the recorded events describe: (seat, move key, event index), in order.
+
+    Setup events (round start, draw-off, setup draws, centre) are not moves.
+    """
+    out: list[tuple[int | None, str, int]] = []
+    setup = False
+    for j, event in enumerate(events):
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("kind")
+        if kind == "round_start":
+            setup = True
+        elif kind == "centre":
+            setup = False
+        elif not setup and kind == "play":
+            out.append((event.get("seat"), f"{event.get('tile')}@{event.get('parent')}", j))
+        elif not setup and kind in ("draw", "pass"):
+            out.append((event.get("seat"), str(kind), j))
+    return out
+
+
+def _describe(seat: Any, move: Any) -> str:
+    return f"seat {seat} {move!r}"
+
+
+def _align_actions(log: Mapping[str, Any]) -> list[tuple[str, int | None, int | None]]:
+    """Compare the actions with the moves the events record: (message, action, event index)."""
+    raw = log.get("actions", [])
+    actions = raw if isinstance(raw, list) else []
+    recorded = [
+        (a.get("seat"), str(a.get("move"))) if isinstance(a, dict) else (None, "?")
+        for a in actions
+    ]
+    described = actions_from_events(log.get("events", []) if isinstance(
+        log.get("events"), list) else [])
+    from_events = [(s, k) for s, k, _ in described]
+    out: list[tuple[str, int | None, int | None]] = []
+    matcher = difflib.SequenceMatcher(None, recorded, from_events, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        for k in range(pairs):
+            i, j = i1 + k, j1 + k
+            (seat, move), (eseat, emove) = recorded[i], from_events[j]
+            ev = described[j][2]
+            if seat == eseat:
+                msg = f"actions[{i}].move: changed: recorded {move!r} but events[{ev}] record {emove!r}"
+            elif move == emove:
+                msg = (f"actions[{i}].seat: changed: recorded seat {seat} but events[{ev}] "
+                       f"record seat {eseat}")
+            else:
+                msg = (f"actions[{i}]: changed: recorded {_describe(seat, move)} but events[{ev}] "
+                       f"record {_describe(eseat, emove)}")
+            out.append((msg, i, ev))
+        for i in range(i1 + pairs, i2):
+            seat, move = recorded[i]
+            out.append((f"actions[{i}]: added: {_describe(seat, move)} is not in the events",
+                        i, None))
+        for j in range(j1 + pairs, j2):
+            eseat, emove, ev = described[j]
+            out.append((f"actions: removed before actions[{i2}]: events[{ev}] record "
+                        f"{_describe(eseat, emove)} but no action does", None, ev))
+        if len(out) >= _MAX_REPORTED:
+            break
+    return out[:_MAX_REPORTED]
+
+
+def _event_differences(recorded: Sequence[Any], replayed: Sequence[Any]) -> list[int]:
+    return [j for j, (a, b) in enumerate(zip(recorded, replayed, strict=False)) if a != b]
+
+
+def _check_decisions(log: Mapping[str, Any], sim: Resimulation) -> list[str]:
+    """Turn ids, fallbacks, faults and forfeits must be what the referee would have written."""
     problems: list[str] = []
-    finished = log.get("status") == "finished"
-    if finished and not sim.state.is_over:
-        problems.append("actions: the log says finished but its moves do not end the match")
-    recorded_events = log.get("events", [])
-    if not finished:  # an aborted match: the recorded events are a prefix
-        sim_events = sim.events[: len(recorded_events)]
-    else:
-        sim_events = sim.events
-    for name, recorded, replayed in (
-        ("deals", log.get("deals", []), sim.deals),
-        ("events", recorded_events, sim_events),
+    actions = [a for a in log.get("actions", []) if isinstance(a, dict)]
+    faults = [f for f in log.get("faults", []) if isinstance(f, dict)]
+    tc = log.get("time_control")
+    strikes = max(1, int(tc.get("strikes", 1))) if isinstance(tc, dict) else 1
+    by_turn: dict[Any, tuple[int, dict[str, Any]]] = {}
+    strikes_of: dict[Any, int] = {}
+    forfeit_at: dict[Any, int] = {}  # seat -> turn id of its forfeiting fault
+    for k, f in enumerate(faults):
+        seat, turn = f.get("seat"), f.get("turn_id")
+        strikes_of[seat] = strikes_of.get(seat, 0) + 1
+        should = turn == 0 or f.get("kind") == "disconnect" or strikes_of[seat] >= strikes
+        if seat in forfeit_at:
+            problems.append(f"faults[{k}]: seat {seat} had already forfeited")
+        elif bool(f.get("forfeit")) != should:
+            problems.append(f"faults[{k}].forfeit: recorded {f.get('forfeit')!r}, "
+                            f"the strikes rule gives {should!r}")
+        if should and seat not in forfeit_at:
+            forfeit_at[seat] = turn if isinstance(turn, int) else 0
+        if turn != 0:
+            by_turn[turn] = (k, f)
+    expected_turn = 0
+    for i, (action, forced, fallback) in enumerate(
+        zip(actions, sim.forced, sim.fallbacks, strict=False)
     ):
-        diff = _first_difference(name, recorded, replayed)
-        if diff:
-            problems.append(diff)
-    recorded_result = log.get("result", {})
-    keys: Iterable[str] = (
-        ("round_scores", "totals", "ranks") if finished else ("round_scores", "totals")
-    )
-    for key in keys:
-        diff = _first_difference(f"result.{key}", recorded_result.get(key), sim.result[key])
-        if diff:
-            problems.append(diff)
+        seat, path = action.get("seat"), f"actions[{i}]"
+        gone = seat in forfeit_at and forfeit_at[seat] < expected_turn + 1
+        if "turn_id" in action:
+            expected_turn += 1
+            turn = action.get("turn_id")
+            if turn != expected_turn:
+                problems.append(f"{path}.turn_id: recorded {turn!r}, expected {expected_turn}")
+            if forced:
+                problems.append(f"{path}.turn_id: a forced move recorded as a bot decision")
+            fault = by_turn.pop(turn, None)
+            if action.get("fallback"):
+                if fault is None or fault[1].get("seat") != seat:
+                    problems.append(f"{path}.fallback: no fault of seat {seat} at turn {turn}")
+            elif fault is not None:
+                problems.append(f"faults[{fault[0]}].turn_id: turn {turn} was answered normally")
+            ms = action.get("ms")
+            if not action.get("fallback") and (
+                isinstance(ms, bool) or not isinstance(ms, int | float) or ms < 0
+            ):
+                problems.append(f"{path}.ms: a decision needs its time in ms, got {ms!r}")
+        elif not forced and not (action.get("fallback") and gone):
+            problems.append(f"{path}: seat {seat} chose among several moves but no decision "
+                            "(turn_id) is recorded and it had not forfeited")
+        elif forced and action.get("fallback"):
+            problems.append(f"{path}.fallback: a forced move is not a fallback")
+        if action.get("fallback") and action.get("move") != fallback:
+            problems.append(f"{path}.move: a fallback move must be {fallback!r}, "
+                            f"recorded {action.get('move')!r}")
+        if len(problems) >= _MAX_REPORTED:
+            return problems
+    for turn, (k, _) in sorted(by_turn.items(), key=lambda item: item[1][0]):
+        problems.append(f"faults[{k}].turn_id: no decision has turn id {turn!r}")
+    result_doc = log.get("result")
+    recorded = result_doc.get("forfeited") if isinstance(result_doc, dict) else None
+    if recorded != sorted(forfeit_at):
+        problems.append(f"result.forfeited: recorded {recorded!r}, the faults give "
+                        f"{sorted(forfeit_at)!r}")
     return problems
 
 
-def seats_of(log: dict[str, Any]) -> Sequence[str]:
+def verify_log(log: Mapping[str, Any]) -> list[str]:
+    """Differences between a log and its re-simulation ([] = genuine).
+
+    Each problem starts with the JSON path at fault: the seed or a deal that
+    is not the seed's, an action whose move or seat disagrees with the
+    recorded events (or was added or removed), an event the actions do not
+    produce, a result (scores, totals, ranks, forfeits) or reason that is not
+    the re-simulated one, and turn ids, fallbacks or faults the referee could
+    not have written. Seat names, ids, timestamps and decision times cannot
+    be re-derived: compare the log's sha256 with the stored one for those.
+    """
+    try:
+        sim, error = _replay(log)
+    except LogError as exc:
+        return [str(exc)]
+    problems = _check_deals(log, start_match(log))
+    alignment = _align_actions(log)
+    raw_events = log.get("events", [])
+    recorded_events = raw_events if isinstance(raw_events, list) else []
+    finished = log.get("status") == "finished"
+    sim_events = sim.events if finished else sim.events[: len(recorded_events)]
+    diff_events = _event_differences(recorded_events, sim_events)
+    result_doc = log.get("result")
+    recorded_result: Mapping[str, Any] = result_doc if isinstance(result_doc, dict) else {}
+    keys: Iterable[str] = (
+        ("round_scores", "totals", "ranks") if finished else ("round_scores", "totals")
+    )
+    result_diffs = [
+        d for key in keys
+        if (d := _first_difference(f"result.{key}", recorded_result.get(key), sim.result[key]))
+    ]
+    # one event changed and nothing else: the actions are genuine, the event is not
+    only_event = (
+        error is None and len(diff_events) == 1 and not result_diffs
+        and len(recorded_events) == len(sim_events)
+    )
+    for msg, _, ev in alignment:
+        if only_event and ev == diff_events[0]:
+            continue
+        problems.append(msg)
+    if error is not None:
+        problems.append(str(error))
+    if finished and error is None and not sim.state.is_over:
+        problems.append("actions: the log says finished but its moves do not end the match "
+                        "(actions were removed?)")
+    recorded_deals = log.get("deals", [])
+    if isinstance(recorded_deals, list) and error is None:
+        if len(recorded_deals) != len(sim.deals):
+            problems.append(f"deals: recorded {len(recorded_deals)} rounds, "
+                            f"re-simulation gives {len(sim.deals)}")
+    if error is None:
+        if diff_events:
+            j = diff_events[0]
+            detail = _first_difference(f"events[{j}]", recorded_events[j], sim_events[j])
+            what = "changed: " if only_event else ""
+            problems.append(f"{detail} ({what}the actions do not produce this event)")
+        elif len(recorded_events) != len(sim_events):
+            problems.append(f"events: recorded {len(recorded_events)} events, "
+                            f"re-simulation gives {len(sim_events)}")
+        problems.extend(result_diffs)
+        if finished and sim.state.outcome is not None:
+            reason = sim.state.outcome.reason.value
+            if log.get("reason") != reason:
+                problems.append(f"reason: recorded {log.get('reason')!r}, "
+                                f"re-simulation gives {reason!r}")
+    problems.extend(_check_decisions(log, sim))
+    return list(dict.fromkeys(problems))
+
+
+def seats_of(log: Mapping[str, Any]) -> Sequence[str]:
     return [str(s) for s in log.get("seats", [])]

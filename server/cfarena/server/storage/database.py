@@ -147,6 +147,26 @@ class Database:
                 bot.command = command
             return bot.id
 
+    def register_local_bot(self, name: str, token_hash: str, command: str | None = None) -> int:
+        """Like `ensure_bot`, but a new token hash replaces the stored one.
+
+        For locally spawned bots: every `cfarena run-tournament` issues fresh
+        tokens to the processes it starts, so the latest one is what counts.
+        """
+        if not _HASH.fullmatch(token_hash):
+            raise ValueError("token_hash must be a sha256 hex digest (see hash_token)")
+        with self._session(write=True) as s:
+            bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
+            if bot is None:
+                bot = Bot(name=name, token_hash=token_hash, command=command, created_at=_now())
+                s.add(bot)
+                s.flush()
+                return bot.id
+            bot.token_hash = token_hash
+            if command is not None:
+                bot.command = command
+            return bot.id
+
     def bot_by_token_hash(self, token_hash: str) -> BotInfo | None:
         with self._session() as s:
             bot = s.scalars(select(Bot).where(Bot.token_hash == token_hash)).one_or_none()

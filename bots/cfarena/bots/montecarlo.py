@@ -1,0 +1,176 @@
+"""MonteCarloBot: determinized rollouts to the end of the round, within a time budget.
+
+For each decision with more than one legal move:
+
+1. the candidate moves are ordered by `SmartPolicy` (the SmartBot heuristic)
+   and, if there are many, only the best `max_candidates` are searched;
+2. a "world" is sampled: the unseen tiles dealt at random into the other
+   hands and the boneyard (`cfarena.engine.determinize`); every candidate is
+   applied to a copy of that same world (common random numbers) and the round
+   is played out with a fast rollout policy (heaviest tile first, doubles
+   preferred when the player can feed them, 0-0 counted at its value);
+3. a move's value is the mean, over the sampled worlds, of
+   (mean score of the others - own score) at the end of the round;
+4. sampling stops at the thinking budget, at `max_samples` worlds, or at the
+   turn's deadline minus a safety margin, whichever comes first; only complete
+   worlds (every candidate rolled out) count. If not one world fits in the
+   time, the SmartBot move is played. A single legal move is answered at once.
+
+The budget is the constructor's `budget_ms`, else the environment variable
+`CFARENA_MC_BUDGET_MS`, else 40 ms. Each decision's random generator is seeded
+from (match id, seat, event count), so a decision is reproducible whenever it
+ends on `max_samples` rather than on the clock.
+
+    python -m cfarena.sdk run cfarena.bots.montecarlo --token T
+    CFARENA_MC_BUDGET_MS=200 python -m cfarena.bots.montecarlo --token T
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Sequence
+
+from cfarena.bots._features import match_seed
+from cfarena.bots.smart import SmartPolicy
+from cfarena.engine import (
+    MatchState,
+    Move,
+    MoveKind,
+    Observation,
+    apply_move,
+    determinize,
+    legal_moves,
+)
+from cfarena.sdk import Bot, Turn
+from cfarena.sdk.cli import run_main
+
+DEFAULT_BUDGET_MS = 40.0
+BUDGET_ENV = "CFARENA_MC_BUDGET_MS"
+# keep this much of the deadline unused (plus a share of it): the answer must still travel
+SAFETY_MS = 25.0
+SAFETY_SHARE = 0.1
+
+
+def _budget_from_env() -> float:
+    text = os.environ.get(BUDGET_ENV, "").strip()
+    if not text:
+        return DEFAULT_BUDGET_MS
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{BUDGET_ENV} must be a number of milliseconds, got {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{BUDGET_ENV} must be >= 0, got {text!r}")
+    return value
+
+
+def rollout_move(state: MatchState, moves: Sequence[Move]) -> Move:
+    """The fast rollout policy: heaviest tile, a double first if its player can feed it."""
+    blank = state.rules.double_blank
+    best = moves[0]
+    best_key = -1.0
+    counts: list[int] | None = None
+    for move in moves:
+        tile = move.tile
+        if tile is None:
+            continue
+        key = float(tile.a + tile.b) if tile.b else float(blank if tile.a == 0 else tile.a)
+        if tile.a == tile.b:
+            if counts is None:
+                seat = state.current_seat
+                assert seat is not None
+                counts = [0] * (state.rules.set_size + 1)
+                for t in state.hand(seat):
+                    counts[t.a] += 1
+                    if t.b != t.a:
+                        counts[t.b] += 1
+            key += 6.0 if counts[tile.a] >= 2 else -2.0
+        if key > best_key:
+            best, best_key = move, key
+    return best
+
+
+def play_out(state: MatchState) -> None:
+    """Play the current round to its end with `rollout_move` (state.halt_at_round_end set)."""
+    while not state.round_over:
+        moves = legal_moves(state)
+        apply_move(state, moves[0] if len(moves) == 1 else rollout_move(state, moves))
+
+
+class MonteCarloBot(Bot):
+    """Determinized Monte Carlo search over the legal moves, one round deep."""
+
+    def __init__(
+        self,
+        budget_ms: float | None = None,
+        max_samples: int = 500,
+        max_candidates: int = 8,
+    ) -> None:
+        self.budget_ms = _budget_from_env() if budget_ms is None else float(budget_ms)
+        if self.budget_ms < 0:
+            raise ValueError(f"budget_ms must be >= 0, got {budget_ms}")
+        if max_samples < 1 or max_candidates < 1:
+            raise ValueError("max_samples and max_candidates must be >= 1")
+        self.max_samples = max_samples
+        self.max_candidates = max_candidates
+        self.last_samples = 0  # worlds sampled for the last decision (for tests and tuning)
+
+    def choose(self, turn: Turn) -> Move:
+        start = time.monotonic()
+        moves = turn.legal_moves
+        if len(moves) == 1:
+            self.last_samples = 0
+            return moves[0]
+        obs = turn.observation
+        policy = SmartPolicy(obs, turn.history)
+        ranked = policy.rank(moves)
+        candidates = ranked[: self.max_candidates]
+        safety = SAFETY_MS / 1000.0 + SAFETY_SHARE * turn.deadline_ms / 1000.0
+        stop = min(start + self.budget_ms / 1000.0, start + turn.time_left() - safety)
+        seed = match_seed(turn.match_id, obs.seat, f"mc/{obs.event_count}")
+        values, samples = self._search(obs, candidates, random.Random(seed), stop)
+        self.last_samples = samples
+        if samples == 0:
+            return ranked[0]
+        best = 0
+        for i in range(1, len(candidates)):
+            if values[i] > values[best]:
+                best = i  # ties keep the SmartPolicy order
+        return candidates[best]
+
+    def _search(
+        self, obs: Observation, candidates: Sequence[Move], rng: random.Random, stop: float
+    ) -> tuple[list[float], int]:
+        """Summed outcomes per candidate over complete sampled worlds, and how many worlds."""
+        seat = obs.seat
+        players = obs.rules.players
+        totals = [0.0] * len(candidates)
+        samples = 0
+        clock = time.monotonic
+        while samples < self.max_samples and clock() < stop:
+            try:
+                world = determinize(obs, rng)
+            except ValueError:
+                break  # an observation the sampler cannot complete: play the heuristic move
+            world.halt_at_round_end = True
+            outcome: list[float] = []
+            for move in candidates:
+                if clock() >= stop:
+                    return totals, samples
+                state = world.clone()
+                if move.kind is MoveKind.PLAY or not state.round_over:
+                    apply_move(state, move)
+                play_out(state)
+                scores = state.round_outcomes[-1].scores
+                others = (sum(scores) - scores[seat]) / (players - 1)
+                outcome.append(others - scores[seat])
+            for i, value in enumerate(outcome):
+                totals[i] += value
+            samples += 1
+        return totals, samples
+
+
+if __name__ == "__main__":
+    raise SystemExit(run_main(MonteCarloBot))

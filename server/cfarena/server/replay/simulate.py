@@ -1,0 +1,170 @@
+"""Play a whole match in-process and return its format-1 game log (tests, demos).
+
+No referee, no network: a simple policy decides for every seat, and the
+`MatchRecord` is filled exactly as `MatchRunner` fills it (forced moves are
+not decisions; decisions get consecutive turn ids; a faulting seat gets the
+referee's fallback move and, once it forfeits, plays only fallbacks), then
+turned into a log by `record_to_log`.
+
+    log = simulate_log({"preset": "maltese"}, players=3, seed=7)
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from cfarena.engine import (
+    Move,
+    MoveKind,
+    Rules,
+    apply_move,
+    fallback_move,
+    legal_moves,
+    needs_decision,
+    new_match,
+    rank_seats,
+)
+from cfarena.engine.match import MatchState
+from cfarena.server.gamelog import record_to_log
+from cfarena.server.referee.faults import Fault, FaultKind
+from cfarena.server.referee.match import ActionRecord, MatchRecord, TimeControl
+
+Policy = Callable[[MatchState, Sequence[Move], random.Random], Move]
+
+POLICIES = ("greedy", "random", "first")
+
+
+def _greedy(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
+    """The heaviest play (a just-drawn tile first), like cfarena.bots.greedy."""
+    plays = [m for m in moves if m.kind is MoveKind.PLAY and m.tile is not None]
+    drawn = state.drawn_tile
+    if drawn is not None and any(m.tile == drawn for m in plays):
+        plays = [m for m in plays if m.tile == drawn]
+
+    def weight(m: Move) -> tuple[int, int, int]:
+        assert m.tile is not None and m.parent is not None
+        return (m.tile.pips, m.tile.b, -m.parent)
+
+    return max(plays, key=weight) if plays else moves[0]
+
+
+def _random(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
+    return moves[rng.randrange(len(moves))]
+
+
+def _first(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
+    return moves[0]
+
+
+_POLICY_FUNCS: dict[str, Policy] = {"greedy": _greedy, "random": _random, "first": _first}
+
+
+def simulate_record(
+    rules_options: Mapping[str, Any],
+    players: int,
+    seed: int,
+    policy: str | Sequence[str] = "greedy",
+    *,
+    timeouts: Collection[int] = (),
+    strikes: int = 1,
+    names: Sequence[str] | None = None,
+) -> MatchRecord:
+    """Play a match to its end; the referee's `MatchRecord` of it.
+
+    `policy` is one name for every seat or one per seat (`greedy`, `random`,
+    `first`). `timeouts` are turn ids (decisions, counted from 1) at which the
+    deciding bot "times out": a TIMEOUT fault is recorded and the fallback move
+    is played; the seat forfeits after `strikes` faults.
+    """
+    rules = Rules.from_options(rules_options)
+    seat_policies = [policy] * players if isinstance(policy, str) else list(policy)
+    if len(seat_policies) != players:
+        raise ValueError(f"policy: {len(seat_policies)} policies for {players} players")
+    unknown = [p for p in seat_policies if p not in _POLICY_FUNCS]
+    if unknown:
+        raise ValueError(f"policy: unknown {unknown[0]!r} (known: {', '.join(POLICIES)})")
+    funcs = [_POLICY_FUNCS[p] for p in seat_policies]
+    tc = TimeControl(move_timeout_ms=1000, strikes=strikes)
+    state = new_match(rules, players, seed)
+    record = MatchRecord(
+        match_id=f"sim-{rules.name}-{players}p-{seed}",
+        rules=rules,
+        players=players,
+        seed=seed,
+        seat_bots=list(names) if names is not None else [
+            f"{p}-{s}" for s, p in enumerate(seat_policies)
+        ],
+        time_control=tc,
+    )
+    record.started_at = time.time()
+    rng = random.Random(seed)
+    strikes_of = [0] * players
+    forfeited: set[int] = set()
+    turn_id = 0
+    while not state.is_over:
+        seat = state.current_seat
+        assert seat is not None
+        moves = legal_moves(state)
+        if not needs_decision(moves):
+            record.actions.append(ActionRecord(seat, moves[0].key, False, None, None))
+            apply_move(state, moves[0])
+            continue
+        if seat in forfeited:
+            move = fallback_move(moves)
+            record.actions.append(ActionRecord(seat, move.key, False, None, None, True))
+            apply_move(state, move)
+            continue
+        turn_id += 1
+        if turn_id in timeouts:
+            strikes_of[seat] += 1
+            forfeit = strikes_of[seat] >= max(1, strikes)
+            detail = f"no answer within {tc.move_timeout_ms} ms"
+            record.faults.append(Fault(seat, FaultKind.TIMEOUT, detail, turn_id, forfeit))
+            if forfeit:
+                forfeited.add(seat)
+            move = fallback_move(moves)
+            elapsed = float(tc.move_timeout_ms)
+            record.actions.append(ActionRecord(seat, move.key, True, elapsed, turn_id, True))
+        else:
+            started = time.perf_counter()
+            move = funcs[seat](state, moves, rng)
+            elapsed = (time.perf_counter() - started) * 1000.0
+            record.actions.append(ActionRecord(seat, move.key, True, elapsed, turn_id))
+        apply_move(state, move)
+    outcome = state.outcome
+    assert outcome is not None
+    record.status = "finished"
+    record.reason = outcome.reason.value
+    record.round_scores = [list(r.scores) for r in outcome.rounds]
+    record.totals = list(outcome.totals)
+    record.forfeited = sorted(forfeited)
+    record.ranks = list(
+        rank_seats(record.round_scores, state.rules.tie_break, record.forfeited)
+        if record.forfeited
+        else outcome.ranks
+    )
+    record.events = list(state.events)
+    record.deals = list(state.deals)
+    record.finished_at = time.time()
+    return record
+
+
+def simulate_log(
+    rules_options: Mapping[str, Any],
+    players: int,
+    seed: int,
+    policy: str | Sequence[str] = "greedy",
+    *,
+    timeouts: Collection[int] = (),
+    strikes: int = 1,
+    names: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The format-1 game log of a match played in-process (see `simulate_record`)."""
+    return record_to_log(
+        simulate_record(
+            rules_options, players, seed, policy, timeouts=timeouts, strikes=strikes, names=names
+        )
+    )

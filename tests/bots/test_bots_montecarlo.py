@@ -1,0 +1,99 @@
+"""MonteCarloBot: thinking budget, deadline, reproducibility, configuration."""
+
+from __future__ import annotations
+
+import time
+from types import ModuleType
+
+import pytest
+from cfarena.bots._features import match_seed
+from cfarena.bots.greedy import GreedyBot
+from cfarena.bots.montecarlo import BUDGET_ENV, DEFAULT_BUDGET_MS, MonteCarloBot
+from cfarena.bots.smart import SmartBot
+from cfarena.engine import Rules
+from cfarena.sdk import Turn
+
+
+def test_budget_is_respected_with_a_generous_deadline(bench: ModuleType) -> None:
+    bot = MonteCarloBot(budget_ms=30)
+    samples: list[int] = []
+
+    def record(turn: Turn, choice: object) -> None:
+        if turn.observation.seat == 0:
+            samples.append(bot.last_samples)
+
+    for preset, players in (("standard", 4), ("maltese", 8)):
+        played = bench.play_match(
+            [bot, SmartBot(), GreedyBot(), SmartBot(), *[GreedyBot() for _ in range(players - 4)]],
+            Rules.preset(preset).with_options(rounds="single"),
+            seed=7, match_id=f"budget-{preset}", deadline_ms=1000, on_turn=record,
+        )
+        times = played.decisions[0]
+        assert times, "the Monte Carlo seat was never asked"
+        assert max(times) < 0.5, f"a decision took {max(times):.3f} s with a 30 ms budget"
+    assert max(samples) > 0, "it never sampled a single world"
+
+
+@pytest.mark.parametrize("deadline_ms", [100, 20])
+def test_deadline_below_budget_is_respected(bench: ModuleType, deadline_ms: int) -> None:
+    bot = MonteCarloBot(budget_ms=2000)
+    late: list[float] = []
+
+    def check(turn: Turn, choice: object) -> None:
+        if turn.observation.seat == 1:
+            late.append(time.monotonic() - turn.received_at)
+
+    bench.play_match(
+        [SmartBot(), bot, GreedyBot(), SmartBot()],
+        Rules.preset("standard").with_options(rounds="single"),
+        seed=11, match_id=f"deadline-{deadline_ms}", deadline_ms=deadline_ms, on_turn=check,
+    )
+    assert late
+    assert max(late) < deadline_ms / 1000.0, f"answered after {max(late) * 1000:.1f} ms"
+
+
+def test_same_match_and_seat_give_the_same_choices(bench: ModuleType) -> None:
+    rules = Rules.preset("standard").with_options(rounds=2)
+
+    def run(match_id: str) -> list[list[str]]:
+        bots = [MonteCarloBot(budget_ms=5000, max_samples=6), SmartBot(),
+                MonteCarloBot(budget_ms=5000, max_samples=6), GreedyBot()]
+        played = bench.play_match(bots, rules, seed=5, match_id=match_id, deadline_ms=5000)
+        return [played.chosen[0], played.chosen[2]]
+
+    first = run("det-a")
+    assert first[0] and first[1]
+    assert run("det-a") == first
+    # the random stream depends on the match id and the seat
+    assert match_seed("det-a", 0) != match_seed("det-b", 0) != match_seed("det-b", 1)
+
+
+def test_single_legal_move_is_answered_without_search(bench: ModuleType) -> None:
+    bot = MonteCarloBot(budget_ms=200)
+    single: list[float] = []
+
+    def check(turn: Turn, choice: object) -> None:
+        if turn.observation.seat == 0 and len(turn.legal_moves) == 1:
+            single.append(time.monotonic() - turn.received_at)
+            assert bot.last_samples == 0
+            assert choice is turn.legal_moves[0]
+
+    for seed in range(3):
+        bench.play_match(
+            [bot, GreedyBot(), GreedyBot(), GreedyBot()],
+            Rules.preset("standard").with_options(rounds="single"),
+            seed=seed, match_id=f"single-{seed}", on_turn=check,
+        )
+    assert single, "no single-move turn came up"
+    assert max(single) < 0.05
+
+
+def test_budget_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BUDGET_ENV, raising=False)
+    assert MonteCarloBot().budget_ms == DEFAULT_BUDGET_MS
+    monkeypatch.setenv(BUDGET_ENV, "123")
+    assert MonteCarloBot().budget_ms == 123.0
+    assert MonteCarloBot(budget_ms=7).budget_ms == 7.0  # the argument wins
+    monkeypatch.setenv(BUDGET_ENV, "fast")
+    with pytest.raises(ValueError, match=BUDGET_ENV):
+        MonteCarloBot()
