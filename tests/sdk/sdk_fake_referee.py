@@ -1,4 +1,4 @@
-"""A scripted referee: a real grpc.aio server on 127.0.0.1 whose Play handler is a test coroutine."""
+"""A scripted referee: a real grpc.aio server on 127.0.0.1; its Play handler is a test coroutine."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 
 import grpc
 import grpc.aio
-
 from cfarena.v1 import arena_pb2 as pb
 from cfarena.v1.arena_pb2_grpc import ArenaServicer, add_ArenaServicer_to_server
 
@@ -46,11 +45,11 @@ class Session:
         await self.context.abort(code, details)
 
 
-class _Servicer(ArenaServicer):
+class _Servicer(ArenaServicer):  # type: ignore[misc]  # generated code is untyped
     def __init__(self, referee: FakeReferee) -> None:
         self.referee = referee
 
-    async def Play(self, request_iterator: Any, context: Any) -> None:  # noqa: N802
+    async def Play(self, request_iterator: Any, context: Any) -> None:
         self.referee.sessions += 1
         session = Session(context)
         try:
@@ -72,7 +71,7 @@ class FakeReferee:
 
     async def start(self, port: int = 0) -> int:
         server = grpc.aio.server()
-        add_ArenaServicer_to_server(_Servicer(self), server)  # type: ignore[no-untyped-call]
+        add_ArenaServicer_to_server(_Servicer(self), server)
         self.port = server.add_insecure_port(f"127.0.0.1:{port}")
         assert self.port, f"could not bind 127.0.0.1:{port}"
         await server.start()

@@ -82,7 +82,8 @@ def result(match_id: str) -> MatchResult:
 
 def match_end(match_id: str, first_index: int = 0) -> pb.RefereeMessage:
     end_event = Event(EventKind.ROUND_END, 0, seat=0, scores=(0, 12), reason=RoundEnd.WENT_OUT)
-    return pb.RefereeMessage(match_end=match_end_to_proto(result(match_id), [end_event], first_index))
+    end = match_end_to_proto(result(match_id), [end_event], first_index)
+    return pb.RefereeMessage(match_end=end)
 
 
 def welcome(name: str = "tester") -> pb.RefereeMessage:

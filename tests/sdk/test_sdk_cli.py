@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -12,9 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sdk_fake_referee import FakeReferee, Session
-from sdk_samples import match_end, match_start, observation, start_events, turn, welcome
-
 from cfarena.bots.greedy import GreedyBot
 from cfarena.bots.random_bot import RandomBot
 from cfarena.engine.moves import PASS, Move
@@ -22,7 +20,9 @@ from cfarena.engine.rules import PlayDrawn
 from cfarena.engine.tiles import Tile
 from cfarena.sdk import MatchInfo, TimeControl, Turn
 from cfarena.sdk.cli import load_bot_class
-from sdk_samples import RULES
+
+from .sdk_fake_referee import FakeReferee, Session
+from .sdk_samples import RULES, match_end, match_start, observation, start_events, turn, welcome
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,14 +49,12 @@ async def _spawn(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def run(coro: Awaitable[None]) -> None:
-    asyncio.run(asyncio.wait_for(coro, 60))  # type: ignore[arg-type]
+    asyncio.run(asyncio.wait_for(coro, 60))
 
 
 def _run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:

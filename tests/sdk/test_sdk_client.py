@@ -10,9 +10,6 @@ from typing import Any
 
 import grpc
 import pytest
-from sdk_fake_referee import FakeReferee, Session
-from sdk_samples import match_end, match_start, start_events, turn, welcome
-
 from cfarena.engine.events import Event
 from cfarena.engine.moves import PASS, Move
 from cfarena.engine.tiles import Tile
@@ -20,9 +17,12 @@ from cfarena.sdk import Bot, BotClient, BotConnectionError, MatchInfo, MatchResu
 from cfarena.sdk.bot import resolve_choice
 from cfarena.v1 import arena_pb2 as pb
 
+from .sdk_fake_referee import FakeReferee, Session
+from .sdk_samples import match_end, match_start, start_events, turn, welcome
+
 
 def run(coro: Awaitable[None]) -> None:
-    asyncio.run(asyncio.wait_for(coro, 30))  # type: ignore[arg-type]
+    asyncio.run(asyncio.wait_for(coro, 30))
 
 
 class Recorder(Bot):
@@ -135,7 +135,7 @@ def test_two_matches_run_concurrently_with_capacity_2() -> None:
         ("A", 1, 1),
         ("A", 2, 1),
     ]
-    second_a = [t for t in bot.turns if (t.match_id, t.turn_id) == ("A", 2)][0]
+    second_a = next(t for t in bot.turns if (t.match_id, t.turn_id) == ("A", 2))
     assert second_a.history == start_events() and second_a.events == ()
     assert {c for c in bot.calls if c[0] == "end"} == {("end", ("A", 1)), ("end", ("B", 2))}
 

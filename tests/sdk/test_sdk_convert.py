@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from sdk_samples import RULES, observation, start_events
-
 from cfarena.engine.events import Event, EventKind, RoundEnd
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import Observation, PlacedTile
@@ -26,6 +23,10 @@ from cfarena.sdk.types import (
     TimeControl,
 )
 from cfarena.v1 import arena_pb2 as pb
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .sdk_samples import RULES, observation, start_events
 
 small = st.integers(0, 300)
 tiles = st.integers(0, 18).flatmap(lambda a: st.builds(Tile, st.just(a), st.integers(a, 18)))
@@ -276,13 +277,18 @@ def test_cached_messages_are_shared() -> None:
 # -------------------------------------------------------------- malformed
 
 
+def _k(n: int) -> Any:
+    """A raw enum number (the stubs only admit the named values)."""
+    return n
+
+
 @pytest.mark.parametrize(
     ("decode", "msg", "match"),
     [
         (c.tile_from_proto, pb.Tile(a=5, b=4), "5-4 is not a tile"),
         (c.tile_from_proto, pb.Tile(a=3, b=19), "3-19 is not a tile"),
         (c.move_from_proto, pb.Move(kind=pb.MOVE_KIND_PLAY, parent=2, key="x"), "without a tile"),
-        (c.move_from_proto, pb.Move(kind=7, key="pass"), "unknown or unspecified MoveKind 7"),
+        (c.move_from_proto, pb.Move(kind=_k(7), key="pass"), "unknown or unspecified MoveKind 7"),
         (c.move_from_proto, pb.Move(key="pass"), "MoveKind 0"),
         (
             c.move_from_proto,
@@ -294,11 +300,11 @@ def test_cached_messages_are_shared() -> None:
             pb.Move(kind=pb.MOVE_KIND_PASS, tile=pb.Tile(a=1, b=2), key="pass"),
             "carries no tile",
         ),
-        (c.event_from_proto, pb.Event(index=4, kind=0), "event #4: unknown or unspecified"),
-        (c.event_from_proto, pb.Event(kind=42), "EventKind 42"),
-        (c.event_from_proto, pb.Event(kind=7, round_end="tired"), "unknown value 'tired'"),
-        (c.event_from_proto, pb.Event(kind=4, tile=pb.Tile(a=9, b=2)), "9-2 is not a tile"),
-        (c.fault_from_proto, pb.Fault(kind=9), "FaultKind 9"),
+        (c.event_from_proto, pb.Event(index=4, kind=_k(0)), "event #4: unknown or unspecified"),
+        (c.event_from_proto, pb.Event(kind=_k(42)), "EventKind 42"),
+        (c.event_from_proto, pb.Event(kind=_k(7), round_end="tired"), "unknown value 'tired'"),
+        (c.event_from_proto, pb.Event(kind=_k(4), tile=pb.Tile(a=9, b=2)), "9-2 is not a tile"),
+        (c.fault_from_proto, pb.Fault(kind=_k(9)), "FaultKind 9"),
     ],
 )
 def test_malformed_messages_raise_protocol_error(decode: object, msg: object, match: str) -> None:

@@ -12,7 +12,7 @@ no play at all.
 
 from __future__ import annotations
 
-from cfarena.sdk import Bot, Move, MoveKind, Turn
+from cfarena.sdk import Bot, Move, Turn
 from cfarena.sdk.cli import run_main
 
 
@@ -34,10 +34,6 @@ class GreedyBot(Bot):
             if with_drawn:
                 return max(with_drawn, key=_weight)
         return max(plays, key=_weight)
-
-    @staticmethod
-    def is_play(move: Move) -> bool:
-        return move.kind is MoveKind.PLAY
 
 
 if __name__ == "__main__":

@@ -107,6 +107,8 @@ class MonteCarloBot(Bot):
         budget_ms: float | None = None,
         max_samples: int = 500,
         max_candidates: int = 8,
+        prior_weight: float = 0.0,
+        void_weight: float = 0.0,
     ) -> None:
         self.budget_ms = _budget_from_env() if budget_ms is None else float(budget_ms)
         if self.budget_ms < 0:
@@ -115,6 +117,8 @@ class MonteCarloBot(Bot):
             raise ValueError("max_samples and max_candidates must be >= 1")
         self.max_samples = max_samples
         self.max_candidates = max_candidates
+        self.prior_weight = prior_weight
+        self.void_weight = void_weight
         self.last_samples = 0  # worlds sampled for the last decision (for tests and tuning)
 
     def choose(self, turn: Turn) -> Move:
@@ -130,23 +134,47 @@ class MonteCarloBot(Bot):
         safety = SAFETY_MS / 1000.0 + SAFETY_SHARE * turn.deadline_ms / 1000.0
         stop = min(start + self.budget_ms / 1000.0, start + turn.time_left() - safety)
         seed = match_seed(turn.match_id, obs.seat, f"mc/{obs.event_count}")
-        values, samples = self._search(obs, candidates, random.Random(seed), stop)
+        voids = policy.view.voids if self.void_weight > 0 else None
+        values, weight, samples = self._search(obs, candidates, random.Random(seed), stop, voids)
         self.last_samples = samples
-        if samples == 0:
+        if samples == 0 or weight <= 0:
             return ranked[0]
+        scores = [v / weight for v in values]
+        if self.prior_weight:
+            for i, move in enumerate(candidates):
+                scores[i] += self.prior_weight * policy.score(move)
         best = 0
         for i in range(1, len(candidates)):
-            if values[i] > values[best]:
+            if scores[i] > scores[best]:
                 best = i  # ties keep the SmartPolicy order
         return candidates[best]
 
+    def _world_weight(self, world: MatchState, seat: int, voids: list[list[float]]) -> float:
+        """How plausible a sampled world is given the seats' known voids (1 = no conflict)."""
+        weight = 1.0
+        keep = self.void_weight
+        for s, row in enumerate(voids):
+            if s == seat:
+                continue
+            for t in world.hand(s):
+                conflict = row[t.a] if row[t.a] >= row[t.b] else row[t.b]
+                if conflict:
+                    weight *= 1.0 - keep * conflict
+        return weight
+
     def _search(
-        self, obs: Observation, candidates: Sequence[Move], rng: random.Random, stop: float
-    ) -> tuple[list[float], int]:
-        """Summed outcomes per candidate over complete sampled worlds, and how many worlds."""
+        self,
+        obs: Observation,
+        candidates: Sequence[Move],
+        rng: random.Random,
+        stop: float,
+        voids: list[list[float]] | None = None,
+    ) -> tuple[list[float], float, int]:
+        """Weighted summed outcomes per candidate over complete worlds, total weight, worlds."""
         seat = obs.seat
         players = obs.rules.players
         totals = [0.0] * len(candidates)
+        total_weight = 0.0
         samples = 0
         clock = time.monotonic
         while samples < self.max_samples and clock() < stop:
@@ -155,10 +183,11 @@ class MonteCarloBot(Bot):
             except ValueError:
                 break  # an observation the sampler cannot complete: play the heuristic move
             world.halt_at_round_end = True
+            weight = 1.0 if voids is None else self._world_weight(world, seat, voids)
             outcome: list[float] = []
             for move in candidates:
                 if clock() >= stop:
-                    return totals, samples
+                    return totals, total_weight, samples
                 state = world.clone()
                 if move.kind is MoveKind.PLAY or not state.round_over:
                     apply_move(state, move)
@@ -167,9 +196,10 @@ class MonteCarloBot(Bot):
                 others = (sum(scores) - scores[seat]) / (players - 1)
                 outcome.append(others - scores[seat])
             for i, value in enumerate(outcome):
-                totals[i] += value
+                totals[i] += weight * value
+            total_weight += weight
             samples += 1
-        return totals, samples
+        return totals, total_weight, samples
 
 
 if __name__ == "__main__":

@@ -117,7 +117,8 @@ def _add_connection_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--token", help="the bot's secret token (default: $CFARENA_TOKEN)")
     parser.add_argument(
-        "--capacity", type=int, default=1, help="matches played at once, 1-64 (default 1)"
+        "--capacity", type=int, default=int(os.environ.get("CFARENA_CAPACITY", "1") or 1),
+        help="matches played at once, 1-64 (default: $CFARENA_CAPACITY or 1)"
     )
     parser.add_argument("--name", help="client description for the referee's logs")
     parser.add_argument(

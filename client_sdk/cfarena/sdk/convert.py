@@ -481,6 +481,24 @@ def turn_message(
     return pb.RefereeMessage.FromString(_wire.length_delimited(3, data))
 
 
+def turn_message_bytes(
+    match_id: str,
+    turn_id: int,
+    obs: Observation,
+    events: Sequence[Event],
+    *,
+    deadline_ms: int,
+    bank_ms: int = 0,
+    legal_moves: Sequence[Move] | None = None,
+) -> bytes:
+    """The serialized `RefereeMessage(turn=...)`: what `turn_message` parses, unparsed.
+
+    The referee writes these bytes to the stream as they are.
+    """
+    data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
+    return _wire.length_delimited(3, data)
+
+
 def turn_from_proto(
     msg: pb.Turn,
     rules: ResolvedRules,

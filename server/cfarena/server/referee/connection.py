@@ -62,12 +62,13 @@ class BotConnection:
     def free(self) -> int:
         return 0 if self.closed else self.capacity - len(self.matches)
 
-    async def send(self, match_id: str, message: pb.RefereeMessage) -> None:
-        """Write one message; raises SeatFault if the stream is gone."""
+    async def send(self, match_id: str, message: pb.RefereeMessage | bytes) -> None:
+        """Write one message (or its serialized bytes); SeatFault if the stream is gone."""
         if self.closed:
             raise SeatFault(*self.close_reason)
         if self.on_send is not None:
-            self.on_send(match_id, self.matches.get(match_id, -1), message.SerializeToString())
+            data = message if isinstance(message, bytes) else message.SerializeToString()
+            self.on_send(match_id, self.matches.get(match_id, -1), data)
         try:
             async with self._lock:
                 await self.writer.write(message)

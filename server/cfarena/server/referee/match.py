@@ -218,20 +218,18 @@ class MatchRunner:
 
     def _turn_message(
         self, seat: int, moves: tuple[Move, ...], turn_id: int, allowed_ms: float
-    ) -> pb.RefereeMessage:
+    ) -> bytes:
         start = self._sent_events[seat]
         events = visible_events(self.state, seat, start)
         self._sent_events[seat] = start + len(events)
-        return pb.RefereeMessage(
-            turn=pb.Turn(
-                match_id=self.match_id,
-                turn_id=turn_id,
-                observation=convert.observation_to_proto(observe(self.state, seat)),
-                legal_moves=[convert.move_to_proto(m) for m in moves],
-                events=[convert.event_to_proto(e, start + i) for i, e in enumerate(events)],
-                deadline_ms=self.tc.move_timeout_ms,
-                bank_ms=int(self._bank_ms[seat]),
-            )
+        return convert.turn_message_bytes(
+            self.match_id,
+            turn_id,
+            observe(self.state, seat),
+            events,
+            deadline_ms=self.tc.move_timeout_ms,
+            bank_ms=int(self._bank_ms[seat]),
+            legal_moves=moves,
         )
 
     def _apply(

@@ -93,8 +93,8 @@ class ArenaService:
         try:
             await self._read_actions(conn, requests, context)
         except asyncio.CancelledError:
+            # the server is stopping (or the RPC was cancelled): end quietly
             conn.close(FaultKind.DISCONNECT, "stream cancelled")
-            raise
         finally:
             conn.close(FaultKind.DISCONNECT, "stream ended")
             self.server.unregister(conn)
@@ -160,7 +160,10 @@ class ArenaService:
 
 def method_handlers(service: ArenaService) -> grpc.GenericRpcHandler:
     """The Arena service's handlers, with a deserializer that never raises."""
-    serialize: Callable[[Any], bytes] = lambda m: m.SerializeToString()  # noqa: E731
+    def serialize(message: Any) -> bytes:
+        # the match runner hands over Turns already serialized
+        return message if isinstance(message, bytes) else bytes(message.SerializeToString())
+
     handlers = {
         "Play": grpc.stream_stream_rpc_method_handler(
             service.Play,

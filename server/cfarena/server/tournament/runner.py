@@ -244,9 +244,9 @@ async def run_tournament(
     finally:
         with contextlib.suppress(Exception):
             db.set_tournament_status(tournament_id, status)
-        await server.stop(grace=0.5)
-        for proc in procs:
+        for proc in procs:  # bots first, so their streams end before the server stops
             proc.stop()
+        await server.stop(grace=0.5)
     return TournamentRun(tournament_id, resumed, played, total, status.value,
                          time.monotonic() - started)
 

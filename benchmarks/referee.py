@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Bot decisions per second through the referee vs. a raw gRPC ping-pong.
+
+Both measured in the same run on 127.0.0.1 with trivial clients in one
+subprocess: (1) the referee running C concurrent 2-player matches between two
+trivial bots (each answers move 0), counting bot decisions per second; (2) a
+bare grpc.aio bidirectional echo with C streams, each sending an Action-sized
+request and receiving a Turn-sized reply (the median Turn of run 1), counting
+round trips per second. Also: C=64 matches at a 1000 ms deadline, counting
+timeouts (there must be none) and the slowest answer.
+
+    python benchmarks/referee.py [--seconds 5] [--concurrency 1 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from cfarena.engine import Rules
+from cfarena.server.referee import RefereeServer, TimeControl, TokenRegistry
+from cfarena.v1 import arena_pb2 as pb
+
+CLIENT = str(Path(__file__).with_name("_trivial_client.py"))
+RULES = Rules.preset("standard")
+
+
+def _spawn(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, CLIENT, *args], start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def referee_rate(concurrency: int, seconds: float, timeout_ms: int = 5000
+                       ) -> dict[str, Any]:
+    tokens = TokenRegistry()
+    tokens.add("a", "tok-a")
+    tokens.add("b", "tok-b")
+    server = RefereeServer(tokens)
+    await server.start()
+    sizes: list[int] = []
+    server.on_send = lambda bot, mid, seat, data: sizes.append(len(data)) if len(sizes) < 5000 \
+        else None
+    proc = _spawn("referee", server.address, "tok-a", "tok-b", "--capacity", str(concurrency))
+    decisions = 0
+    timeouts = 0
+    slowest = 0.0
+    try:
+        await server.wait_for_bots(["a", "b"], 30)
+        stop_at = time.perf_counter() + seconds
+        counter = iter(range(10**9))
+
+        async def lane() -> None:
+            nonlocal decisions, timeouts, slowest
+            while time.perf_counter() < stop_at:
+                rec = await server.run_match(f"m{next(counter)}", RULES, next(counter),
+                                             ["a", "b"], TimeControl(timeout_ms))
+                for act in rec.actions:
+                    if act.decided:
+                        decisions += 1
+                        slowest = max(slowest, act.elapsed_ms or 0.0)
+                timeouts += sum(1 for f in rec.faults if f.kind.value == "timeout")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(lane() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    finally:
+        _stop(proc)
+        await server.stop(grace=1)
+    return {"rate": decisions / elapsed, "decisions": decisions, "timeouts": timeouts,
+            "slowest_ms": slowest, "turn_bytes": int(statistics.median(sizes)) if sizes else 0}
+
+
+async def raw_rate(streams: int, seconds: float, reply_bytes: int) -> float:
+    turn = pb.RefereeMessage(turn=pb.Turn(match_id="m12", turn_id=1))
+    pad = max(0, reply_bytes - turn.ByteSize() - 4)
+    turn.turn.observation.hand.extend(pb.Tile(a=1, b=2) for _ in range(pad // 6))
+    reply = turn.SerializeToString()
+    request = pb.BotMessage(action=pb.Action(match_id="m12", turn_id=1, move_index=0))
+    count = 0
+
+    async def ping(requests: Any, context: Any) -> Any:
+        nonlocal count
+        async for _ in requests:
+            count += 1
+            yield reply
+
+    server = grpc.aio.server()
+    handler = grpc.stream_stream_rpc_method_handler(
+        ping, request_deserializer=pb.BotMessage.FromString,
+        response_serializer=lambda b: b)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("bench.Echo", {"Ping": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    proc = _spawn("raw", f"127.0.0.1:{port}", str(streams),
+                  request.SerializeToString().hex())
+    try:
+        await asyncio.sleep(1.0)  # connect and warm up
+        start_count, started = count, time.perf_counter()
+        await asyncio.sleep(seconds)
+        rate = (count - start_count) / (time.perf_counter() - started)
+    finally:
+        _stop(proc)
+        await server.stop(0)
+    return rate
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--concurrency", type=int, nargs="*", default=[1, 8])
+    ap.add_argument("--soak", type=int, default=64, help="matches for the timeout check")
+    ns = ap.parse_args()
+    for c in ns.concurrency:
+        ref = await referee_rate(c, ns.seconds)
+        raw = await raw_rate(c, ns.seconds, ref["turn_bytes"])
+        print(f"concurrency {c}: referee {ref['rate']:,.0f} decisions/s "
+              f"(median Turn {ref['turn_bytes']} B); raw ping-pong {raw:,.0f} round trips/s; "
+              f"ratio {ref['rate'] / raw:.0%}", flush=True)
+    if ns.soak:
+        soak = await referee_rate(ns.soak, ns.seconds, timeout_ms=1000)
+        print(f"{ns.soak} concurrent matches at 1000 ms: {soak['decisions']:,} decisions, "
+              f"{soak['timeouts']} timeouts, slowest answer {soak['slowest_ms']:.0f} ms",
+              flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

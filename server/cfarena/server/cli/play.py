@@ -1,0 +1,183 @@
+"""`cfarena run-tournament`: the main job."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from cfarena.engine import RulesError
+from cfarena.server.botproc import BUNDLED_BOTS
+from cfarena.server.cli.common import DbOption, build_rules, database, err, fail, out, print_json
+from cfarena.server.cli.report import standings_rows, standings_table
+from cfarena.server.referee import MatchRecord, TimeControl
+from cfarena.server.storage import StorageError
+from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
+
+DEFAULT_BOTS = ("random", "greedy", "smart", "montecarlo")
+
+
+def parse_bot(spec: str) -> BotSpec:
+    """`NAME` (a bundled bot) or `NAME=COMMAND`."""
+    name, sep, command = spec.partition("=")
+    name = name.strip()
+    if not name or not all(c.isalnum() or c in "-_." for c in name):
+        fail(f"--bot: bad bot name in {spec!r} (letters, digits, - _ . only)")
+    if sep:
+        if not command.strip():
+            fail(f"--bot {name}=: the command is empty")
+        return BotSpec(name, command.strip())
+    if name not in BUNDLED_BOTS:
+        fail(f"--bot {name}: no bundled bot of that name (bundled: {', '.join(BUNDLED_BOTS)}); "
+             f"use NAME=COMMAND for your own")
+    return BotSpec(name)
+
+
+class _ProgressBar:
+    """Rich progress on stderr: matches done, ETA, live leader."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[leader]}"),
+            console=err,
+            disable=not enabled,
+            transient=False,
+        )
+        self.task: int | None = None
+
+    def started(self, tournament_id: int, total: int, done: int, resumed: bool) -> None:
+        verb = "resuming" if resumed else "tournament"
+        self.progress.start()
+        self.task = self.progress.add_task(
+            f"{verb} #{tournament_id}", total=total, completed=done, leader=""
+        )
+
+    def match_done(self, record: MatchRecord, leader: str | None) -> None:
+        if self.task is None:
+            return
+        note = f"leader: {leader}" if leader else ""
+        if record.faults:
+            kinds = ", ".join(sorted({f.kind.value for f in record.faults}))
+            self.progress.console.print(
+                f"[yellow]match {record.match_id}: faults ({kinds})[/]"
+            )
+        self.progress.update(self.task, advance=1, leader=note)
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def run_tournament_cmd(
+    bot: Annotated[list[str] | None, typer.Option(
+        "--bot", help="NAME (bundled: random, greedy, smart, montecarlo) or NAME=COMMAND; "
+        "repeatable. The command gets CFARENA_SERVER and CFARENA_TOKEN in its environment. "
+        "Default: the four bundled bots.")] = None,
+    players: Annotated[int, typer.Option("--players", "-k", help="seats per table (2-8)")] = 4,
+    rules: Annotated[str, typer.Option("--rules", help="preset: standard, maltese, trains")
+                     ] = "standard",
+    rule: Annotated[list[str] | None, typer.Option(
+        "--rule", help="override one rule option, KEY=VALUE (repeatable), e.g. rounds=half")
+    ] = None,
+    games: Annotated[int, typer.Option("--games", "-g", help="deal seeds per table "
+                                       "(each played in every seat rotation)")] = 1,
+    timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="time per decision")] = 1000,
+    bank_ms: Annotated[int, typer.Option("--bank-ms", help="time bank per match")] = 0,
+    increment_ms: Annotated[int, typer.Option("--increment-ms", help="bank increment")] = 0,
+    strikes: Annotated[int, typer.Option("--strikes", help="faults that forfeit a match")] = 1,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="matches at once")
+                           ] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="tournament seed (deals derive from it)")
+                    ] = 1,
+    db_url: str = DbOption,
+    json_out: Annotated[bool, typer.Option("--json", help="print final standings as JSON")
+                        ] = False,
+    resume: Annotated[int | None, typer.Option("--resume", help="resume tournament ID")] = None,
+    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="write bot stderr here")
+                       ] = None,
+    connect_timeout: Annotated[float, typer.Option(
+        "--connect-timeout", help="seconds a bot may take to connect")] = 30.0,
+    name: Annotated[str, typer.Option("--name", help="tournament name")] = "",
+) -> None:
+    """Run a round-robin between bots on a local referee and print the standings.
+
+    With no options: the four bundled bots, `standard` rules, 4-player tables,
+    SQLite file cfarena.db. Run the same command again to resume an interrupted
+    tournament.
+    """
+    specs = [parse_bot(s) for s in (bot or list(DEFAULT_BOTS))]
+    if len({s.name for s in specs}) != len(specs):
+        fail("--bot: the same bot name is given twice")
+    if len(specs) < 2:
+        fail("--bot: a tournament needs at least two bots")
+    if not 2 <= players <= 8:
+        fail(f"--players must be 2-8, got {players}")
+    for opt, value, low in (("--games", games, 1), ("--timeout-ms", timeout_ms, 1),
+                            ("--concurrency", concurrency, 1), ("--strikes", strikes, 1),
+                            ("--bank-ms", bank_ms, 0), ("--increment-ms", increment_ms, 0)):
+        if value < low:
+            fail(f"{opt} must be at least {low}, got {value}")
+    rule_set = build_rules(rules, rule or [])
+    try:
+        rule_set.resolve(players)
+    except RulesError as exc:
+        fail(str(exc))
+    config = TournamentConfig(
+        bots=tuple(specs), rules=rule_set, players=players, games=games, seed=seed,
+        time_control=TimeControl(timeout_ms, bank_ms, increment_ms, strikes), name=name,
+    )
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    with database(db_url) as db:
+        bar = _ProgressBar(enabled=True)
+        try:
+            result = asyncio.run(run_tournament(
+                config, db, concurrency=concurrency, progress=bar, resume_id=resume,
+                log_dir=log_dir, connect_timeout=connect_timeout,
+            ))
+        except KeyboardInterrupt:
+            bar.stop()
+            err.print("[yellow]interrupted: finished matches are stored; run the same "
+                      "command again to resume[/]")
+            raise typer.Exit(130) from None
+        except TournamentError as exc:
+            bar.stop()
+            fail(str(exc))
+        except StorageError as exc:
+            bar.stop()
+            fail(str(exc), code=1)
+        bar.stop()
+        rows = standings_rows(db, result.tournament_id)
+        if json_out:
+            print_json({
+                "tournament_id": result.tournament_id,
+                "status": result.status,
+                "resumed": result.resumed,
+                "matches": result.total,
+                "played_now": result.played,
+                "wall_s": round(result.wall_s, 2),
+                "standings": rows,
+            })
+        else:
+            out.print(standings_table(
+                rows, f"Tournament #{result.tournament_id}: {rule_set.name}, "
+                f"{players}-player tables, {result.total} matches ({result.wall_s:.1f} s)"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run-tournament")(run_tournament_cmd)

@@ -1,0 +1,259 @@
+"""Frames: a game log re-simulated step by step, as everyone or as one seat saw it.
+
+A *step* is a round start (its setup events), an applied action, or a round
+end. `build_frames(log, seat)` returns one `Frame` per step; `build_views`
+builds the all-seeing view and every seat's view in one pass. A seat's frame
+is made only from `observe(state, seat)` and `visible_events(state, seat)`,
+so nothing hidden from that seat (other hands, the boneyard, others' drawn
+tiles) can reach it; other seats' hands are `None` there.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cfarena.engine import (
+    Event,
+    EventKind,
+    Move,
+    PlacedTile,
+    RoundOutcome,
+    Tile,
+    apply_move,
+    legal_moves,
+    observe,
+    visible_events,
+)
+from cfarena.engine.match import MatchState
+from cfarena.server.gamelog import LogError, start_match
+
+
+class StepKind(enum.Enum):
+    ROUND_START = "round_start"
+    ACTION = "action"
+    ROUND_END = "round_end"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """What one viewer (`viewer`, None = all-seeing) may see after one step."""
+
+    index: int  # position in the frame list
+    kind: StepKind
+    round_index: int
+    viewer: int | None
+    action_index: int | None  # index into log["actions"] for ACTION steps
+    actor: int | None  # the seat that acted (ACTION steps)
+    move: str | None  # the action's Move.key (public: draws show no tile)
+    decided: bool  # a bot decision (it has a turn id)
+    fallback: bool  # played by the referee for a faulted or forfeited seat
+    ms: float | None  # decision time; in a seat view only for the seat's own decisions
+    layout: tuple[PlacedTile, ...]
+    pending: int | None
+    hands: tuple[tuple[Tile, ...] | None, ...]  # per seat; None where hidden
+    hand_sizes: tuple[int, ...]
+    boneyard: int
+    drawable: int
+    current_seat: int | None
+    drawn_tile: Tile | None  # the tile the seat to move drew (if the viewer may see it)
+    events: tuple[Event, ...]  # this step's events as the viewer sees them
+    faults: tuple[Mapping[str, Any], ...]  # faults at this step (a seat sees its own)
+    round_scores: tuple[tuple[int, ...], ...]  # finished rounds so far
+    totals: tuple[int, ...]
+    round_end: RoundOutcome | None  # set on ROUND_END steps
+
+    @property
+    def players(self) -> int:
+        return len(self.hand_sizes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    kind: StepKind
+    start: int  # the step's events are state.events[start:stop]
+    stop: int
+    action_index: int | None
+
+
+def _steps(log: Mapping[str, Any], state: MatchState) -> Iterator[_Step]:
+    """Drive `state` through the log, yielding after every step (state is then current)."""
+    state.halt_at_round_end = True
+    yield from _split(state, 0, None)
+    actions = log.get("actions", [])
+    for i, action in enumerate(actions if isinstance(actions, list) else []):
+        if state.round_over and not state.is_over:
+            yield from _split(state, len(state.events), None, start_round=True)
+        path = f"actions[{i}]"
+        if state.is_over:
+            raise LogError(f"{path}: the match was already over")
+        if not isinstance(action, dict) or action.get("seat") != state.current_seat:
+            seat = action.get("seat") if isinstance(action, dict) else None
+            raise LogError(f"{path}.seat: seat {seat} acted but seat {state.current_seat} "
+                           "was to move")
+        try:
+            move = Move.parse(str(action.get("move")))
+        except ValueError as exc:
+            raise LogError(f"{path}.move: {exc}") from exc
+        if move not in legal_moves(state):
+            raise LogError(f"{path}.move: {move.key} is not legal here")
+        start = len(state.events)
+        apply_move(state, move)
+        yield from _split(state, start, i)
+
+
+def _split(
+    state: MatchState, start: int, action: int | None, start_round: bool = False
+) -> Iterator[_Step]:
+    if start_round:
+        state.start_next_round()
+    events = state.events
+    end = next((j for j in range(start, len(events))
+                if events[j].kind is EventKind.ROUND_END), None)
+    kind = StepKind.ACTION if action is not None else StepKind.ROUND_START
+    yield _Step(kind, start, end if end is not None else len(events), action)
+    if end is not None:
+        yield _Step(StepKind.ROUND_END, end, end + 1, None)
+
+
+def _fault_map(log: Mapping[str, Any]) -> dict[int, list[Mapping[str, Any]]]:
+    """Faults by turn id (0 = at the match start)."""
+    out: dict[int, list[Mapping[str, Any]]] = {}
+    for f in log.get("faults", []) or []:
+        if isinstance(f, dict) and isinstance(f.get("turn_id"), int):
+            out.setdefault(f["turn_id"], []).append(f)
+    return out
+
+
+def build_views(
+    log: Mapping[str, Any], viewers: Sequence[int | None] | None = None
+) -> dict[int | None, list[Frame]]:
+    """Frames for each viewer (default: all-seeing and every seat), in one re-simulation.
+
+    Raises `LogError` (naming the JSON path) if the log's moves cannot be replayed.
+    """
+    state = start_match(log)
+    players = state.players
+    wanted: list[int | None] = [None, *range(players)] if viewers is None else list(viewers)
+    for v in wanted:
+        if v is not None and not (0 <= v < players):
+            raise ValueError(f"seat must be 0..{players - 1}, got {v}")
+    frames: dict[int | None, list[Frame]] = {v: [] for v in wanted}
+    faults = _fault_map(log)
+    actions = log.get("actions", [])
+    for index, step in enumerate(_steps(log, state)):
+        action: Mapping[str, Any] = {}
+        if step.action_index is not None:
+            action = actions[step.action_index]
+        decided = "turn_id" in action
+        step_faults: list[Mapping[str, Any]] = []
+        if index == 0:
+            step_faults += faults.get(0, [])
+        if decided and isinstance(action.get("turn_id"), int) and action["turn_id"] != 0:
+            step_faults += faults.get(action["turn_id"], [])
+        ms_raw = action.get("ms") if decided else None
+        ms = float(ms_raw) if isinstance(ms_raw, int | float) else None
+        actor = action.get("seat") if action else None
+        round_end = state.round_outcomes[-1] if step.kind is StepKind.ROUND_END else None
+        for viewer in wanted:
+            frames[viewer].append(
+                _frame(state, step, index, viewer, actor, action, decided, ms,
+                       step_faults, round_end)
+            )
+    return frames
+
+
+def _frame(
+    state: MatchState,
+    step: _Step,
+    index: int,
+    viewer: int | None,
+    actor: int | None,
+    action: Mapping[str, Any],
+    decided: bool,
+    ms: float | None,
+    faults: Sequence[Mapping[str, Any]],
+    round_end: RoundOutcome | None,
+) -> Frame:
+    common = {
+        "index": index,
+        "kind": step.kind,
+        "viewer": viewer,
+        "action_index": step.action_index,
+        "actor": actor,
+        "move": action.get("move") if action else None,
+        "decided": decided,
+        "fallback": bool(action.get("fallback")),
+        "round_end": round_end,
+    }
+    if viewer is None:
+        return Frame(
+            round_index=state.round_index,
+            ms=ms,
+            layout=state.layout(),
+            pending=state.pending,
+            hands=tuple(state.hand(s) for s in range(state.players)),
+            hand_sizes=tuple(state.hand_size(s) for s in range(state.players)),
+            boneyard=state.boneyard_size,
+            drawable=max(0, state.boneyard_size - state.rules.boneyard_reserve),
+            current_seat=state.current_seat,
+            drawn_tile=state.drawn_tile,
+            events=tuple(state.events[step.start : step.stop]),
+            faults=tuple(faults),
+            round_scores=state.round_scores(),
+            totals=state.totals(),
+            **common,  # type: ignore[arg-type]
+        )
+    obs = observe(state, viewer)
+    seen = visible_events(state, viewer, step.start)[: step.stop - step.start]
+    return Frame(
+        round_index=obs.round_index,
+        ms=ms if actor == viewer else None,
+        layout=obs.layout,
+        pending=obs.pending,
+        hands=tuple(obs.hand if s == viewer else None for s in range(obs.players)),
+        hand_sizes=obs.hand_sizes,
+        boneyard=obs.boneyard_size,
+        drawable=obs.drawable,
+        current_seat=obs.current_seat,
+        drawn_tile=obs.drawn_tile,
+        events=tuple(seen),
+        faults=tuple(f for f in faults if f.get("seat") == viewer),
+        round_scores=obs.round_scores,
+        totals=obs.totals,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def build_frames(log: Mapping[str, Any], seat: int | None = None) -> list[Frame]:
+    """One frame per step, all-seeing (`seat` None) or as `seat` saw the match."""
+    return build_views(log, [seat])[seat]
+
+
+def event_text(event: Event, viewer: int | None = None) -> str:
+    """One line for an event (`viewer`'s own seat is marked "you")."""
+
+    def who(seat: int | None) -> str:
+        if seat is None:
+            return "the referee"
+        return f"seat {seat} (you)" if seat == viewer else f"seat {seat}"
+
+    k = event.kind
+    if k is EventKind.ROUND_START:
+        return f"round {event.round_index + 1} starts with {event.tile}; {who(event.seat)} first"
+    if k is EventKind.DRAW_OFF:
+        return f"{who(event.seat)} draws {event.tile} in the draw-off"
+    if k is EventKind.CENTRE:
+        return f"{who(event.seat)} puts {event.tile} in the centre"
+    if k is EventKind.PLAY:
+        return f"{who(event.seat)} plays {event.tile} on #{event.parent} (new #{event.node})"
+    if k is EventKind.DRAW:
+        tile = event.tile if event.tile is not None else "a tile"
+        return f"{who(event.seat)} draws {tile}"
+    if k is EventKind.PASS:
+        return f"{who(event.seat)} passes"
+    reason = event.reason.value.replace("_", " ") if event.reason else "?"
+    out = f", {who(event.seat)} went out" if event.seat is not None else ""
+    return f"round {event.round_index + 1} ends ({reason}{out})"

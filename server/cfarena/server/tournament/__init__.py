@@ -1,0 +1,25 @@
+"""Tournaments: round-robin schedules with duplicate seat rotations, and their runner."""
+
+from __future__ import annotations
+
+from cfarena.server.tournament.runner import (
+    BotSpec,
+    TournamentConfig,
+    TournamentError,
+    TournamentRun,
+    run_tournament,
+    to_stored,
+)
+from cfarena.server.tournament.schedule import PlannedMatch, round_robin, seats_needed
+
+__all__ = [
+    "BotSpec",
+    "PlannedMatch",
+    "TournamentConfig",
+    "TournamentError",
+    "TournamentRun",
+    "round_robin",
+    "run_tournament",
+    "seats_needed",
+    "to_stored",
+]
