@@ -97,3 +97,19 @@ def test_budget_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(BUDGET_ENV, "fast")
     with pytest.raises(ValueError, match=BUDGET_ENV):
         MonteCarloBot()
+
+
+def test_worlds_that_contradict_known_voids_weigh_less() -> None:
+    from cfarena.engine import new_match
+
+    bot = MonteCarloBot(void_weight=0.9)
+    world = new_match(Rules.preset("standard"), 4, 3)
+    holding = sum(1 for t in world.hand(1) if t.has(3))
+    assert holding, "seed 3 should give seat 1 a 3"
+    voids = [[0.0] * 10 for _ in range(4)]
+    voids[1][3] = 1.0
+    assert bot._world_weight(world, 0, voids) == pytest.approx(0.1**holding)
+    voids[1][3] = 0.0
+    assert bot._world_weight(world, 0, voids) == 1.0
+    voids[0][3] = 1.0  # the searching seat's own row is ignored
+    assert bot._world_weight(world, 0, voids) == 1.0

@@ -184,6 +184,8 @@ def chromium_page(profile: Path, width: int = 1440, height: int = 1100) -> Itera
             "(Debian: apt-get install -y chromium; .ci/run installs it)"
         )
     profile.mkdir(parents=True, exist_ok=True)
+    port_file = profile / "DevToolsActivePort"
+    port_file.unlink(missing_ok=True)  # a stale one from an earlier run
     proc = subprocess.Popen(
         [binary, "--headless", "--remote-debugging-port=0", f"--user-data-dir={profile}",
          "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -193,7 +195,6 @@ def chromium_page(profile: Path, width: int = 1440, height: int = 1100) -> Itera
     )
     ws: WebSocket | None = None
     try:
-        port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().strip()):
             if proc.poll() is not None:
@@ -204,8 +205,12 @@ def chromium_page(profile: Path, width: int = 1440, height: int = 1100) -> Itera
         port = int(port_file.read_text().split()[0])
         url = None
         while url is None and time.monotonic() < deadline:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as r:
-                targets = json.loads(r.read())
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5) as r:
+                    targets = json.loads(r.read())
+            except OSError:
+                time.sleep(0.05)
+                continue
             url = next((t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page"),
                        None)
             if url is None:

@@ -10,7 +10,11 @@ For each decision with more than one legal move:
    is played out with a fast rollout policy (heaviest tile first, doubles
    preferred when the player can feed them, 0-0 counted at its value);
 3. a move's value is the mean, over the sampled worlds, of
-   (mean score of the others - own score) at the end of the round;
+   (mean score of the others - own score) at the end of the round; worlds are
+   weighted by how well they fit what the public record shows (a seat that
+   drew or passed on a value is unlikely to hold it: `void_weight`), and
+   `prior_weight` times the SmartBot score is added, which steadies the
+   choice when only a few worlds fit in the budget;
 4. sampling stops at the thinking budget, at `max_samples` worlds, or at the
    turn's deadline minus a safety margin, whichever comes first; only complete
    worlds (every candidate rolled out) count. If not one world fits in the
@@ -107,8 +111,8 @@ class MonteCarloBot(Bot):
         budget_ms: float | None = None,
         max_samples: int = 500,
         max_candidates: int = 8,
-        prior_weight: float = 0.0,
-        void_weight: float = 0.0,
+        prior_weight: float = 0.5,
+        void_weight: float = 0.9,
     ) -> None:
         self.budget_ms = _budget_from_env() if budget_ms is None else float(budget_ms)
         if self.budget_ms < 0:

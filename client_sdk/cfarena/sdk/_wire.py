@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cfarena.engine.observation import Observation, PlacedTile
+from cfarena.engine.tile_codes import TILE_OF
 from cfarena.engine.tiles import MAX_SET, Tile
 
 _SMALL = [bytes([n]) for n in range(128)]
@@ -65,8 +66,28 @@ _ROUND_DOUBLE = {t: length_delimited(3, p) for t, p in TILE_BYTES.items()}
 _EVENT_TILE = {t: length_delimited(5, p) for t, p in TILE_BYTES.items()}
 _DRAWN = {t: length_delimited(10, p) for t, p in TILE_BYTES.items()}
 
+
 _PLACED_LIMIT = 1 << 17
-_placed: dict[PlacedTile, bytes] = {}
+# id(placed tile) -> (the placed tile, its entry). Keyed by identity: the engine
+# keeps its PlacedTile objects between observations, and a dataclass __hash__
+# (a Python call per tile) would cost more than the encoding it saves. The
+# stored reference keeps the id from being reused while the entry lives.
+_placed: dict[int, tuple[PlacedTile, bytes]] = {}
+# id(tile) -> hand entry, for the engine's interned tile objects (they live as
+# long as the module, so their ids are stable); other Tile objects go by value
+_HAND_BY_ID: dict[int, bytes] = {id(t): _HAND_ENTRY[t] for t in set(TILE_OF)}
+
+
+def _hand_entry(t: Tile) -> bytes:
+    entry = _HAND_BY_ID.get(id(t))
+    return entry if entry is not None else _HAND_ENTRY[t]
+
+
+def _layout_entry(p: PlacedTile) -> bytes:
+    cached = _placed.get(id(p))
+    if cached is not None and cached[0] is p:
+        return cached[1]
+    return _placed_entry(p)
 
 
 def _placed_entry(p: PlacedTile) -> bytes:
@@ -84,21 +105,19 @@ def _placed_entry(p: PlacedTile) -> bytes:
     entry = length_delimited(4, payload)
     if len(_placed) >= _PLACED_LIMIT:
         _placed.clear()
-    _placed[p] = entry
+    _placed[id(p)] = (p, entry)
     return entry
 
 
 def observation_bytes(obs: Observation) -> bytes:
     """The serialized Observation message."""
-    placed = _placed
-    hand = _HAND_ENTRY
     parts = [
         _uint(1, obs.seat),
         _uint(2, obs.round_index),
         _ROUND_DOUBLE[obs.round_double],
-        *[placed.get(p) or _placed_entry(p) for p in obs.layout],
+        *[_layout_entry(p) for p in obs.layout],
         b"" if obs.pending is None else b"\x28" + varint(obs.pending),
-        *[hand[t] for t in obs.hand],
+        *[_hand_entry(t) for t in obs.hand],
         _packed(7, obs.hand_sizes),
         _uint(8, obs.boneyard_size),
         _uint(9, obs.drawable),

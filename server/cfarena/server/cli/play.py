@@ -95,7 +95,7 @@ def run_tournament_cmd(
         "--rule", help="override one rule option, KEY=VALUE (repeatable), e.g. rounds=half")
     ] = None,
     games: Annotated[int, typer.Option("--games", "-g", help="deal seeds per table "
-                                       "(each played in every seat rotation)")] = 1,
+                                       "(each played in every seat rotation)")] = 2,
     timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="time per decision")] = 1000,
     bank_ms: Annotated[int, typer.Option("--bank-ms", help="time bank per match")] = 0,
     increment_ms: Annotated[int, typer.Option("--increment-ms", help="bank increment")] = 0,

@@ -40,16 +40,16 @@ def standings_rows(
 def standings_table(rows: list[dict[str, Any]], title: str) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
-    table.add_column("bot")
-    table.add_column("rating [95% CI]", justify="right")
+    table.add_column("bot", no_wrap=True)
+    table.add_column("rating (95% CI)", justify="right", no_wrap=True)
     table.add_column("Elo", justify="right")
-    table.add_column("matches", justify="right")
+    table.add_column("games", justify="right")
     table.add_column("wins", justify="right")
-    table.add_column("pts/round", justify="right")
+    table.add_column("pts/rnd", justify="right")
     table.add_column("faults", justify="right")
     for i, r in enumerate(rows, 1):
         rating = (
-            f"{r['bt_elo']:.0f} [{r['ci_low']:.0f}, {r['ci_high']:.0f}]"
+            f"{r['bt_elo']:.0f} ({r['ci_low']:.0f}-{r['ci_high']:.0f})"
             if r["bt_elo"] is not None
             else "-"
         )

@@ -197,8 +197,8 @@ def replay_terminal(
     if show_all:
         console.print(header_text(log, seat))
         for frame in frames:
-            console.print(frame_text(frame, log), end="")
-        console.print(match_end_text(log, frames[-1]), end="")
+            console.print(frame_text(frame, log), end="", soft_wrap=True)
+        console.print(match_end_text(log, frames[-1]), end="", soft_wrap=True)
         return len(frames)
     assert keys is not None
     pos, shown = 0, 0

@@ -92,45 +92,71 @@
     ts.sort(function (a, b) { return Math.abs(a) - Math.abs(b) || a - b; });
     return ts;
   }
+  // Tiles are placed in play order (node ids), each at its parent's free slot; a tile
+  // that would overlap earlier ones bends its line a little, as players do at a table.
   function geometry(r) {
     if (GEO[r]) { return GEO[r]; }
     var nodes = D.rounds[r].nodes, kids = nodes.map(function () { return []; });
     nodes.forEach(function (n, i) { if (n[2] >= 0) { kids[n[2]].push(i); } });
     var spokes = nodes[0][4], G = new Array(nodes.length), slots = new Array(nodes.length);
-    var spread = Math.min(38, 0.42 * 360 / Math.max(spokes, 1)) * Math.PI / 180;
-    G[0] = { x: 0, y: 0, rot: 90, near: nodes[0][0], far: nodes[0][0], dbl: true };
+    var spread = Math.min(32, 0.45 * 360 / Math.max(spokes, 1)) * Math.PI / 180;
+    var halves = [[-0.5, 0], [0.5, 0]];
+    G[0] = { x: 0, y: 0, rot: 0, near: nodes[0][0], far: nodes[0][0], dbl: true };
     slots[0] = [];
     for (var k = 0; k < spokes; k++) {
-      var th = -Math.PI / 2 + k * 2 * Math.PI / spokes, dx = Math.cos(th), dy = Math.sin(th);
-      var rr = Math.min(Math.abs(dx) > 1e-9 ? 0.5 / Math.abs(dx) : 1e9,
-                        Math.abs(dy) > 1e-9 ? 1.0 / Math.abs(dy) : 1e9) + 0.1;
+      var th = -Math.PI / 2 + Math.PI / spokes + k * 2 * Math.PI / spokes;
+      var dx = Math.cos(th), dy = Math.sin(th);
+      var rr = Math.min(Math.abs(dx) > 1e-9 ? 1.0 / Math.abs(dx) : 1e9,
+                        Math.abs(dy) > 1e-9 ? 0.5 / Math.abs(dy) : 1e9) + 0.1;
+      if (spokes > 2) { rr = Math.max(rr, 0.56 / Math.sin(Math.PI / spokes)); }
       slots[0].push({ x: dx * rr, y: dy * rr, th: th });
     }
-    function place(i, s) {
-      var n = nodes[i], dx = Math.cos(s.th), dy = Math.sin(s.th);
-      var deg = s.th * 180 / Math.PI, touching = nodes[n[2]][3];
-      if (n[0] === n[1]) {
-        var cx = s.x + dx * 0.5, cy = s.y + dy * 0.5;
-        G[i] = { x: cx, y: cy, rot: deg + 90, near: n[0], far: n[0], dbl: true };
-        var px = -dy, py = dx, ts = slotOrder(n[4]);
-        slots[i] = ts.map(function (t) {
-          return { x: cx + dx * 0.6 + px * t * 0.55, y: cy + dy * 0.6 + py * t * 0.55,
-                   th: s.th + t * spread };
+    function fits(cx, cy, ux, uy) {
+      var ax = cx - ux * 0.5, ay = cy - uy * 0.5, bx = cx + ux * 0.5, by = cy + uy * 0.5;
+      for (var q = 0; q < halves.length; q++) {
+        var hx = halves[q][0], hy = halves[q][1];
+        if ((hx - ax) * (hx - ax) + (hy - ay) * (hy - ay) < 0.85 ||
+            (hx - bx) * (hx - bx) + (hy - by) * (hy - by) < 0.85) { return false; }
+      }
+      return true;
+    }
+    var BENDS = [0, 12, -12, 24, -24, 36, -36, 50, -50, 65, -65];
+    for (var i = 1; i < nodes.length; i++) {
+      var n = nodes[i], s = slots[n[2]] && slots[n[2]][kids[n[2]].indexOf(i)];
+      if (!s) { continue; }
+      var dbl = n[0] === n[1], best = null;
+      for (var b = 0; b < BENDS.length && best === null; b++) {
+        var t = s.th + BENDS[b] * Math.PI / 180, ux = Math.cos(t), uy = Math.sin(t);
+        var cx = s.x + ux * (dbl ? 0.5 : 1), cy = s.y + uy * (dbl ? 0.5 : 1);
+        if (dbl ? fits(cx, cy, -uy, ux) : fits(cx, cy, ux, uy)) { best = [t, cx, cy]; }
+      }
+      if (best === null) {
+        best = [s.th, s.x + Math.cos(s.th) * (dbl ? 0.5 : 1), s.y + Math.sin(s.th) * (dbl ? 0.5 : 1)];
+      }
+      var th2 = best[0], ex = Math.cos(th2), ey = Math.sin(th2), deg = th2 * 180 / Math.PI;
+      var x = best[1], y = best[2];
+      if (dbl) {
+        G[i] = { x: x, y: y, rot: deg + 90, near: n[0], far: n[0], dbl: true };
+        halves.push([x - ey * 0.5, y + ex * 0.5], [x + ey * 0.5, y - ex * 0.5]);
+        slots[i] = slotOrder(n[4]).map(function (t) {
+          return { x: x + ex * 0.6 - ey * t * 0.72, y: y + ey * 0.6 + ex * t * 0.72,
+                   th: th2 + t * spread };
         });
       } else {
-        G[i] = { x: s.x + dx, y: s.y + dy, rot: deg, near: touching, far: n[3], dbl: false };
-        slots[i] = [{ x: s.x + dx * 2.1, y: s.y + dy * 2.1, th: s.th }];
+        G[i] = { x: x, y: y, rot: deg, near: nodes[n[2]][3], far: n[3], dbl: false };
+        halves.push([x - ex * 0.5, y - ey * 0.5], [x + ex * 0.5, y + ey * 0.5]);
+        slots[i] = [{ x: x + ex * 1.1, y: y + ey * 1.1, th: th2 }];
       }
-      kids[i].forEach(function (c, j) { if (slots[i][j]) { place(c, slots[i][j]); } });
     }
-    kids[0].forEach(function (c, j) { if (slots[0][j]) { place(c, slots[0][j]); } });
-    var minx = -1.2, maxx = 1.2, miny = -1.2, maxy = 1.2;
+    var minx = -1.5, maxx = 1.5, miny = -1.5, maxy = 1.5;
     function grow(x, y) {
-      minx = Math.min(minx, x - 1.2); maxx = Math.max(maxx, x + 1.2);
-      miny = Math.min(miny, y - 1.2); maxy = Math.max(maxy, y + 1.2);
+      minx = Math.min(minx, x - 1.3); maxx = Math.max(maxx, x + 1.3);
+      miny = Math.min(miny, y - 1.3); maxy = Math.max(maxy, y + 1.3);
     }
     G.forEach(function (g) { if (g) { grow(g.x, g.y); } });
-    slots.forEach(function (ss) { (ss || []).forEach(function (s) { grow(s.x, s.y); }); });
+    slots.forEach(function (ss) {
+      (ss || []).forEach(function (q) { grow(q.x + Math.cos(q.th), q.y + Math.sin(q.th)); });
+    });
     var w = maxx - minx, hgt = maxy - miny, minSide = 14;
     if (w < minSide) { minx -= (minSide - w) / 2; w = minSide; }
     if (hgt < minSide * 0.6) { miny -= (minSide * 0.6 - hgt) / 2; hgt = minSide * 0.6; }
@@ -143,7 +169,6 @@
   var roundStarts = D.rounds.map(function (r) { return r.start; });
   var $ = function (id) { return document.getElementById(id); };
 
-  function fmtTile(t) { return t; }
   function who(seat, v) {
     if (seat === null || seat === undefined) { return "the referee"; }
     return "seat " + seat + (v.seat === seat ? " (you)" : "");

@@ -168,26 +168,14 @@ async def run_tournament(
     sink = progress or _Quiet()
     config.rules.resolve(config.players)  # RulesError before anything starts
     started = time.monotonic()
-    tournament_id, resumed = _open_tournament(config, db, resume_id)
     tokens = TokenRegistry()
-    bot_ids: dict[str, int] = {}
     secrets: dict[str, str] = {}
     for bot in config.bots:
-        token = new_token()
-        secrets[bot.name] = token
-        tokens.add(bot.name, token)
-        bot_ids[bot.name] = db.register_local_bot(bot.name, hash_token(token), bot.describe())
-    plans = plan_matches(config, bot_ids)
-    db.schedule_matches(tournament_id, plans)
-    pending = db.pending_matches(tournament_id)
-    total = len(plans)
-    names = {bid: name for name, bid in bot_ids.items()}
-    sink.started(tournament_id, total, total - len(pending), resumed)
-    if not pending:
-        db.set_tournament_status(tournament_id, TournamentStatus.FINISHED)
-        return TournamentRun(tournament_id, resumed, 0, total, "finished",
-                             time.monotonic() - started)
+        secrets[bot.name] = new_token()
+        tokens.add(bot.name, secrets[bot.name])
 
+    # Bots first: a bot that does not start or connect stops the run before
+    # anything is written to the database.
     server = RefereeServer(tokens)
     await server.start()
     if on_server is not None:
@@ -195,6 +183,7 @@ async def run_tournament(
     procs: list[BotProcess] = []
     played = 0
     status = TournamentStatus.INTERRUPTED
+    tournament_id: int | None = None
     try:
         need = seats_needed(round_robin([b.name for b in config.bots], config.players, 1, 0))
         for bot in config.bots:
@@ -202,6 +191,19 @@ async def run_tournament(
                 procs.append(_spawn(bot, instance, server.address, secrets[bot.name],
                                     concurrency, log_dir))
         await _wait_connected(server, procs, [b.name for b in config.bots], connect_timeout)
+
+        tournament_id, resumed = _open_tournament(config, db, resume_id)
+        bot_ids = {
+            bot.name: db.register_local_bot(bot.name, hash_token(secrets[bot.name]),
+                                            bot.describe())
+            for bot in config.bots
+        }
+        plans = plan_matches(config, bot_ids)
+        db.schedule_matches(tournament_id, plans)
+        pending = db.pending_matches(tournament_id)
+        total = len(plans)
+        names = {bid: name for name, bid in bot_ids.items()}
+        sink.started(tournament_id, total, total - len(pending), resumed)
 
         gate = asyncio.Semaphore(concurrency)
         lock = asyncio.Lock()
@@ -242,11 +244,13 @@ async def run_tournament(
             await asyncio.gather(*tasks, monitor, return_exceptions=True)
         status = TournamentStatus.FINISHED
     finally:
-        with contextlib.suppress(Exception):
-            db.set_tournament_status(tournament_id, status)
+        if tournament_id is not None:
+            with contextlib.suppress(Exception):
+                db.set_tournament_status(tournament_id, status)
         for proc in procs:  # bots first, so their streams end before the server stops
             proc.stop()
         await server.stop(grace=0.5)
+    assert tournament_id is not None
     return TournamentRun(tournament_id, resumed, played, total, status.value,
                          time.monotonic() - started)
 

@@ -1,0 +1,48 @@
+"""Exporting a game log: the HTML viewer, the log as JSON, or the replay as plain text."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cfarena.server.replay.html import write_html
+from cfarena.server.replay.terminal import replay_terminal
+from rich.console import Console
+
+FORMATS = ("html", "json", "txt")
+
+
+def replay_text(log: Mapping[str, Any], seat: int | None = None, width: int = 120) -> str:
+    """The full terminal replay (every step) as plain text."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False,
+                      highlight=False, emoji=False)
+    replay_terminal(log, seat=seat, show_all=True, console=console)
+    return buf.getvalue()
+
+
+def export_log(
+    log: Mapping[str, Any], path: str | Path, fmt: str | None = None, seat: int | None = None
+) -> Path:
+    """Write `log` to `path` as `fmt` (html, json or txt; default from the file suffix).
+
+    html is the self-contained viewer (every view inside); json the log itself
+    (indented, keys in the recorded order); txt the all-seeing replay, or
+    `seat`'s view.
+    """
+    target = Path(path)
+    kind = (fmt or target.suffix.lstrip(".") or "html").lower()
+    if kind == "htm":
+        kind = "html"
+    if kind not in FORMATS:
+        raise ValueError(f"export format must be one of {', '.join(FORMATS)}, got {kind!r}")
+    if kind == "html":
+        return write_html(log, target)
+    if kind == "json":
+        target.write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return target
+    target.write_text(replay_text(log, seat), encoding="utf-8")
+    return target

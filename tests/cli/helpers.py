@@ -1,0 +1,68 @@
+"""Running the `cfarena` CLI as a real subprocess, and finding what it left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+CFARENA = shutil.which("cfarena") or str(Path(sys.executable).with_name("cfarena"))
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ, COLUMNS="120", **(env or {}))
+    proc = subprocess.Popen(
+        [CFARENA, *args], cwd=cwd, env=full_env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_json(*args: str, cwd: Path, timeout: float = 240) -> dict[str, Any]:
+    result = run_cli(*args, "--json", cwd=cwd, timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def marker() -> str:
+    return f"cfarena-test-{uuid.uuid4().hex}"
+
+
+def processes_with_marker(mark: str) -> list[int]:
+    """PIDs of live processes whose environment carries CFARENA_TEST_MARK=mark."""
+    needle = f"CFARENA_TEST_MARK={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and ") Z " not in stat:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_no_processes(mark: str, timeout: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = processes_with_marker(mark)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)

@@ -1,0 +1,75 @@
+"""Bad input: a one-line error, exit code 2, and nothing recorded is touched."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from .helpers import run_cli, run_json
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with one finished tournament in it."""
+    tmp = tmp_path_factory.mktemp("recorded")
+    run_json("run-tournament", "--bot", "random", "--bot", "greedy", "--players", "2",
+             "--rule", "rounds=single", "--db", f"sqlite:///{tmp / 'cfarena.db'}", cwd=tmp)
+    return tmp
+
+
+def _snapshot(db: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "select id, status, totals, ranks, finished_at from matches order by id").fetchall()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rules", "chess"], "unknown preset 'chess'"),
+    (["--rule", "spokes=99"], "'spokes'"),
+    (["--rule", "flavour=mint"], "unknown rule option"),
+    (["--rule", "rounds"], "KEY=VALUE"),
+    (["--players", "9"], "--players must be 2-8"),
+    (["--bot", "nosuchbot", "--bot", "random"], "no bundled bot"),
+    (["--bot", "dead=sh -c 'exit 7'", "--bot", "random"], "exited with code 7"),
+    (["--bot", "mute=sleep 60", "--bot", "random", "--connect-timeout", "2"],
+     "did not connect within 2 s"),
+    (["--rule", "hand_size=40", "--players", "4"], "'hand_size'"),
+])
+def test_bad_input_exits_2_and_touches_nothing(recorded: Path, args: list[str], message: str
+                                               ) -> None:
+    db = recorded / "cfarena.db"
+    before = _snapshot(db)
+    result = run_cli("run-tournament", *args, "--db", f"sqlite:///{db}", cwd=recorded)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert _snapshot(db) == before
+
+
+def test_unopenable_database(tmp_path: Path) -> None:
+    result = run_cli("run-tournament", "--db", f"sqlite:///{tmp_path}/no/such/dir/x.db",
+                     cwd=tmp_path)
+    assert result.returncode == 2
+    assert "cannot open database" in result.stderr and "Traceback" not in result.stderr
+    result = run_cli("standings", "--db", "postgresql+psycopg://u:p@127.0.0.1:1/x",
+                     cwd=tmp_path)
+    assert result.returncode == 2 and "cannot open database" in result.stderr
+
+
+def test_inspection_commands(recorded: Path) -> None:
+    db = f"sqlite:///{recorded / 'cfarena.db'}"
+    matches = run_json("matches", "--db", db, cwd=recorded)
+    assert len(matches) == 4  # type: ignore[arg-type]  # 1 table x 2 rotations x 2 games
+    match_id = matches[0]["id"]  # type: ignore[index]
+    shown = run_cli("show", match_id, "--db", db, cwd=recorded)
+    assert shown.returncode == 0 and match_id in shown.stdout and "R1" in shown.stdout
+    exported = run_cli("export", match_id, "--db", db, cwd=recorded)
+    assert exported.returncode == 0 and '"format": 1' in exported.stdout
+    verified = run_cli("verify", "--all", "--db", db, cwd=recorded)
+    assert verified.returncode == 0 and "4 checked, 0 with differences" in verified.stdout
+    missing = run_cli("show", "nope", "--db", db, cwd=recorded)
+    assert missing.returncode == 2 and "no match 'nope'" in missing.stderr
+    tournaments = run_cli("tournaments", "--db", db, cwd=recorded)
+    assert tournaments.returncode == 0 and "finished" in tournaments.stdout

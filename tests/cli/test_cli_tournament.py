@@ -1,0 +1,141 @@
+"""`cfarena run-tournament` end to end, through the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from .helpers import (
+    CFARENA,
+    marker,
+    processes_with_marker,
+    run_cli,
+    run_json,
+    wait_no_processes,
+)
+
+
+def _expected_matches(bots: int, players: int, games: int) -> int:
+    tables = comb(bots, players) if bots >= players else 1
+    return tables * players * games
+
+
+def test_default_run_with_no_arguments(tmp_path: Path) -> None:
+    mark = marker()
+    result = run_cli("run-tournament", cwd=tmp_path, env={"CFARENA_TEST_MARK": mark})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "cfarena.db").exists()
+    for bot in ("random", "greedy", "smart", "montecarlo"):
+        assert bot in result.stdout
+    assert "Tournament #1" in result.stdout
+    assert "8/8" in result.stderr  # the progress bar reached the end
+    assert wait_no_processes(mark) == []
+    # everything went to the database
+    with sqlite3.connect(tmp_path / "cfarena.db") as db:
+        rows = db.execute("select status, count(*) from matches group by status").fetchall()
+        logs = db.execute("select count(*) from game_logs").fetchone()[0]
+    assert rows == [("finished", 8)] and logs == 8
+
+
+@pytest.mark.parametrize("preset", ["standard", "maltese", "trains"])
+@pytest.mark.parametrize(("players", "bots"), [(2, ["random", "greedy", "smart"]),
+                                               (4, ["random", "greedy", "smart", "random2"]),
+                                               (8, ["random", "greedy"])])
+def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots: list[str]
+                                 ) -> None:
+    args = ["run-tournament", "--rules", preset, "--players", str(players),
+            "--rule", "rounds=single", "--concurrency", "3", "--games", "1"]
+    for b in bots:
+        args += ["--bot", b if b != "random2" else "random2=python -m cfarena.sdk run "
+                 "cfarena.bots.random_bot"]
+    data = run_json(*args, cwd=tmp_path)
+    assert data["status"] == "finished"
+    assert data["matches"] == _expected_matches(len(bots), players, 1)
+    names = {row["bot"] for row in data["standings"]}
+    assert names == set(bots)
+    seats = sum(row["matches"] for row in data["standings"])
+    # every match seats `players` seats; a bot filling several seats counts the match once
+    if len(bots) >= players:
+        assert seats == data["matches"] * players
+    else:
+        assert all(row["matches"] == data["matches"] for row in data["standings"])
+    assert all(row["faults"] == 0 for row in data["standings"])
+
+
+def test_postgresql_database(tmp_path: Path, pg_cluster: object) -> None:
+    url = pg_cluster.create_database("cli_run")  # type: ignore[attr-defined]
+    args = ["run-tournament", "--bot", "random", "--bot", "greedy", "--players", "2",
+            "--rule", "rounds=2", "--games", "1", "--db", url]
+    data = run_json(*args, cwd=tmp_path)
+    assert data["matches"] == 2 and data["status"] == "finished"
+    standings = run_json("standings", "--tournament", str(data["tournament_id"]), "--db", url,
+                         cwd=tmp_path)
+    assert {r["bot"] for r in standings} == {"random", "greedy"}  # type: ignore[union-attr]
+    listed = run_json("matches", "--db", url, cwd=tmp_path)
+    assert len(listed) == 2  # type: ignore[arg-type]
+
+
+def _count(db: Path, status: str) -> int:
+    with sqlite3.connect(db) as conn:
+        try:
+            return int(conn.execute("select count(*) from matches where status = ?",
+                                    (status,)).fetchone()[0])
+        except sqlite3.OperationalError:  # the schema is not created yet
+            return 0
+
+
+def _finished_rows(db: Path) -> dict[str, str]:
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute(
+            "select id, finished_at from matches where status = 'finished'").fetchall())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_resume_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
+    db = tmp_path / "cfarena.db"
+    args = ["run-tournament", "--bot", "random", "--bot", "greedy", "--bot", "smart",
+            "--players", "2", "--games", "3", "--rule", "rounds=3", "--concurrency", "1",
+            "--db", f"sqlite:///{db}"]
+    total = _expected_matches(3, 2, 3)
+    mark = marker()
+    proc = subprocess.Popen([CFARENA, *args], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=dict(os.environ, CFARENA_TEST_MARK=mark))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if db.exists() and _count(db, "finished") >= 3:
+                break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130
+        # the cut match was stored as aborted, not left running
+        assert _count(db, "running") == 0
+    # no bot process outlives the referee, even after kill -9
+    assert wait_no_processes(mark) == [], processes_with_marker(mark)
+    before = _finished_rows(db)
+    assert 3 <= len(before) < total
+
+    data = run_json(*args, cwd=tmp_path)
+    assert data["resumed"] is True
+    assert data["matches"] == total
+    assert data["played_now"] == total - len(before)
+    after = _finished_rows(db)
+    assert len(after) == total
+    # nothing finished before was lost or played again
+    assert all(after[mid] == stamp for mid, stamp in before.items())
+    assert sum(r["matches"] for r in data["standings"]) == total * 2
