@@ -305,7 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(run_task(task))
             _progress(i, len(tasks), start)
     wall = time.perf_counter() - start
-    print(file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
     print(
         f"preset {args.preset}, rounds {args.rounds or 'full'}, 4 players, "
         f"deadline {args.deadline_ms} ms, {args.workers} worker(s)"
@@ -315,9 +316,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _progress(done: int, total: int, start: float) -> None:
-    if sys.stderr.isatty() or done == total or done % 20 == 0:
-        elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    if sys.stderr.isatty():
         print(f"\r{done}/{total} matches, {elapsed:.0f} s", end="", file=sys.stderr, flush=True)
+    elif done == total or done % 20 == 0:
+        print(f"{done}/{total} matches, {elapsed:.0f} s", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

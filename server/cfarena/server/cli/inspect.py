@@ -22,17 +22,27 @@ def bots_add(
     name: Annotated[str, typer.Argument(help="the bot's name")],
     command: Annotated[str | None, typer.Option("--command", help="how to start it (notes)")
                        ] = None,
+    token: Annotated[str | None, typer.Option(
+        "--token", help="use this token instead of a new random one (e.g. from a secret); "
+        "registering the same name and token again is a no-op")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing")] = False,
     db_url: str = DbOption,
 ) -> None:
     """Register a bot and print its new token (shown once; only its hash is stored)."""
-    token = new_token()
+    if token is not None and len(token) < 8:
+        fail("--token must be at least 8 characters")
+    secret = token or new_token()
     with database(db_url) as db:
         try:
-            bot_id = db.ensure_bot(name, hash_token(token), command)
+            bot_id = db.ensure_bot(name, hash_token(secret), command)
         except StorageError as exc:
             fail(f"{exc} (bot names are unique)")
-    out.print(f"bot {name!r} registered (id {bot_id}). Its token, shown only now:")
-    print(token)
+    if quiet:
+        return
+    out.print(f"bot {name!r} registered (id {bot_id}).")
+    if token is None:
+        out.print("Its token, shown only now:")
+        print(secret)
 
 
 @bots_app.command("list")

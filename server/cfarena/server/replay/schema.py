@@ -99,7 +99,7 @@ class _Checker:
                 self.fail(path, f"missing key {k!r}")
         for k in v:
             if k not in required and k not in optional:
-                self.fail(f"{path}.{k}", "unknown key")
+                self.fail(k if path == "$" else f"{path}.{k}", "unknown key")
         return True
 
     def array(self, path: str, v: Any, item: Callable[[str, Any], object],

@@ -115,8 +115,8 @@
       var ax = cx - ux * 0.5, ay = cy - uy * 0.5, bx = cx + ux * 0.5, by = cy + uy * 0.5;
       for (var q = 0; q < halves.length; q++) {
         var hx = halves[q][0], hy = halves[q][1];
-        if ((hx - ax) * (hx - ax) + (hy - ay) * (hy - ay) < 0.85 ||
-            (hx - bx) * (hx - bx) + (hy - by) * (hy - by) < 0.85) { return false; }
+        if ((hx - ax) * (hx - ax) + (hy - ay) * (hy - ay) < 1.0 ||
+            (hx - bx) * (hx - bx) + (hy - by) * (hy - by) < 1.0) { return false; }
       }
       return true;
     }
@@ -139,7 +139,7 @@
         G[i] = { x: x, y: y, rot: deg + 90, near: n[0], far: n[0], dbl: true };
         halves.push([x - ey * 0.5, y + ex * 0.5], [x + ey * 0.5, y - ex * 0.5]);
         slots[i] = slotOrder(n[4]).map(function (t) {
-          return { x: x + ex * 0.6 - ey * t * 0.72, y: y + ey * 0.6 + ex * t * 0.72,
+          return { x: x + ex * 0.62 - ey * t * 0.95, y: y + ey * 0.62 + ex * t * 0.95,
                    th: th2 + t * spread };
         });
       } else {
@@ -148,19 +148,7 @@
         slots[i] = [{ x: x + ex * 1.1, y: y + ey * 1.1, th: th2 }];
       }
     }
-    var minx = -1.5, maxx = 1.5, miny = -1.5, maxy = 1.5;
-    function grow(x, y) {
-      minx = Math.min(minx, x - 1.3); maxx = Math.max(maxx, x + 1.3);
-      miny = Math.min(miny, y - 1.3); maxy = Math.max(maxy, y + 1.3);
-    }
-    G.forEach(function (g) { if (g) { grow(g.x, g.y); } });
-    slots.forEach(function (ss) {
-      (ss || []).forEach(function (q) { grow(q.x + Math.cos(q.th), q.y + Math.sin(q.th)); });
-    });
-    var w = maxx - minx, hgt = maxy - miny, minSide = 14;
-    if (w < minSide) { minx -= (minSide - w) / 2; w = minSide; }
-    if (hgt < minSide * 0.6) { miny -= (minSide * 0.6 - hgt) / 2; hgt = minSide * 0.6; }
-    GEO[r] = { G: G, slots: slots, kids: kids, box: [minx, miny, w, hgt] };
+    GEO[r] = { G: G, slots: slots, kids: kids };
     return GEO[r];
   }
 
@@ -190,11 +178,28 @@
   }
 
   // ---------------------------------------------------------------- drawing
+  // the frame's tiles (and the pending double's free slots), framed with a margin
+  function viewBox(geo, n, pend) {
+    var minx = -1.5, maxx = 1.5, miny = -1.5, maxy = 1.5;
+    function grow(x, y) {
+      minx = Math.min(minx, x - 1.4); maxx = Math.max(maxx, x + 1.4);
+      miny = Math.min(miny, y - 1.4); maxy = Math.max(maxy, y + 1.4);
+    }
+    for (var i = 0; i < n; i++) { if (geo.G[i]) { grow(geo.G[i].x, geo.G[i].y); } }
+    if (pend >= 0) {
+      geo.slots[pend].forEach(function (q) { grow(q.x + Math.cos(q.th), q.y + Math.sin(q.th)); });
+    }
+    var w = maxx - minx, hgt = maxy - miny, minW = 18, minH = 12;
+    if (w < minW) { minx -= (minW - w) / 2; w = minW; }
+    if (hgt < minH) { miny -= (minH - hgt) / 2; hgt = minH; }
+    return [minx, miny, w, hgt];
+  }
+
   function drawLayout(fr) {
     var svg = $("layout"), r = fr[F_ROUND], geo = geometry(r), n = fr[F_NODES];
     var nodes = D.rounds[r].nodes;
     clear(svg);
-    svg.setAttribute("viewBox", geo.box.join(" "));
+    svg.setAttribute("viewBox", viewBox(geo, n, fr[F_PEND]).join(" "));
     svg.setAttribute("class", $("ids").checked ? "ids" : "");
     var lastNode = -1;
     if (fr[F_KIND] === 1 && /@/.test(fr[F_MOVE])) { lastNode = n - 1; }
