@@ -1,6 +1,7 @@
 """Trivial clients for benchmarks/referee.py (run as a subprocess).
 
-    referee SERVER TOKEN [TOKEN ...] --capacity C   one stream per token; answer index 0
+    referee SERVER TOKEN [TOKEN ...] --capacity C [--streams K]
+        K streams per token (default 1), each of capacity C; answer index 0
     raw SERVER STREAMS REQUEST_HEX                  ping-pong: send, wait for the reply, repeat
 
 Both parse each incoming message exactly like a minimal bot would and nothing more.
@@ -53,8 +54,10 @@ async def main(argv: list[str]) -> None:
     mode, server = argv[0], argv[1]
     if mode == "referee":
         capacity = int(argv[argv.index("--capacity") + 1])
-        tokens = argv[2:argv.index("--capacity")]
-        await asyncio.gather(*(referee_stream(server, t, capacity) for t in tokens))
+        streams = int(argv[argv.index("--streams") + 1]) if "--streams" in argv else 1
+        tokens = [a for a in argv[2:argv.index("--capacity")] if not a.startswith("--")]
+        await asyncio.gather(*(referee_stream(server, t, capacity)
+                               for t in tokens for _ in range(streams)))
     else:
         streams, request = int(argv[2]), bytes.fromhex(argv[3])
         await asyncio.gather(*(raw_stream(server, request) for _ in range(streams)))

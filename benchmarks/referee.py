@@ -4,9 +4,10 @@
 Both measured in the same run on 127.0.0.1 with trivial clients in one
 subprocess: (1) the referee running C concurrent 2-player matches between two
 trivial bots (each answers move 0), counting bot decisions per second; (2) a
-bare grpc.aio bidirectional echo with C streams, each sending an Action-sized
-request and receiving a Turn-sized reply (the median Turn of run 1), counting
-round trips per second. Also: C=64 matches at a 1000 ms deadline, counting
+bare grpc.aio bidirectional echo with C streams, each sending an Action and
+receiving a Turn (the median-size Turn of run 1), counting
+round trips per second (the reply is a real Turn captured in run 1, so both
+clients parse the same bytes). Also: C=64 matches at a 1000 ms deadline, counting
 timeouts (there must be none) and the slowest answer.
 
     python benchmarks/referee.py [--seconds 5] [--concurrency 1 8]
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import subprocess
 import sys
 import time
@@ -46,22 +46,31 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-async def referee_rate(concurrency: int, seconds: float, timeout_ms: int = 5000
-                       ) -> dict[str, Any]:
+async def referee_rate(concurrency: int, seconds: float, timeout_ms: int = 5000,
+                       streams: int = 1) -> dict[str, Any]:
+    """Decisions/s with `concurrency` matches; each bot has `streams` connections."""
     tokens = TokenRegistry()
     tokens.add("a", "tok-a")
     tokens.add("b", "tok-b")
     server = RefereeServer(tokens)
     await server.start()
-    sizes: list[int] = []
-    server.on_send = lambda bot, mid, seat, data: sizes.append(len(data)) if len(sizes) < 5000 \
-        else None
-    proc = _spawn("referee", server.address, "tok-a", "tok-b", "--capacity", str(concurrency))
+    samples: list[bytes] = []
+
+    def keep(bot: str, mid: str, seat: int, data: bytes) -> None:
+        if len(samples) < 5000 and data[:1] == b"\x1a":  # RefereeMessage.turn
+            samples.append(data)
+
+    server.on_send = keep
+    capacity = max(1, -(-concurrency // streams))
+    proc = _spawn("referee", server.address, "tok-a", "tok-b", "--capacity", str(capacity),
+                  "--streams", str(streams))
     decisions = 0
     timeouts = 0
     slowest = 0.0
     try:
         await server.wait_for_bots(["a", "b"], 30)
+        while min(server.connection_count("a"), server.connection_count("b")) < streams:
+            await asyncio.sleep(0.05)
         stop_at = time.perf_counter() + seconds
         counter = iter(range(10**9))
 
@@ -82,16 +91,17 @@ async def referee_rate(concurrency: int, seconds: float, timeout_ms: int = 5000
     finally:
         _stop(proc)
         await server.stop(grace=1)
+    samples.sort(key=len)
+    median_turn = samples[len(samples) // 2] if samples else b""
     return {"rate": decisions / elapsed, "decisions": decisions, "timeouts": timeouts,
-            "slowest_ms": slowest, "turn_bytes": int(statistics.median(sizes)) if sizes else 0}
+            "slowest_ms": slowest, "turn": median_turn}
 
 
-async def raw_rate(streams: int, seconds: float, reply_bytes: int) -> float:
-    turn = pb.RefereeMessage(turn=pb.Turn(match_id="m12", turn_id=1))
-    pad = max(0, reply_bytes - turn.ByteSize() - 4)
-    turn.turn.observation.hand.extend(pb.Tile(a=1, b=2) for _ in range(pad // 6))
-    reply = turn.SerializeToString()
-    request = pb.BotMessage(action=pb.Action(match_id="m12", turn_id=1, move_index=0))
+async def raw_rate(streams: int, seconds: float, reply: bytes) -> float:
+    """Round trips/s of a bare echo replying with `reply` (a real Turn of run 1)."""
+    turn = pb.RefereeMessage.FromString(reply).turn
+    request = pb.BotMessage(action=pb.Action(match_id=turn.match_id, turn_id=turn.turn_id,
+                                             move_index=0))
     count = 0
 
     async def ping(requests: Any, context: Any) -> Any:
@@ -129,10 +139,10 @@ async def main() -> None:
     ns = ap.parse_args()
     for c in ns.concurrency:
         ref = await referee_rate(c, ns.seconds)
-        raw = await raw_rate(c, ns.seconds, ref["turn_bytes"])
+        raw = await raw_rate(c, ns.seconds, ref["turn"])
         print(f"concurrency {c}: referee {ref['rate']:,.0f} decisions/s "
-              f"(median Turn {ref['turn_bytes']} B); raw ping-pong {raw:,.0f} round trips/s; "
-              f"ratio {ref['rate'] / raw:.0%}", flush=True)
+              f"(median Turn {len(ref['turn'])} B); raw ping-pong with that Turn "
+              f"{raw:,.0f} round trips/s; ratio {ref['rate'] / raw:.0%}", flush=True)
     if ns.soak:
         soak = await referee_rate(ns.soak, ns.seconds, timeout_ms=1000)
         print(f"{ns.soak} concurrent matches at 1000 ms: {soak['decisions']:,} decisions, "

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from cfarena.bots.greedy import GreedyBot
 from cfarena.bots.montecarlo import MonteCarloBot
 from cfarena.bots.random_bot import RandomBot

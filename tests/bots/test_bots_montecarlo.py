@@ -6,6 +6,7 @@ import time
 from types import ModuleType
 
 import pytest
+
 from cfarena.bots._features import match_seed
 from cfarena.bots.greedy import GreedyBot
 from cfarena.bots.montecarlo import BUDGET_ENV, DEFAULT_BUDGET_MS, MonteCarloBot

@@ -68,8 +68,61 @@ def test_inspection_commands(recorded: Path) -> None:
     exported = run_cli("export", match_id, "--db", db, cwd=recorded)
     assert exported.returncode == 0 and '"format": 1' in exported.stdout
     verified = run_cli("verify", "--all", "--db", db, cwd=recorded)
-    assert verified.returncode == 0 and "4 checked, 0 with differences" in verified.stdout
+    assert verified.returncode == 0 and "4 of 4 log(s) genuine" in verified.stdout
     missing = run_cli("show", "nope", "--db", db, cwd=recorded)
     assert missing.returncode == 2 and "no match 'nope'" in missing.stderr
     tournaments = run_cli("tournaments", "--db", db, cwd=recorded)
     assert tournaments.returncode == 0 and "finished" in tournaments.stdout
+
+
+def test_replay_export_and_verify_through_the_cli(recorded: Path) -> None:
+    import json
+
+    db = f"sqlite:///{recorded / 'cfarena.db'}"
+    match_id = run_json("matches", "--db", db, cwd=recorded)[0]["id"]  # type: ignore[index]
+    shown = run_cli("replay", match_id, "--all", "--db", db, cwd=recorded)
+    assert shown.returncode == 0, shown.stderr
+    assert "round 1" in shown.stdout and "ends" in shown.stdout
+    seat_view = run_cli("replay", match_id, "--all", "--seat", "1", "--db", db, cwd=recorded)
+    assert seat_view.returncode == 0 and "view: seat 1" in seat_view.stdout
+    bad_seat = run_cli("replay", match_id, "--seat", "5", "--db", db, cwd=recorded)
+    assert bad_seat.returncode == 2 and "--seat must be 0..1" in bad_seat.stderr
+
+    html = recorded / "viewer.html"
+    made = run_cli("replay", match_id, "--html", str(html), "--db", db, cwd=recorded)
+    assert made.returncode == 0 and html.read_text().startswith("<!DOCTYPE html>")
+
+    exported = recorded / "game.json"
+    assert run_cli("export", match_id, "-o", str(exported), "--db", db,
+                   cwd=recorded).returncode == 0
+    from_file = run_cli("replay", "--file", str(exported), "--all", cwd=recorded)
+    assert from_file.returncode == 0 and from_file.stdout == shown.stdout
+    ok = run_cli("verify", "--file", str(exported), cwd=recorded)
+    assert ok.returncode == 0 and "1 of 1 log(s) genuine" in ok.stdout
+
+    log = json.loads(exported.read_text())
+    log["result"]["totals"][0] += 1
+    tampered = recorded / "tampered.json"
+    tampered.write_text(json.dumps(log))
+    caught = run_cli("verify", "--file", str(tampered), cwd=recorded)
+    assert caught.returncode == 1 and "result.totals[0]" in caught.stdout
+
+    # a log changed inside the database is caught by its stored digest
+    copy = recorded / "copy.db"
+    copy.write_bytes((recorded / "cfarena.db").read_bytes())
+    with sqlite3.connect(copy) as conn:
+        conn.execute("update game_logs set log = replace(log, '\"seed\"', '\"seed\" ') "
+                     "where match_id = ?", (match_id,))
+        raw = conn.execute("select log from game_logs where match_id = ?",
+                           (match_id,)).fetchone()[0]
+        changed = json.loads(raw)
+        changed["seats"][0] = "impostor"
+        conn.execute("update game_logs set log = ? where match_id = ?",
+                     (json.dumps(changed), match_id))
+    in_db = run_cli("verify", match_id, "--db", f"sqlite:///{copy}", cwd=recorded)
+    assert in_db.returncode == 1 and "sha256 mismatch" in in_db.stdout
+
+    garbage = recorded / "garbage.json"
+    garbage.write_text("{not json")
+    refused = run_cli("replay", "--file", str(garbage), cwd=recorded)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr

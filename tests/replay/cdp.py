@@ -135,7 +135,8 @@ class Page:
             if "method" in msg:
                 self.events.append(msg)
                 if msg["method"] == method:
-                    return msg
+                    found: dict[str, Any] = msg
+                    return found
         raise TimeoutError(method)
 
     def eval(self, expression: str) -> Any:

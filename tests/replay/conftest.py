@@ -29,7 +29,9 @@ def _log(preset: str, players: int, seed: int, timeouts: tuple[int, ...]) -> dic
     return simulate_log({"preset": preset}, players, seed, timeouts=timeouts)
 
 
-def make_log(preset: str, players: int, seed: int, timeouts: tuple[int, ...] = ()) -> dict[str, Any]:
+def make_log(
+    preset: str, players: int, seed: int, timeouts: tuple[int, ...] = ()
+) -> dict[str, Any]:
     """A fresh deep copy (tests may tamper with it)."""
     return copy.deepcopy(_log(preset, players, seed, timeouts))
 

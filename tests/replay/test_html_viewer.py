@@ -49,12 +49,14 @@ def test_a_big_match_stays_a_few_hundred_kb() -> None:
 
 
 def _hands(page: Any) -> list[dict[str, Any]]:
-    return page.eval("""Array.from(document.querySelectorAll('#hands .hand')).map(r => ({
+    rows: list[dict[str, Any]] = page.eval("""
+        Array.from(document.querySelectorAll('#hands .hand')).map(r => ({
         seat: +r.dataset.seat, text: r.querySelector('.tiles').textContent,
         pips: r.querySelectorAll('.tiles .pip').length,
         tiles: Array.from(r.querySelectorAll('.tiles svg.htile')).map(t => t.dataset.tile),
         backs: r.querySelectorAll('.tiles .back').length,
         label: r.querySelector('.who').textContent}))""")
+    return rows
 
 
 @pytest.mark.browser

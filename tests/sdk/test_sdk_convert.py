@@ -338,3 +338,41 @@ def test_malformed_rules_and_observations() -> None:
     with pytest.raises(ProtocolError, match="seat 2 at a 2-player table"):
         c.observation_from_proto(far, RULES)
     assert issubclass(ProtocolError, ValueError)
+
+
+def test_turn_encoder_matches_the_plain_encoding_over_whole_matches() -> None:
+    """The referee's cached TurnEncoder gives the same bytes as turn_message_bytes."""
+    import random as _random
+
+    from cfarena.engine import (
+        Rules,
+        apply_move,
+        legal_moves,
+        needs_decision,
+        new_match,
+        observe,
+        visible_events,
+    )
+    from cfarena.sdk.convert import TurnEncoder, turn_message_bytes
+
+    for preset, players in (("standard", 4), ("maltese", 3), ("trains", 2)):
+        state = new_match(Rules.preset(preset).with_options(rounds=2), players, 9)
+        encoder = TurnEncoder("m1")
+        sent = [0] * players
+        rng = _random.Random(1)
+        turns = 0
+        while not state.is_over:
+            seat = state.current_seat
+            assert seat is not None
+            moves = legal_moves(state)
+            if needs_decision(moves):
+                events = visible_events(state, seat, sent[seat])
+                obs = observe(state, seat)
+                plain = turn_message_bytes("m1", turns, obs, events, deadline_ms=1000,
+                                           legal_moves=moves)
+                cached = encoder.encode(turns, obs, events, deadline_ms=1000, legal_moves=moves)
+                assert cached == plain
+                sent[seat] += len(events)
+                turns += 1
+            apply_move(state, rng.choice(moves))
+        assert turns > 20

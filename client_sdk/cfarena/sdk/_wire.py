@@ -46,6 +46,9 @@ def _uint(field: int, n: int) -> bytes:
     return _key(field, 0) + varint(n) if n else b""
 
 
+uint_field = _uint
+
+
 def _packed(field: int, values: Sequence[int]) -> bytes:
     if not values:
         return b""
@@ -109,13 +112,18 @@ def _placed_entry(p: PlacedTile) -> bytes:
     return entry
 
 
-def observation_bytes(obs: Observation) -> bytes:
-    """The serialized Observation message."""
+def layout_bytes(layout: Sequence[PlacedTile]) -> bytes:
+    """The Observation.layout entries (field 4) of a layout, concatenated."""
+    return b"".join([_layout_entry(p) for p in layout])
+
+
+def observation_bytes(obs: Observation, layout: bytes | None = None) -> bytes:
+    """The serialized Observation message (`layout`: its layout_bytes, if known)."""
     parts = [
         _uint(1, obs.seat),
         _uint(2, obs.round_index),
         _ROUND_DOUBLE[obs.round_double],
-        *[_layout_entry(p) for p in obs.layout],
+        layout_bytes(obs.layout) if layout is None else layout,
         b"" if obs.pending is None else b"\x28" + varint(obs.pending),
         *[_hand_entry(t) for t in obs.hand],
         _packed(7, obs.hand_sizes),

@@ -481,6 +481,61 @@ def turn_message(
     return pb.RefereeMessage.FromString(_wire.length_delimited(3, data))
 
 
+class TurnEncoder:
+    """The referee's per-match Turn encoder: `turn_message_bytes` with caches.
+
+    Layout entries are cached by placed-tile identity (the engine keeps a
+    node's PlacedTile until the node changes), the Turn's event entries by
+    event position (the version a seat sees of another seat's draw is encoded
+    apart), and legal-move entries by the engine's shared Move objects. The
+    bytes are those of `turn_message_bytes` (tests/sdk/test_sdk_convert.py).
+    """
+
+    def __init__(self, match_id: str) -> None:
+        mid = match_id.encode()
+        self._match_field = _wire.length_delimited(1, mid) if mid else b""
+        self._events: dict[int, tuple[Event, bytes]] = {}
+        self._moves: dict[int, tuple[Move, bytes]] = {}
+
+    def encode(
+        self,
+        turn_id: int,
+        obs: Observation,
+        events: Sequence[Event],
+        *,
+        deadline_ms: int,
+        bank_ms: int = 0,
+        legal_moves: Sequence[Move] | None = None,
+    ) -> bytes:
+        """The serialized `RefereeMessage(turn=...)`, as `turn_message_bytes` makes it."""
+        first = obs.event_count - len(events)
+        if first < 0:
+            raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
+        parts = [
+            self._match_field,
+            _wire.uint_field(2, turn_id),
+            _wire.length_delimited(3, _wire.observation_bytes(obs)),
+        ]
+        move_cache = self._moves
+        for move in obs.legal_moves if legal_moves is None else legal_moves:
+            hit = move_cache.get(id(move))
+            if hit is None or hit[0] is not move:
+                data = _MOVE_BYTES.get(move) or _move_bytes(move)
+                hit = move_cache[id(move)] = (move, _wire.length_delimited(4, data))
+            parts.append(hit[1])
+        event_cache = self._events
+        for i, event in enumerate(events, first):
+            cached = event_cache.get(i)
+            if cached is None or cached[0] is not event:
+                cached = (event, _wire.length_delimited(5, _event_bytes(event, i)))
+                if event.kind is not EventKind.DRAW:  # draws differ by viewer
+                    event_cache[i] = cached
+            parts.append(cached[1])
+        parts.append(_wire.uint_field(6, deadline_ms))
+        parts.append(_wire.uint_field(7, bank_ms))
+        return _wire.length_delimited(3, b"".join(parts))
+
+
 def turn_message_bytes(
     match_id: str,
     turn_id: int,

@@ -12,6 +12,7 @@ from rich.table import Table
 from cfarena.server.cli.common import DbOption, database, fail, out, print_json
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import new_token
+from cfarena.server.replay import export_log
 from cfarena.server.storage import MatchStatus, StorageError, hash_token
 
 bots_app = typer.Typer(help="Register and list bots (for `cfarena serve`).", no_args_is_help=True)
@@ -153,19 +154,27 @@ def export_cmd(
     match_id: Annotated[str, typer.Argument(help="match id")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default stdout)")
                       ] = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", help="json (default), html (the viewer) or txt (the printed replay); "
+        "by default from the file suffix")] = None,
+    seat: Annotated[int | None, typer.Option("--seat", help="txt: as this seat saw it")
+                    ] = None,
     db_url: str = DbOption,
 ) -> None:
-    """Write a match's game log as JSON (format: docs/gamelog.md)."""
+    """Write a match's game log as JSON (format: docs/gamelog.md), or as HTML/text."""
+    if fmt is not None and fmt not in ("json", "html", "txt"):
+        fail("--format must be json, html or txt")
     with database(db_url) as db:
         log = db.get_log(match_id)
     if log is None:
         fail(f"no game log for match {match_id!r}")
-    text = json.dumps(log, indent=1)
     if output is None:
-        print(text)
-    else:
-        output.write_text(text + "\n")
-        out.print(f"wrote {output}")
+        if fmt not in (None, "json"):
+            fail("--format html/txt needs --output FILE")
+        print(json.dumps(log, indent=1))
+        return
+    export_log(log, output, fmt=fmt, seat=seat)
+    out.print(f"wrote {output}")
 
 
 def register(app: typer.Typer) -> None:

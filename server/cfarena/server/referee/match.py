@@ -128,6 +128,7 @@ class MatchRunner:
             key=key,
         )
         self._rules_proto = convert.rules_to_proto(self.state.rules)
+        self._encoder = convert.TurnEncoder(match_id)
         self._sent_events = [0] * self.players
         self._strikes = [0] * self.players
         self._forfeited: set[int] = set()
@@ -222,8 +223,7 @@ class MatchRunner:
         start = self._sent_events[seat]
         events = visible_events(self.state, seat, start)
         self._sent_events[seat] = start + len(events)
-        return convert.turn_message_bytes(
-            self.match_id,
+        return self._encoder.encode(
             turn_id,
             observe(self.state, seat),
             events,

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from cfarena.server.replay.html import write_html
 from cfarena.server.replay.terminal import replay_terminal
-from rich.console import Console
 
 FORMATS = ("html", "json", "txt")
 

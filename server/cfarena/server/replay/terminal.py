@@ -13,10 +13,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cfarena.engine.render import render_layout
-from cfarena.server.replay.frames import Frame, StepKind, build_frames, event_text
 from rich.console import Console, Group
 from rich.text import Text
+
+from cfarena.engine.render import render_layout
+from cfarena.server.replay.frames import Frame, StepKind, build_frames, event_text
 
 KEY_HELP = "n/space next · p previous · r next round · R previous round · q quit"
 
