@@ -10,6 +10,7 @@ Both parse each incoming message exactly like a minimal bot would and nothing mo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 
 import grpc
@@ -64,7 +65,5 @@ async def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(KeyboardInterrupt, grpc.aio.AioRpcError):
         asyncio.run(main(sys.argv[1:]))
-    except (KeyboardInterrupt, grpc.aio.AioRpcError):
-        pass

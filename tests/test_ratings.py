@@ -7,6 +7,9 @@ import random
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cfarena.server.ratings import (
     INITIAL_ELO,
     elo_update,
@@ -14,8 +17,6 @@ from cfarena.server.ratings import (
     fit_ratings,
     pairwise_games,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def test_two_equal_players() -> None:

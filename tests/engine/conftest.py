@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+
 from cfarena.engine import (
     MatchState,
     Move,

@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 import pytest
+
 from cfarena.engine import (
     EventKind,
     IllegalMoveError,

@@ -7,6 +7,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from cfarena.engine import (
     PRESETS,
     EventKind,
@@ -19,8 +22,6 @@ from cfarena.engine import (
     legal_moves,
     new_match,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 def _pips_left(state: MatchState, seat: int) -> int:

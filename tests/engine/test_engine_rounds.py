@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+
 from cfarena.engine import (
     EventKind,
     MatchEnd,

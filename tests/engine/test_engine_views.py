@@ -7,6 +7,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cfarena.engine import (
     DRAW,
     PRESETS,
@@ -23,8 +26,6 @@ from cfarena.engine import (
     render,
     visible_events,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def _hidden_permutation(

@@ -17,7 +17,9 @@ SHORT = Rules.preset("standard").with_options(rounds=2)
 GOOD = ["g1", "g2", "g3", "g4", "g5", "g6", "g7"]
 
 
-async def _fault_case(tmp: Path, mode: str, tc: TimeControl) -> tuple[MatchRecord, MatchRecord, str]:
+async def _fault_case(
+    tmp: Path, mode: str, tc: TimeControl
+) -> tuple[MatchRecord, MatchRecord, str]:
     """Match A: `bad` (seat 1) + 3 good bots; match B: 4 good bots, concurrently."""
     async with table(tmp, ["bad", *GOOD]) as t:
         bad = t.raw("bad", mode, "--after", "2")
@@ -90,6 +92,7 @@ def test_strikes_cost_only_the_turn(tmp_path: Path) -> None:
     # 1000 strikes: every illegal answer only costs that turn, the bot is never forfeited
     tc = TimeControl(move_timeout_ms=5000, strikes=1000)
     a, b, _ = asyncio.run(_fault_case(tmp_path, "illegal", tc))
+    assert b.status == "finished" and not b.faults
     assert a.status == "finished" and not a.forfeited
     assert a.faults and all(f.kind is FaultKind.ILLEGAL and not f.forfeit for f in a.faults)
     assert not verify_log(record_to_log(a))

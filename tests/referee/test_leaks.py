@@ -71,7 +71,7 @@ async def _play_twice(t: Table, rules: Rules, seed: int, seat: int, everything: 
             hands, boneyard = _hide_differently(hands, boneyard, seat, rng, everything)
         state = MatchState.from_deal(rules, PLAYERS, hands, boneyard, first)
         sent: dict[tuple[str, int], list[bytes]] = defaultdict(list)
-        t.server.on_send = lambda bot, mid, s, data: sent[(mid, s)].append(data)
+        t.server.on_send = lambda bot, mid, s, data, sent=sent: sent[(mid, s)].append(data)
         for conn in t.server.connections():
             t.server.register_hook(conn)
         rec = await t.server.run_match("leak", rules, seed, NAMES,

@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+
 from cfarena.v1 import arena_pb2 as pb
 from cfarena.v1.arena_pb2_grpc import ArenaServicer, add_ArenaServicer_to_server
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from cfarena.bots.greedy import GreedyBot
 from cfarena.bots.random_bot import RandomBot
 from cfarena.engine.moves import PASS, Move

@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 import pytest
+
 from cfarena.engine.events import Event
 from cfarena.engine.moves import PASS, Move
 from cfarena.engine.tiles import Tile

@@ -6,6 +6,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cfarena.engine.events import Event, EventKind, RoundEnd
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import Observation, PlacedTile
@@ -23,8 +26,6 @@ from cfarena.sdk.types import (
     TimeControl,
 )
 from cfarena.v1 import arena_pb2 as pb
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from .sdk_samples import RULES, observation, start_events
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cfarena.server.storage import Database, MatchPlan, MatchRecord, hash_token
 from sqlalchemy import text
+
+from cfarena.server.storage import Database, MatchPlan, MatchRecord, hash_token
 
 TABLES = ("bots", "tournaments", "matches", "match_seats", "faults", "game_logs", "ratings",
           "rating_history")

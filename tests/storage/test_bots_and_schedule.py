@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from sqlalchemy import text
+
 from cfarena.server.storage import (
     Database,
     MatchPlan,
@@ -15,7 +17,6 @@ from cfarena.server.storage import (
     config_hash,
     hash_token,
 )
-from sqlalchemy import text
 
 from .helpers import bots, count, plan, result
 

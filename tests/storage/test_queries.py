@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
 from cfarena.server.ratings import elo_update
 from cfarena.server.storage import (
     Database,

@@ -8,6 +8,8 @@ import random
 import threading
 
 import pytest
+from sqlalchemy import text
+
 from cfarena.server.storage import (
     Database,
     FaultKind,
@@ -17,7 +19,6 @@ from cfarena.server.storage import (
     StorageError,
     canonical_json,
 )
-from sqlalchemy import text
 
 from .helpers import bots, count, plan, result, snapshot
 

@@ -9,10 +9,11 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
+
 from cfarena.server.storage import Database, StorageError, open_database
 from cfarena.server.storage.engine import alembic_config, upgrade
 from cfarena.server.storage.models import Base
-from sqlalchemy import inspect
 
 from .helpers import TABLES, bots, plan, snapshot
 

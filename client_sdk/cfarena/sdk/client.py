@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
+
 from cfarena.engine.events import Event
 from cfarena.sdk.bot import Bot, resolve_choice
 from cfarena.sdk.convert import (

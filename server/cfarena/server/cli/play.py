@@ -11,6 +11,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -59,7 +60,7 @@ class _ProgressBar:
             disable=not enabled,
             transient=False,
         )
-        self.task: int | None = None
+        self.task: TaskID | None = None
 
     def started(self, tournament_id: int, total: int, done: int, resumed: bool) -> None:
         verb = "resuming" if resumed else "tournament"

@@ -33,7 +33,11 @@ def standings_rows(
                 "forfeits": s.forfeits,
             }
         )
-    rows.sort(key=lambda r: (-(r["bt_elo"] if r["bt_elo"] is not None else -1e9), -r["elo"]))
+    def order(row: dict[str, Any]) -> tuple[float, float]:
+        bt = row["bt_elo"]
+        return (-(float(bt) if bt is not None else -1e9), -float(row["elo"]))
+
+    rows.sort(key=order)
     return rows
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -323,10 +324,9 @@ class MatchRunner:
                     deals=deals,
                 )
             )
-            try:
+            # the match is over; a bot gone by now loses nothing
+            with contextlib.suppress(SeatFault):
                 await conn.send(self.match_id, msg)
-            except SeatFault:
-                pass  # the match is over; a bot gone by now loses nothing
 
 
 _FAULT_PB = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ class ArenaService:
     def __init__(self, server: RefereeServer) -> None:
         self.server = server
 
-    async def GetInfo(self, request: pb.GetInfoRequest, context: Any) -> pb.ServerInfo:  # noqa: N802
+    async def GetInfo(self, request: pb.GetInfoRequest, context: Any) -> pb.ServerInfo:
         return pb.ServerInfo(
             server_version=SERVER_VERSION,
             protocols=[PROTOCOL],
@@ -61,7 +61,7 @@ class ArenaService:
             max_message_bytes=self.server.max_message_bytes,
         )
 
-    async def Play(  # noqa: N802
+    async def Play(
         self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
     ) -> None:
         hello = await self._read_hello(requests, context)
@@ -158,7 +158,7 @@ class ArenaService:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, detail)
 
 
-def method_handlers(service: ArenaService) -> grpc.GenericRpcHandler:
+def method_handlers(service: ArenaService) -> grpc.GenericRpcHandler:  # type: ignore[type-arg]
     """The Arena service's handlers, with a deserializer that never raises."""
     def serialize(message: Any) -> bytes:
         # the match runner hands over Turns already serialized

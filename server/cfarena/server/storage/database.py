@@ -11,6 +11,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import Engine, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
 from cfarena.server import ratings as elo
 from cfarena.server.storage import queries
 from cfarena.server.storage.engine import (
@@ -45,10 +50,6 @@ from cfarena.server.storage.records import (
     Standing,
     TournamentInfo,
 )
-from sqlalchemy import Engine, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
 
 GLOBAL_POOL = "global"
 _HASH = re.compile(r"[0-9a-f]{64}")

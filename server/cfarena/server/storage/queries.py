@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import case, func, select
+from sqlalchemy.orm import Session
+
 from cfarena.server import ratings as elo
 from cfarena.server.storage.models import (
     Bot,
@@ -31,8 +34,6 @@ from cfarena.server.storage.records import (
     Standing,
     TournamentInfo,
 )
-from sqlalchemy import case, func, select
-from sqlalchemy.orm import Session
 
 GLOBAL_POOL = "global"
 _FINISHED = MatchStatus.FINISHED.value

@@ -222,7 +222,7 @@ async def run_tournament(
                     seat_timeout=connect_timeout,
                     tournament_id=tournament_id,
                     key=match.key,
-                    on_record=lambda rec: db.record_match(to_stored(rec)),
+                    on_record=lambda rec: _store(db, rec),
                 )
             async with lock:
                 played += 1
@@ -231,8 +231,8 @@ async def run_tournament(
         tasks = [asyncio.ensure_future(play(m)) for m in pending]
         monitor = asyncio.ensure_future(_watch_processes(procs))
         try:
-            done_all = asyncio.ensure_future(asyncio.gather(*tasks))
-            finished, _ = await asyncio.wait({done_all, monitor},
+            done_all: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*tasks))
+            finished, _ = await asyncio.wait([done_all, monitor],
                                              return_when=asyncio.FIRST_COMPLETED)
             if monitor in finished:
                 monitor.result()  # raises TournamentError
@@ -253,6 +253,10 @@ async def run_tournament(
     assert tournament_id is not None
     return TournamentRun(tournament_id, resumed, played, total, status.value,
                          time.monotonic() - started)
+
+
+def _store(db: Database, record: MatchRecord) -> None:
+    db.record_match(to_stored(record))
 
 
 def _open_tournament(

@@ -9,9 +9,10 @@ builds one (SQLite pragmas included).
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy.engine import Connection
+
 from cfarena.server.storage.engine import make_engine
 from cfarena.server.storage.models import Base
-from sqlalchemy.engine import Connection
 
 
 def _run(connection: Connection) -> None:
