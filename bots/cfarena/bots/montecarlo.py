@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cfarena.bots._features import match_seed
 from cfarena.bots.smart import SmartPolicy
@@ -43,8 +43,10 @@ from cfarena.engine import (
     Move,
     MoveKind,
     Observation,
+    Tile,
     apply_move,
     determinize,
+    full_set,
     legal_moves,
 )
 from cfarena.sdk import Bot, Turn
@@ -96,11 +98,132 @@ def rollout_move(state: MatchState, moves: Sequence[Move]) -> Move:
     return best
 
 
-def play_out(state: MatchState) -> None:
-    """Play the current round to its end with `rollout_move` (state.halt_at_round_end set)."""
+def rollout_move_lite(state: MatchState, moves: Sequence[Move]) -> Move:
+    """A smarter rollout policy: shed pips, feedable doubles first, ends the player can follow."""
+    blank = state.rules.double_blank
+    seat = state.current_seat
+    assert seat is not None
+    counts = [0] * (state.rules.set_size + 1)
+    for t in state.hand(seat):
+        counts[t.a] += 1
+        if t.b != t.a:
+            counts[t.b] += 1
+    best = moves[0]
+    best_key = -1e9
+    layout = None
+    for move in moves:
+        tile = move.tile
+        if tile is None:
+            continue
+        a, b = tile.a, tile.b
+        key = float(a + b) if b else float(blank if a == 0 else a)
+        if a == b:
+            key += 6.0 if counts[a] >= 2 else -3.0
+        else:
+            parent = move.parent
+            assert parent is not None
+            if layout is None:
+                layout = state.layout()
+            v = layout[parent].open_value
+            w = b if a == v else a
+            key += min(counts[w] - 1, 2)
+        if key > best_key:
+            best, best_key = move, key
+    return best
+
+
+class _ScriptedRandom(random.Random):
+    """A Random whose `getrandbits` answers from a script first (to steer `determinize`)."""
+
+    def __init__(self, seed: int, script: list[int]) -> None:
+        super().__init__(seed)
+        self._script = script
+        self._pos = 0
+
+    def getrandbits(self, k: int) -> int:
+        if self._pos < len(self._script):
+            value = self._script[self._pos]
+            self._pos += 1
+            return value
+        return super().getrandbits(k)
+
+
+def _codes_key(tile: Tile) -> tuple[int, int]:
+    return (tile.a, tile.b)
+
+
+def constrained_world(
+    obs: Observation, rng: random.Random, hard: list[list[bool]]
+) -> MatchState | None:
+    """A `determinize` world in which no other seat holds a value it surely lacks.
+
+    `hard[s][v]` marks seat `s` as certainly holding no tile of value `v` (it drew
+    or passed on it since its last unknown draw). The unseen tiles are shuffled
+    and dealt seat by seat, most constrained seat first, each seat taking the first
+    tiles it may hold; the rest form the boneyard. The deal is fed to
+    `determinize` through a scripted Fisher-Yates, and checked; None if the
+    voids cannot be met or the engine dealt differently (then the caller falls
+    back to an unconstrained world).
+    """
+    seat = obs.seat
+    players = obs.rules.players
+    placed = {p.tile for p in obs.layout}
+    own = set(obs.hand)
+    unseen = sorted(
+        (t for t in full_set(obs.rules.set_size) if t not in placed and t not in own),
+        key=_codes_key,
+    )
+    pool = unseen.copy()
+    rng.shuffle(pool)
+    others = [s for s in range(players) if s != seat]
+
+    def allowed(s: int, t: Tile) -> bool:
+        row = hard[s]
+        return not (row[t.a] or row[t.b])
+
+    order = sorted(others, key=lambda s: sum(1 for t in pool if allowed(s, t)) - obs.hand_sizes[s])
+    hands: dict[int, list[Tile]] = {}
+    for s in order:
+        need = obs.hand_sizes[s]
+        take: list[Tile] = []
+        rest: list[Tile] = []
+        for t in pool:
+            if len(take) < need and allowed(s, t):
+                take.append(t)
+            else:
+                rest.append(t)
+        if len(take) < need:
+            return None
+        hands[s] = take
+        pool = rest
+    target: list[Tile] = [t for s in others for t in hands[s]] + pool
+    if len(target) != len(unseen):
+        return None
+    # the Fisher-Yates draws (i from the end down to 1) that turn `unseen` into `target`
+    items = unseen.copy()
+    where = {t: i for i, t in enumerate(items)}
+    script = [rng.getrandbits(64)]
+    for i in range(len(items) - 1, 0, -1):
+        j = where[target[i]]
+        script.append(j)
+        items[i], items[j] = items[j], items[i]
+        where[items[i]] = i
+        where[items[j]] = j
+    world = determinize(obs, _ScriptedRandom(rng.getrandbits(64), script))
+    for s in others:
+        if sorted(world.hand(s), key=_codes_key) != sorted(hands[s], key=_codes_key):
+            return None
+    return world
+
+
+def play_out(
+    state: MatchState,
+    policy: Callable[[MatchState, Sequence[Move]], Move] = rollout_move,
+) -> None:
+    """Play the current round to its end with `policy` (state.halt_at_round_end set)."""
     while not state.round_over:
         moves = legal_moves(state)
-        apply_move(state, moves[0] if len(moves) == 1 else rollout_move(state, moves))
+        apply_move(state, moves[0] if len(moves) == 1 else policy(state, moves))
 
 
 class MonteCarloBot(Bot):
@@ -113,6 +236,9 @@ class MonteCarloBot(Bot):
         max_candidates: int = 8,
         prior_weight: float = 0.5,
         void_weight: float = 0.9,
+        sampler: str = "voids",
+        rollout: str = "basic",
+        value: str = "mean",
     ) -> None:
         self.budget_ms = _budget_from_env() if budget_ms is None else float(budget_ms)
         if self.budget_ms < 0:
@@ -123,6 +249,9 @@ class MonteCarloBot(Bot):
         self.max_candidates = max_candidates
         self.prior_weight = prior_weight
         self.void_weight = void_weight
+        self.sampler = sampler
+        self.rollout = rollout_move_lite if rollout == "lite" else rollout_move
+        self.value = value
         self.last_samples = 0  # worlds sampled for the last decision (for tests and tuning)
 
     def choose(self, turn: Turn) -> Move:
@@ -153,6 +282,29 @@ class MonteCarloBot(Bot):
                 best = i  # ties keep the SmartPolicy order
         return candidates[best]
 
+    def _value(self, state: MatchState, seat: int, players: int) -> float:
+        """The value of a finished round for `seat` (higher is better)."""
+        scores = state.round_outcomes[-1].scores
+        own = scores[seat]
+        if self.value == "mean":
+            return (sum(scores) - own) / (players - 1) - own
+        totals = state.totals()
+        if self.value == "leader":
+            # against the best other total: the seat that most threatens our rank
+            best = min(t for s, t in enumerate(totals) if s != seat)
+            mean = (sum(scores) - own) / (players - 1) - own
+            return 0.5 * mean + 0.5 * (best - totals[seat])
+        if self.value == "rank":
+            mine = totals[seat]
+            below = sum(
+                1.0 if t > mine else 0.5 if t == mine else 0.0
+                for s, t in enumerate(totals)
+                if s != seat
+            )
+            mean = (sum(scores) - own) / (players - 1) - own
+            return mean + 10.0 * below
+        raise ValueError(f"unknown value {self.value!r}")
+
     def _world_weight(self, world: MatchState, seat: int, voids: list[list[float]]) -> float:
         """How plausible a sampled world is given the seats' known voids (1 = no conflict)."""
         weight = 1.0
@@ -181,13 +333,25 @@ class MonteCarloBot(Bot):
         total_weight = 0.0
         samples = 0
         clock = time.monotonic
+        hard: list[list[bool]] | None = None
+        soft = voids
+        if voids is not None and self.sampler == "voids":
+            hard = [[c >= 1.0 for c in row] for row in voids]
+            soft = [[0.0 if c >= 1.0 else c for c in row] for row in voids]
+            if not any(any(row) for s, row in enumerate(hard) if s != seat):
+                hard = None
+        policy = self.rollout
         while samples < self.max_samples and clock() < stop:
             try:
-                world = determinize(obs, rng)
+                world = None if hard is None else constrained_world(obs, rng, hard)
+                if world is None:
+                    world = determinize(obs, rng)
+                    weight = 1.0 if voids is None else self._world_weight(world, seat, voids)
+                else:
+                    weight = 1.0 if soft is None else self._world_weight(world, seat, soft)
             except ValueError:
                 break  # an observation the sampler cannot complete: play the heuristic move
             world.halt_at_round_end = True
-            weight = 1.0 if voids is None else self._world_weight(world, seat, voids)
             outcome: list[float] = []
             for move in candidates:
                 if clock() >= stop:
@@ -195,10 +359,8 @@ class MonteCarloBot(Bot):
                 state = world.clone()
                 if move.kind is MoveKind.PLAY or not state.round_over:
                     apply_move(state, move)
-                play_out(state)
-                scores = state.round_outcomes[-1].scores
-                others = (sum(scores) - scores[seat]) / (players - 1)
-                outcome.append(others - scores[seat])
+                play_out(state, policy)
+                outcome.append(self._value(state, seat, players))
             for i, value in enumerate(outcome):
                 totals[i] += weight * value
             total_weight += weight
