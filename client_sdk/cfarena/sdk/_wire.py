@@ -37,13 +37,21 @@ def _key(field: int, wire: int) -> bytes:
     return varint(field << 3 | wire)
 
 
+# field keys of the field numbers our messages use (1..15: one byte each)
+_LEN_KEY = [_key(f, 2) for f in range(16)]
+_INT_KEY = [_key(f, 0) for f in range(16)]
+
+
 def length_delimited(field: int, payload: bytes) -> bytes:
-    return _key(field, 2) + varint(len(payload)) + payload
+    n = len(payload)
+    return _LEN_KEY[field] + (_SMALL[n] if n < 128 else varint(n)) + payload
 
 
 def _uint(field: int, n: int) -> bytes:
     """A proto3 scalar: omitted when 0."""
-    return _key(field, 0) + varint(n) if n else b""
+    if not n:
+        return b""
+    return _INT_KEY[field] + (_SMALL[n] if 0 < n < 128 else varint(n))
 
 
 uint_field = _uint
@@ -117,8 +125,19 @@ def layout_bytes(layout: Sequence[PlacedTile]) -> bytes:
     return b"".join([_layout_entry(p) for p in layout])
 
 
-def observation_bytes(obs: Observation, layout: bytes | None = None) -> bytes:
-    """The serialized Observation message (`layout`: its layout_bytes, if known)."""
+def scores_bytes(obs: Observation) -> bytes:
+    """Observation.round_scores (field 11) entries, concatenated."""
+    return b"".join([length_delimited(11, _packed(1, r)) for r in obs.round_scores])
+
+
+def observation_bytes(
+    obs: Observation, layout: bytes | None = None, scores: bytes | None = None
+) -> bytes:
+    """The serialized Observation message.
+
+    `layout` and `scores` are `layout_bytes(obs.layout)` and
+    `scores_bytes(obs)` when the caller has them cached.
+    """
     parts = [
         _uint(1, obs.seat),
         _uint(2, obs.round_index),
@@ -130,7 +149,7 @@ def observation_bytes(obs: Observation, layout: bytes | None = None) -> bytes:
         _uint(8, obs.boneyard_size),
         _uint(9, obs.drawable),
         b"" if obs.drawn_tile is None else _DRAWN[obs.drawn_tile],
-        *[length_delimited(11, _packed(1, r)) for r in obs.round_scores],
+        scores_bytes(obs) if scores is None else scores,
         _packed(12, obs.totals),
         _uint(13, obs.event_count),
     ]

@@ -496,6 +496,38 @@ class TurnEncoder:
         self._match_field = _wire.length_delimited(1, mid) if mid else b""
         self._events: dict[int, tuple[Event, bytes]] = {}
         self._moves: dict[int, tuple[Move, bytes]] = {}
+        # the layout's entries by node (within one round nodes are only added,
+        # and a changed node is a new PlacedTile object), and the finished
+        # rounds' scores, which only grow
+        self._round = -1
+        self._nodes: list[PlacedTile] = []
+        self._entries: list[bytes] = []
+        self._scores_key = -1
+        self._scores = b""
+
+    def _layout(self, obs: Observation) -> bytes:
+        if obs.round_index != self._round:
+            self._round = obs.round_index
+            self._nodes, self._entries = [], []
+        nodes, entries = self._nodes, self._entries
+        for i, placed in enumerate(obs.layout):
+            if i < len(nodes):
+                if nodes[i] is placed:
+                    continue
+                nodes[i] = placed
+                entries[i] = _wire.layout_bytes((placed,))
+            else:
+                nodes.append(placed)
+                entries.append(_wire.layout_bytes((placed,)))
+        if len(nodes) > len(obs.layout):  # not expected within a round; stay exact
+            del nodes[len(obs.layout):], entries[len(obs.layout):]
+        return b"".join(entries)
+
+    def _round_scores(self, obs: Observation) -> bytes:
+        if len(obs.round_scores) != self._scores_key:
+            self._scores_key = len(obs.round_scores)
+            self._scores = _wire.scores_bytes(obs)
+        return self._scores
 
     def encode(
         self,
@@ -514,7 +546,9 @@ class TurnEncoder:
         parts = [
             self._match_field,
             _wire.uint_field(2, turn_id),
-            _wire.length_delimited(3, _wire.observation_bytes(obs)),
+            _wire.length_delimited(
+                3, _wire.observation_bytes(obs, self._layout(obs), self._round_scores(obs))
+            ),
         ]
         move_cache = self._moves
         for move in obs.legal_moves if legal_moves is None else legal_moves:
