@@ -33,8 +33,16 @@ async def _fault_case(
         # the referee keeps serving: one more match among good bots (a fresh pair of matches)
         c = await t.server.run_match("C", SHORT, 13, ["g1", "g2", "g4", "g5"], tc)
         assert c.status == "finished" and not c.faults
-        await asyncio.sleep(0.2)
+        # what the bad bot was told arrives on its own schedule: give it time
+        marker = _MARKERS.get(mode)
+        for _ in range(200):
+            if marker is None or marker in t.output(bad):
+                break
+            await asyncio.sleep(0.05)
         return a, b, t.output(bad)
+
+
+_MARKERS = {"garbage": "STATUS", "oversized": "STATUS", "disconnect": "DISCONNECTED"}
 
 
 def _check(a: MatchRecord, b: MatchRecord, kind: FaultKind) -> None:

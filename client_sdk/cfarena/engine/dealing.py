@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass, field
 
 from cfarena.engine.rules import ResolvedRules, Start
-from cfarena.engine.tile_codes import STRIDE, set_codes
+from cfarena.engine.tile_codes import STRIDE, set_codes, tile_of
 from cfarena.engine.tiles import Tile
 
 
@@ -59,6 +59,19 @@ class RoundSetup:
     centre_seat: int | None
     draw_off: list[tuple[int, int]]
     setup_draws: list[tuple[int, int]]
+
+    def to_deal(self) -> RoundDeal:
+        """The public-facing RoundDeal (tiles instead of codes)."""
+        return RoundDeal(
+            round_index=self.round_index,
+            round_double=tile_of(self.double),
+            hands=tuple(tuple(tile_of(c) for c in h) for h in self.hands),
+            boneyard=tuple(tile_of(c) for c in self.boneyard),
+            first_seat=self.first_seat,
+            centre_seat=self.centre_seat,
+            draw_off=tuple((s, tile_of(c)) for s, c in self.draw_off),
+            setup_draws=tuple((s, tile_of(c)) for s, c in self.setup_draws),
+        )
 
 
 def round_seed(seed: int, round_index: int) -> int:

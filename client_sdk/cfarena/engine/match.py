@@ -603,18 +603,7 @@ class MatchState:
         self._legal = None
         self._drawn = NO_TILE
         self._has_drawn = False
-        self.deals.append(
-            RoundDeal(
-                round_index=r,
-                round_double=tile_of(setup.double),
-                hands=tuple(tuple(tile_of(c) for c in h) for h in setup.hands),
-                boneyard=tuple(tile_of(c) for c in setup.boneyard),
-                first_seat=setup.first_seat,
-                centre_seat=setup.centre_seat,
-                draw_off=tuple((s, tile_of(c)) for s, c in setup.draw_off),
-                setup_draws=tuple((s, tile_of(c)) for s, c in setup.setup_draws),
-            )
-        )
+        self.deals.append(setup.to_deal())
         self._hands = [list(h) for h in setup.hands]
         self._vcount = [[0] * n for _ in range(self.players)]
         for seat, hand in enumerate(self._hands):

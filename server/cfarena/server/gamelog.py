@@ -31,7 +31,6 @@ from cfarena.engine import (
 )
 from cfarena.engine.dealing import RoundDeal, deal_round
 from cfarena.engine.match import MatchState
-from cfarena.engine.tile_codes import tile_of
 from cfarena.server.referee.match import MatchRecord
 
 LOG_FORMAT = 1
@@ -221,19 +220,7 @@ def resimulate(log: Mapping[str, Any]) -> Resimulation:
 
 def seeded_deal(state: MatchState, round_index: int) -> dict[str, Any]:
     """The deal of round `round_index` that the match's seed gives (JSON form)."""
-    setup = deal_round(state.rules, state.deal_seed, round_index)
-    return deal_to_dict(
-        RoundDeal(
-            round_index=setup.round_index,
-            round_double=tile_of(setup.double),
-            hands=tuple(tuple(tile_of(c) for c in h) for h in setup.hands),
-            boneyard=tuple(tile_of(c) for c in setup.boneyard),
-            first_seat=setup.first_seat,
-            centre_seat=setup.centre_seat,
-            draw_off=tuple((s, tile_of(c)) for s, c in setup.draw_off),
-            setup_draws=tuple((s, tile_of(c)) for s, c in setup.setup_draws),
-        )
-    )
+    return deal_to_dict(deal_round(state.rules, state.deal_seed, round_index).to_deal())
 
 
 def _first_difference(

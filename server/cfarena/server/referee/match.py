@@ -12,7 +12,6 @@ from typing import Any
 from cfarena.engine import (
     Event,
     Move,
-    Outcome,
     Rules,
     apply_move,
     fallback_move,
@@ -94,6 +93,24 @@ class MatchRecord:
     finished_at: float = 0.0
     tournament_id: int | None = None
     key: str | None = None
+
+    def finish(self, state: MatchState, forfeited: set[int]) -> None:
+        """Fill in the result of a match the engine has ended (forfeits rank last)."""
+        outcome = state.outcome
+        assert outcome is not None
+        self.status = "finished"
+        self.reason = outcome.reason.value
+        self.round_scores = [list(r.scores) for r in outcome.rounds]
+        self.totals = list(outcome.totals)
+        self.forfeited = sorted(forfeited)
+        self.ranks = list(
+            rank_seats(self.round_scores, state.rules.tie_break, self.forfeited)
+            if self.forfeited
+            else outcome.ranks
+        )
+        self.events = list(state.events)
+        self.deals = list(state.deals)
+        self.finished_at = time.time()
 
 
 class MatchRunner:
@@ -267,22 +284,7 @@ class MatchRunner:
 
     # ----------------------------------------------------------------- ending
     def _finish(self) -> None:
-        rec, state = self.record, self.state
-        outcome: Outcome | None = state.outcome
-        assert outcome is not None
-        rec.status = "finished"
-        rec.reason = outcome.reason.value
-        rec.round_scores = [list(r.scores) for r in outcome.rounds]
-        rec.totals = list(outcome.totals)
-        rec.forfeited = sorted(self._forfeited)
-        rec.ranks = list(
-            rank_seats(rec.round_scores, state.rules.tie_break, rec.forfeited)
-            if rec.forfeited
-            else outcome.ranks
-        )
-        rec.events = list(state.events)
-        rec.deals = list(state.deals)
-        rec.finished_at = time.time()
+        self.record.finish(self.state, self._forfeited)
 
     def _abort(self, reason: str) -> None:
         rec, state = self.record, self.state

@@ -25,7 +25,6 @@ from cfarena.engine import (
     legal_moves,
     needs_decision,
     new_match,
-    rank_seats,
 )
 from cfarena.engine.match import MatchState
 from cfarena.server.gamelog import record_to_log
@@ -134,21 +133,7 @@ def simulate_record(
             elapsed = (time.perf_counter() - started) * 1000.0
             record.actions.append(ActionRecord(seat, move.key, True, elapsed, turn_id))
         apply_move(state, move)
-    outcome = state.outcome
-    assert outcome is not None
-    record.status = "finished"
-    record.reason = outcome.reason.value
-    record.round_scores = [list(r.scores) for r in outcome.rounds]
-    record.totals = list(outcome.totals)
-    record.forfeited = sorted(forfeited)
-    record.ranks = list(
-        rank_seats(record.round_scores, state.rules.tie_break, record.forfeited)
-        if record.forfeited
-        else outcome.ranks
-    )
-    record.events = list(state.events)
-    record.deals = list(state.deals)
-    record.finished_at = time.time()
+    record.finish(state, set(forfeited))
     return record
 
 

@@ -133,6 +133,19 @@ class Database:
         An existing bot must present the same token hash (else `StorageError`);
         a given `command` replaces the stored one.
         """
+        return self._upsert_bot(name, token_hash, command, replace_token=False)
+
+    def register_local_bot(self, name: str, token_hash: str, command: str | None = None) -> int:
+        """Like `ensure_bot`, but a new token hash replaces the stored one.
+
+        For locally spawned bots: every `cfarena run-tournament` issues fresh
+        tokens to the processes it starts, so the latest one is what counts.
+        """
+        return self._upsert_bot(name, token_hash, command, replace_token=True)
+
+    def _upsert_bot(
+        self, name: str, token_hash: str, command: str | None, *, replace_token: bool
+    ) -> int:
         if not _HASH.fullmatch(token_hash):
             raise ValueError("token_hash must be a sha256 hex digest (see hash_token)")
         with self._session(write=True) as s:
@@ -143,27 +156,9 @@ class Database:
                 s.flush()
                 return bot.id
             if bot.token_hash != token_hash:
-                raise StorageError(f"bot {name!r} is registered with a different token")
-            if command is not None:
-                bot.command = command
-            return bot.id
-
-    def register_local_bot(self, name: str, token_hash: str, command: str | None = None) -> int:
-        """Like `ensure_bot`, but a new token hash replaces the stored one.
-
-        For locally spawned bots: every `cfarena run-tournament` issues fresh
-        tokens to the processes it starts, so the latest one is what counts.
-        """
-        if not _HASH.fullmatch(token_hash):
-            raise ValueError("token_hash must be a sha256 hex digest (see hash_token)")
-        with self._session(write=True) as s:
-            bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
-            if bot is None:
-                bot = Bot(name=name, token_hash=token_hash, command=command, created_at=_now())
-                s.add(bot)
-                s.flush()
-                return bot.id
-            bot.token_hash = token_hash
+                if not replace_token:
+                    raise StorageError(f"bot {name!r} is registered with a different token")
+                bot.token_hash = token_hash
             if command is not None:
                 bot.command = command
             return bot.id
