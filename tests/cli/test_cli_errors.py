@@ -126,3 +126,24 @@ def test_replay_export_and_verify_through_the_cli(recorded: Path) -> None:
     garbage.write_text("{not json")
     refused = run_cli("replay", "--file", str(garbage), cwd=recorded)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
+
+
+def test_rules_file_with_overrides(tmp_path: Path) -> None:
+    rules = tmp_path / "house.toml"
+    rules.write_text('preset = "maltese"\nspokes = 6\nrounds = "single"\n')
+    data = run_json("run-tournament", "--rules-file", str(rules), "--rule", "double_blank=25",
+                    "--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
+                    "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path)
+    assert data["status"] == "finished"
+    listed = run_json("matches", "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path)
+    shown = run_cli("export", listed[0]["id"], "--db",  # type: ignore[index]
+                    f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path)
+    import json
+
+    log = json.loads(shown.stdout)
+    assert log["rules"] == {"preset": "maltese", "spokes": 6, "rounds": "single",
+                            "double_blank": 25}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('preset = "maltese"\nspokes = "many"\n')
+    refused = run_cli("run-tournament", "--rules-file", str(bad), cwd=tmp_path)
+    assert refused.returncode == 2 and "'spokes'" in refused.stderr

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -47,10 +49,33 @@ def database(url: str) -> Iterator[Database]:
         db.close()
 
 
-def build_rules(preset: str, overrides: Sequence[str]) -> Rules:
-    """`--rules PRESET` plus `--rule KEY=VALUE` overrides, or exit 2 naming the option."""
+def load_rules_file(path: Path) -> dict[str, Any]:
+    """A rules file: TOML (`preset = "maltese"`, `spokes = 6`) or JSON with the same keys."""
     try:
-        rules = Rules.preset(preset)
+        text = path.read_text()
+    except OSError as exc:
+        fail(f"--rules-file {path}: {exc.strerror or exc}")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        fail(f"--rules-file {path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: "
+             f"{exc}")
+    if not isinstance(data, dict):
+        fail(f"--rules-file {path}: expected a table of options")
+    return data
+
+
+def build_rules(preset: str | None, overrides: Sequence[str], rules_file: Path | None = None
+                ) -> Rules:
+    """A rules file, then `--rules PRESET`, then `--rule KEY=VALUE` overrides (later wins).
+
+    Exits 2 with a message naming the option when the rules are not valid.
+    """
+    try:
+        file_options = load_rules_file(rules_file) if rules_file is not None else {}
+        name = preset or str(file_options.pop("preset", "standard"))
+        file_options.pop("preset", None)
+        rules = Rules.preset(name).with_options(**file_options)
         options: dict[str, str] = {}
         for item in overrides:
             key, sep, value = item.partition("=")

@@ -90,8 +90,12 @@ def run_tournament_cmd(
         "repeatable. The command gets CFARENA_SERVER and CFARENA_TOKEN in its environment. "
         "Default: the four bundled bots.")] = None,
     players: Annotated[int, typer.Option("--players", "-k", help="seats per table (2-8)")] = 4,
-    rules: Annotated[str, typer.Option("--rules", help="preset: standard, maltese, trains")
-                     ] = "standard",
+    rules: Annotated[str | None, typer.Option(
+        "--rules", help="preset: standard, maltese, trains [default: standard, or the "
+        "rules file's preset]")] = None,
+    rules_file: Annotated[Path | None, typer.Option(
+        "--rules-file", help="TOML or JSON file of rule options (preset = ..., spokes = ...)")
+    ] = None,
     rule: Annotated[list[str] | None, typer.Option(
         "--rule", help="override one rule option, KEY=VALUE (repeatable), e.g. rounds=half")
     ] = None,
@@ -133,7 +137,7 @@ def run_tournament_cmd(
                             ("--bank-ms", bank_ms, 0), ("--increment-ms", increment_ms, 0)):
         if value < low:
             fail(f"{opt} must be at least {low}, got {value}")
-    rule_set = build_rules(rules, rule or [])
+    rule_set = build_rules(rules, rule or [], rules_file)
     try:
         rule_set.resolve(players)
     except RulesError as exc:

@@ -8,6 +8,7 @@ import logging
 import random
 import signal
 import uuid
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -110,7 +111,10 @@ def serve_cmd(
     host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="port to listen on")] = 50051,
     players: Annotated[int, typer.Option("--players", "-k")] = 4,
-    rules: Annotated[str, typer.Option("--rules")] = "standard",
+    rules: Annotated[str | None, typer.Option("--rules", help="preset [default: standard]")
+                     ] = None,
+    rules_file: Annotated[Path | None, typer.Option("--rules-file",
+                                                    help="TOML/JSON rule options")] = None,
     rule: Annotated[list[str] | None, typer.Option("--rule", help="KEY=VALUE")] = None,
     timeout_ms: Annotated[int, typer.Option("--timeout-ms")] = 1000,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c")] = 4,
@@ -125,7 +129,7 @@ def serve_cmd(
     "<preset>/<players>p" and "global"). SIGINT/SIGTERM: running matches get
     5 s to finish, then are stored as aborted.
     """
-    rule_set = build_rules(rules, rule or [])
+    rule_set = build_rules(rules, rule or [], rules_file)
     try:
         rule_set.resolve(players)
     except RulesError as exc:
