@@ -114,3 +114,58 @@ def test_worlds_that_contradict_known_voids_weigh_less() -> None:
     assert bot._world_weight(world, 0, voids) == 1.0
     voids[0][3] = 1.0  # the searching seat's own row is ignored
     assert bot._world_weight(world, 0, voids) == 1.0
+
+
+def test_constrained_worlds_respect_hard_voids() -> None:
+    import random
+
+    from cfarena.bots._features import read_voids
+    from cfarena.bots.montecarlo import constrained_world
+    from cfarena.engine import apply_move, legal_moves, new_match, observe, visible_events
+
+    checked = 0
+    for seed in range(12):
+        state = new_match(Rules.preset("standard"), 4, seed)
+        pick = random.Random(seed)
+        for _ in range(40):
+            if state.round_over or state.is_over:
+                break
+            moves = legal_moves(state)
+            apply_move(state, moves[pick.randrange(len(moves))])
+        if state.round_over or state.is_over:
+            continue
+        seat = state.current_seat
+        assert seat is not None
+        obs = observe(state, seat)
+        voids = read_voids(obs, visible_events(state, seat, 0))
+        hard = [[c >= 1.0 for c in row] for row in voids]
+        for s in range(4):
+            if s != seat:  # the true deal always satisfies the hard voids
+                assert not any(hard[s][t.a] or hard[s][t.b] for t in state.hand(s))
+        world = constrained_world(obs, random.Random(seed), hard)
+        assert world is not None
+        assert observe(world, seat) == obs
+        for s in range(4):
+            if s != seat:
+                assert not any(hard[s][t.a] or hard[s][t.b] for t in world.hand(s))
+        checked += 1
+    assert checked >= 6
+
+
+def test_impossible_voids_give_no_constrained_world() -> None:
+    import random
+
+    from cfarena.bots.montecarlo import constrained_world
+    from cfarena.engine import new_match, observe
+
+    state = new_match(Rules.preset("standard"), 4, 3)
+    assert state.current_seat is not None
+    obs = observe(state, state.current_seat)
+    hard = [[True] * 10 for _ in range(4)]  # nobody may hold anything
+    assert constrained_world(obs, random.Random(1), hard) is None
+
+
+def test_unknown_sampler_is_rejected() -> None:
+    with pytest.raises(ValueError, match="sampler"):
+        MonteCarloBot(sampler="nope")
+    assert MonteCarloBot(sampler="plain").sampler == "plain"

@@ -5,23 +5,29 @@ For each decision with more than one legal move:
 1. the candidate moves are ordered by `SmartPolicy` (the SmartBot heuristic)
    and, if there are many, only the best `max_candidates` are searched;
 2. a "world" is sampled: the unseen tiles dealt at random into the other
-   hands and the boneyard (`cfarena.engine.determinize`); every candidate is
-   applied to a copy of that same world (common random numbers) and the round
-   is played out with a fast rollout policy (heaviest tile first, doubles
-   preferred when the player can feed them, 0-0 counted at its value);
+   hands and the boneyard. With `sampler="voids"` (the default) the deal
+   respects the public voids: a seat that drew or passed on a value since its
+   last unknown draw (`_features.read_voids` confidence 1) is dealt no tile of
+   that value (`constrained_world`, which steers `cfarena.engine.determinize`
+   through a scripted shuffle and checks the result; if the voids cannot be
+   met, a plain `determinize` world is used). Every candidate is applied to a
+   copy of that same world (common random numbers) and the round is played
+   out with a fast rollout policy (heaviest tile first, doubles preferred
+   when the player can feed them, 0-0 counted at its value);
 3. a move's value is the mean, over the sampled worlds, of
    (mean score of the others - own score) at the end of the round; worlds are
-   weighted by how well they fit what the public record shows (a seat that
-   drew or passed on a value is unlikely to hold it: `void_weight`), and
-   `prior_weight` times the SmartBot score is added, which steadies the
+   weighted by how well they fit the weaker (decayed) voids: `void_weight`,
+   and `prior_weight` times the SmartBot score is added, which steadies the
    choice when only a few worlds fit in the budget;
 4. sampling stops at the thinking budget, at `max_samples` worlds, or at the
-   turn's deadline minus a safety margin, whichever comes first; only complete
-   worlds (every candidate rolled out) count. If not one world fits in the
-   time, the SmartBot move is played. A single legal move is answered at once.
+   turn's deadline minus a safety margin, whichever comes first; a new world
+   is not started when the mean time of a complete world would overrun the
+   stop; only complete worlds (every candidate rolled out) count. If not one
+   world fits in the time, the SmartBot move is played. A single legal move
+   is answered at once.
 
 The budget is the constructor's `budget_ms`, else the environment variable
-`CFARENA_MC_BUDGET_MS`, else 40 ms. Each decision's random generator is seeded
+`CFARENA_MC_BUDGET_MS`, else 50 ms. Each decision's random generator is seeded
 from (match id, seat, event count), so a decision is reproducible whenever it
 ends on `max_samples` rather than on the clock.
 
@@ -52,7 +58,7 @@ from cfarena.engine import (
 from cfarena.sdk import Bot, Turn
 from cfarena.sdk.cli import run_main
 
-DEFAULT_BUDGET_MS = 40.0
+DEFAULT_BUDGET_MS = 50.0
 BUDGET_ENV = "CFARENA_MC_BUDGET_MS"
 # keep this much of the deadline unused (plus a share of it): the answer must still travel
 SAFETY_MS = 25.0
@@ -93,40 +99,6 @@ def rollout_move(state: MatchState, moves: Sequence[Move]) -> Move:
                     if t.b != t.a:
                         counts[t.b] += 1
             key += 6.0 if counts[tile.a] >= 2 else -2.0
-        if key > best_key:
-            best, best_key = move, key
-    return best
-
-
-def rollout_move_lite(state: MatchState, moves: Sequence[Move]) -> Move:
-    """A smarter rollout policy: shed pips, feedable doubles first, ends the player can follow."""
-    blank = state.rules.double_blank
-    seat = state.current_seat
-    assert seat is not None
-    counts = [0] * (state.rules.set_size + 1)
-    for t in state.hand(seat):
-        counts[t.a] += 1
-        if t.b != t.a:
-            counts[t.b] += 1
-    best = moves[0]
-    best_key = -1e9
-    layout = None
-    for move in moves:
-        tile = move.tile
-        if tile is None:
-            continue
-        a, b = tile.a, tile.b
-        key = float(a + b) if b else float(blank if a == 0 else a)
-        if a == b:
-            key += 6.0 if counts[a] >= 2 else -3.0
-        else:
-            parent = move.parent
-            assert parent is not None
-            if layout is None:
-                layout = state.layout()
-            v = layout[parent].open_value
-            w = b if a == v else a
-            key += min(counts[w] - 1, 2)
         if key > best_key:
             best, best_key = move, key
     return best
@@ -237,8 +209,6 @@ class MonteCarloBot(Bot):
         prior_weight: float = 0.5,
         void_weight: float = 0.9,
         sampler: str = "voids",
-        rollout: str = "basic",
-        value: str = "mean",
     ) -> None:
         self.budget_ms = _budget_from_env() if budget_ms is None else float(budget_ms)
         if self.budget_ms < 0:
@@ -249,9 +219,9 @@ class MonteCarloBot(Bot):
         self.max_candidates = max_candidates
         self.prior_weight = prior_weight
         self.void_weight = void_weight
+        if sampler not in ("voids", "plain"):
+            raise ValueError(f"sampler must be 'voids' or 'plain', got {sampler!r}")
         self.sampler = sampler
-        self.rollout = rollout_move_lite if rollout == "lite" else rollout_move
-        self.value = value
         self.last_samples = 0  # worlds sampled for the last decision (for tests and tuning)
 
     def choose(self, turn: Turn) -> Move:
@@ -281,29 +251,6 @@ class MonteCarloBot(Bot):
             if scores[i] > scores[best]:
                 best = i  # ties keep the SmartPolicy order
         return candidates[best]
-
-    def _value(self, state: MatchState, seat: int, players: int) -> float:
-        """The value of a finished round for `seat` (higher is better)."""
-        scores = state.round_outcomes[-1].scores
-        own = scores[seat]
-        if self.value == "mean":
-            return (sum(scores) - own) / (players - 1) - own
-        totals = state.totals()
-        if self.value == "leader":
-            # against the best other total: the seat that most threatens our rank
-            best = min(t for s, t in enumerate(totals) if s != seat)
-            mean = (sum(scores) - own) / (players - 1) - own
-            return 0.5 * mean + 0.5 * (best - totals[seat])
-        if self.value == "rank":
-            mine = totals[seat]
-            below = sum(
-                1.0 if t > mine else 0.5 if t == mine else 0.0
-                for s, t in enumerate(totals)
-                if s != seat
-            )
-            mean = (sum(scores) - own) / (players - 1) - own
-            return mean + 10.0 * below
-        raise ValueError(f"unknown value {self.value!r}")
 
     def _world_weight(self, world: MatchState, seat: int, voids: list[list[float]]) -> float:
         """How plausible a sampled world is given the seats' known voids (1 = no conflict)."""
@@ -340,8 +287,11 @@ class MonteCarloBot(Bot):
             soft = [[0.0 if c >= 1.0 else c for c in row] for row in voids]
             if not any(any(row) for s, row in enumerate(hard) if s != seat):
                 hard = None
-        policy = self.rollout
-        while samples < self.max_samples and clock() < stop:
+        spent = 0.0  # seconds taken by the complete worlds
+        while samples < self.max_samples:
+            began = clock()
+            if began >= stop or (samples and began + spent / samples > stop):
+                break  # another world would not finish in time: do not start it
             try:
                 world = None if hard is None else constrained_world(obs, rng, hard)
                 if world is None:
@@ -359,12 +309,15 @@ class MonteCarloBot(Bot):
                 state = world.clone()
                 if move.kind is MoveKind.PLAY or not state.round_over:
                     apply_move(state, move)
-                play_out(state, policy)
-                outcome.append(self._value(state, seat, players))
+                play_out(state)
+                scores = state.round_outcomes[-1].scores
+                others = (sum(scores) - scores[seat]) / (players - 1)
+                outcome.append(others - scores[seat])
             for i, value in enumerate(outcome):
                 totals[i] += weight * value
             total_weight += weight
             samples += 1
+            spent += clock() - began
         return totals, total_weight, samples
 
 
