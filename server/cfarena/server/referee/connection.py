@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -55,26 +56,56 @@ class BotConnection:
     close_reason: tuple[FaultKind, str] = (FaultKind.DISCONNECT, "stream closed")
     # test hook: called with (match_id, seat, serialized bytes) for every message sent
     on_send: Callable[[str, int, bytes], None] | None = None
-    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Outgoing messages, written in order by one drain task at a time. A Turn is
+    # posted without waiting for gRPC to report the write complete: that report
+    # comes ~1 ms after the bytes left, often after the bot has answered, and
+    # the match should go on as soon as the answer is in.
+    _outbox: deque[tuple[Any, asyncio.Future[None] | None]] = field(default_factory=deque)
+    _drainer: asyncio.Task[None] | None = None
     _closed_event: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def free(self) -> int:
         return 0 if self.closed else self.capacity - len(self.matches)
 
+    def post(self, match_id: str, message: pb.RefereeMessage | bytes) -> None:
+        """Queue one message (or its serialized bytes) without waiting for the write.
+
+        SeatFault if the stream is gone; a write that fails later closes the
+        connection, which faults every Turn still waiting on it.
+        """
+        self._enqueue(match_id, message, None)
+
     async def send(self, match_id: str, message: pb.RefereeMessage | bytes) -> None:
-        """Write one message (or its serialized bytes); SeatFault if the stream is gone."""
+        """Write one message and wait until gRPC has taken it; SeatFault if the stream is gone."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(match_id, message, done)
+        await done
+
+    def _enqueue(self, match_id: str, message: pb.RefereeMessage | bytes,
+                 done: asyncio.Future[None] | None) -> None:
         if self.closed:
             raise SeatFault(*self.close_reason)
         if self.on_send is not None:
             data = message if isinstance(message, bytes) else message.SerializeToString()
             self.on_send(match_id, self.matches.get(match_id, -1), data)
-        try:
-            async with self._lock:
+        self._outbox.append((message, done))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        outbox = self._outbox
+        while outbox and not self.closed:
+            message, done = outbox.popleft()
+            try:
                 await self.writer.write(message)
-        except Exception as exc:  # the stream broke under us
-            self.close(FaultKind.DISCONNECT, f"write failed: {type(exc).__name__}")
-            raise SeatFault(FaultKind.DISCONNECT, "stream closed while sending") from exc
+            except Exception as exc:  # the stream broke under us
+                self.close(FaultKind.DISCONNECT, f"write failed: {type(exc).__name__}")
+                if done is not None and not done.done():
+                    done.set_exception(SeatFault(*self.close_reason))
+                return
+            if done is not None and not done.done():
+                done.set_result(None)
 
     def expect(self, match_id: str, turn_id: int, legal_count: int) -> PendingTurn:
         """Register the Turn about to be sent, so its Action can be routed."""
@@ -127,6 +158,10 @@ class BotConnection:
             if not pending.future.done():
                 pending.future.set_exception(SeatFault(kind, detail))
         self.pending.clear()
+        while self._outbox:
+            _message, done = self._outbox.popleft()
+            if done is not None and not done.done():
+                done.set_exception(SeatFault(kind, detail))
         self._closed_event.set()
 
     async def wait_closed(self) -> None:

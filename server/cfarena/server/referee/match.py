@@ -215,7 +215,7 @@ class MatchRunner:
             pending.sent_at = time.perf_counter()
             timer = loop.call_later(allowed_ms / 1000.0, _expire, pending.future, allowed_ms)
             try:
-                await conn.send(self.match_id, msg)
+                conn.post(self.match_id, msg)
                 index = await pending.future
             finally:
                 timer.cancel()
