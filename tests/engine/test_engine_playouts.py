@@ -167,3 +167,28 @@ def test_option_combinations_play_out(
     )
     state = new_match(rules, players, seed)
     assert checked_playout(state, random.Random(seed)) == 2
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_thousands_of_seeded_rounds_per_preset(preset: str) -> None:
+    """2,100 seeded rounds per preset (300 per player count): they end, conserve the
+    set, score the pips left, and the first moves of each are legal by construction."""
+    rules = Rules.preset(preset).with_options(rounds="single")
+    played = 0
+    for players in range(2, 9):
+        full = Counter(full_set(rules.resolve(players).set_size))
+        for seed in range(1_000, 1_300):
+            state = new_match(rules, players, seed)
+            rng = random.Random(seed)
+            steps = 0
+            while not state.is_over:
+                legal = legal_moves(state)
+                apply_move(state, legal[rng.randrange(len(legal))])
+                steps += 1
+                assert steps < 5_000
+            assert Counter(state.tiles_in_play()) == full
+            end = state.events[-1]
+            assert end.kind is EventKind.ROUND_END
+            assert end.scores == tuple(_pips_left(state, s) for s in range(players))
+            played += 1
+    assert played == 2_100
