@@ -22,7 +22,8 @@ from cfarena.server.referee import (
     TimeControl,
     TokenRegistry,
 )
-from cfarena.server.storage import Database, MatchPlan
+from cfarena.server.storage import Database, MatchPlan, MatchStatus
+from cfarena.server.storage import MatchRecord as StoredMatch
 from cfarena.server.tournament import to_stored
 
 log = logging.getLogger("cfarena.serve")
@@ -56,19 +57,21 @@ async def serve_forever(
             loop.add_signal_handler(sig, stop.set)
     rng = random.Random(seed)
     played = 0
-    running: set[asyncio.Task[MatchRecord]] = set()
+    running: set[asyncio.Task[MatchRecord | None]] = set()
     gate = asyncio.Semaphore(concurrency)
 
     def store(record: MatchRecord) -> None:
         db.record_match(to_stored(record))
 
-    async def one(match_id: str, seat_bots: list[str], match_seed: int) -> MatchRecord:
+    async def one(match_id: str, seat_bots: list[str], match_seed: int) -> MatchRecord | None:
         try:
             return await server.run_match(match_id, rules, match_seed, seat_bots, time_control,
                                           seat_timeout=5.0, on_record=store)
         except SeatingTimeout as exc:  # a bot left between picking and seating
             log.warning("%s", exc)
-            raise
+            db.record_match(StoredMatch(match_id, status=MatchStatus.ABORTED,
+                                        reason=f"not seated: {exc}"))
+            return None
         finally:
             gate.release()
 
