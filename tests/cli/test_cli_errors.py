@@ -33,6 +33,8 @@ def _snapshot(db: Path) -> list[tuple[object, ...]]:
     (["--players", "9"], "--players must be 2-8"),
     (["--bot", "nosuchbot", "--bot", "random"], "no bundled bot"),
     (["--bot", "dead=sh -c 'exit 7'", "--bot", "random"], "exited with code 7"),
+    (["--bot", "typo=python -m cfarena.sdk run no_such_module", "--bot", "random"],
+     "no_such_module"),
     (["--bot", "mute=sleep 60", "--bot", "random", "--connect-timeout", "2"],
      "did not connect within 2 s"),
     (["--rule", "hand_size=40", "--players", "4"], "'hand_size'"),

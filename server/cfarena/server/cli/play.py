@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -148,12 +149,16 @@ def run_tournament_cmd(
     )
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-    with database(db_url) as db:
+    # without --log-dir, bot output goes to a temporary directory, so that an
+    # error can still quote the last line a failing bot printed
+    with tempfile.TemporaryDirectory(prefix="cfarena-bots-") as scratch, \
+            database(db_url) as db:
+        bot_logs = log_dir if log_dir is not None else Path(scratch)
         bar = _ProgressBar(enabled=True)
         try:
             result = asyncio.run(run_tournament(
                 config, db, concurrency=concurrency, progress=bar, resume_id=resume,
-                log_dir=log_dir, connect_timeout=connect_timeout,
+                log_dir=bot_logs, connect_timeout=connect_timeout,
             ))
         except KeyboardInterrupt:
             bar.stop()
