@@ -7,7 +7,9 @@ trivial bots (each answers move 0), counting bot decisions per second; (2) a
 bare grpc.aio bidirectional echo with C streams, each sending an Action and
 receiving a Turn (the median-size Turn of run 1), counting
 round trips per second (the reply is a real Turn captured in run 1, so both
-clients parse the same bytes). Also: C=64 matches at a 1000 ms deadline, counting
+clients parse the same bytes). The referee's process CPU per decision (all
+threads, this process) is printed too: less noisy than the rates on a busy
+machine, so compare variants by it as well. Also: C=64 matches at a 1000 ms deadline, counting
 timeouts (there must be none) and the slowest answer.
 
     python benchmarks/referee.py [--seconds 5] [--concurrency 1 8]
@@ -86,15 +88,18 @@ async def referee_rate(concurrency: int, seconds: float, timeout_ms: int = 5000,
                 timeouts += sum(1 for f in rec.faults if f.kind.value == "timeout")
 
         started = time.perf_counter()
+        cpu_started = time.process_time()
         await asyncio.gather(*(lane() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
+        cpu = time.process_time() - cpu_started
     finally:
         _stop(proc)
         await server.stop(grace=1)
     samples.sort(key=len)
     median_turn = samples[len(samples) // 2] if samples else b""
     return {"rate": decisions / elapsed, "decisions": decisions, "timeouts": timeouts,
-            "slowest_ms": slowest, "turn": median_turn}
+            "slowest_ms": slowest, "turn": median_turn,
+            "cpu_us": cpu / max(1, decisions) * 1e6}
 
 
 async def raw_rate(streams: int, seconds: float, reply: bytes) -> float:
@@ -142,7 +147,8 @@ async def main() -> None:
         raw = await raw_rate(c, ns.seconds, ref["turn"])
         print(f"concurrency {c}: referee {ref['rate']:,.0f} decisions/s "
               f"(median Turn {len(ref['turn'])} B); raw ping-pong with that Turn "
-              f"{raw:,.0f} round trips/s; ratio {ref['rate'] / raw:.0%}", flush=True)
+              f"{raw:,.0f} round trips/s; ratio {ref['rate'] / raw:.0%}; "
+              f"referee process CPU {ref['cpu_us']:.0f} µs/decision", flush=True)
     if ns.soak:
         soak = await referee_rate(ns.soak, ns.seconds, timeout_ms=1000)
         print(f"{ns.soak} concurrent matches at 1000 ms: {soak['decisions']:,} decisions, "
