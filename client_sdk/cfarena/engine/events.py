@@ -51,20 +51,31 @@ class Event:
             return replace(self, tile=None)
         return self
 
-    def __str__(self) -> str:
+    def describe(self, viewer: int | None = None) -> str:
+        """One line of text; the `viewer`'s own seat is marked "(you)"."""
+
+        def who(seat: int | None) -> str:
+            if seat is None:
+                return "the referee"
+            return f"seat {seat} (you)" if seat == viewer else f"seat {seat}"
+
         k = self.kind
-        who = f"seat {self.seat}"
         if k is EventKind.ROUND_START:
-            return f"round {self.round_index + 1} starts with {self.tile}, {who} first"
+            return f"round {self.round_index + 1} starts with {self.tile}; {who(self.seat)} first"
         if k is EventKind.DRAW_OFF:
-            return f"{who} draws {self.tile} in the draw-off"
+            return f"{who(self.seat)} draws {self.tile} in the draw-off"
         if k is EventKind.CENTRE:
-            return f"{who} puts {self.tile} in the centre"
+            return f"{who(self.seat)} puts {self.tile} in the centre"
         if k is EventKind.PLAY:
-            return f"{who} plays {self.tile} on #{self.parent} (#{self.node})"
+            return f"{who(self.seat)} plays {self.tile} on #{self.parent} (new #{self.node})"
         if k is EventKind.DRAW:
-            return f"{who} draws {self.tile if self.tile is not None else 'a tile'}"
+            tile = self.tile if self.tile is not None else "a tile"
+            return f"{who(self.seat)} draws {tile}"
         if k is EventKind.PASS:
-            return f"{who} passes"
-        reason = self.reason.value if self.reason else "?"
-        return f"round {self.round_index + 1} ends ({reason}): scores {list(self.scores or ())}"
+            return f"{who(self.seat)} passes"
+        reason = self.reason.value.replace("_", " ") if self.reason else "?"
+        out = f", {who(self.seat)} went out" if self.seat is not None else ""
+        return f"round {self.round_index + 1} ends ({reason}{out})"
+
+    def __str__(self) -> str:
+        return self.describe()

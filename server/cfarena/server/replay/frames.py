@@ -234,26 +234,4 @@ def build_frames(log: Mapping[str, Any], seat: int | None = None) -> list[Frame]
 
 def event_text(event: Event, viewer: int | None = None) -> str:
     """One line for an event (`viewer`'s own seat is marked "you")."""
-
-    def who(seat: int | None) -> str:
-        if seat is None:
-            return "the referee"
-        return f"seat {seat} (you)" if seat == viewer else f"seat {seat}"
-
-    k = event.kind
-    if k is EventKind.ROUND_START:
-        return f"round {event.round_index + 1} starts with {event.tile}; {who(event.seat)} first"
-    if k is EventKind.DRAW_OFF:
-        return f"{who(event.seat)} draws {event.tile} in the draw-off"
-    if k is EventKind.CENTRE:
-        return f"{who(event.seat)} puts {event.tile} in the centre"
-    if k is EventKind.PLAY:
-        return f"{who(event.seat)} plays {event.tile} on #{event.parent} (new #{event.node})"
-    if k is EventKind.DRAW:
-        tile = event.tile if event.tile is not None else "a tile"
-        return f"{who(event.seat)} draws {tile}"
-    if k is EventKind.PASS:
-        return f"{who(event.seat)} passes"
-    reason = event.reason.value.replace("_", " ") if event.reason else "?"
-    out = f", {who(event.seat)} went out" if event.seat is not None else ""
-    return f"round {event.round_index + 1} ends ({reason}{out})"
+    return event.describe(viewer)
