@@ -459,7 +459,7 @@ def turn_to_proto(
     """A Turn message: `events` are the seat's new ones, numbered to end at event_count - 1.
 
     `legal_moves` defaults to `obs.legal_moves`. For sending, prefer
-    `turn_message`, which builds the RefereeMessage without an extra copy.
+    `turn_message` (a RefereeMessage) or, on a hot path, `TurnEncoder`.
     """
     return pb.Turn.FromString(
         _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
@@ -476,7 +476,10 @@ def turn_message(
     bank_ms: int = 0,
     legal_moves: Sequence[Move] | None = None,
 ) -> pb.RefereeMessage:
-    """`RefereeMessage(turn=turn_to_proto(...))`, built in one step (the referee's hot path)."""
+    """`RefereeMessage(turn=turn_to_proto(...))`, built in one step.
+
+    The referee itself writes `TurnEncoder.encode` bytes (the same bytes, cached).
+    """
     data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
     return pb.RefereeMessage.FromString(_wire.length_delimited(3, data))
 
