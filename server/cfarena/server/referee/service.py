@@ -64,6 +64,16 @@ class ArenaService:
     async def Play(
         self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
     ) -> None:
+        try:
+            await self._play(requests, context)
+        except asyncio.CancelledError:
+            # the server is stopping (or the RPC was cancelled) at any point of
+            # the conversation, the handshake included: end quietly
+            return
+
+    async def _play(
+        self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
+    ) -> None:
         hello = await self._read_hello(requests, context)
         name = self.server.tokens.lookup(hello.token)
         if name is None:
@@ -93,8 +103,8 @@ class ArenaService:
         try:
             await self._read_actions(conn, requests, context)
         except asyncio.CancelledError:
-            # the server is stopping (or the RPC was cancelled): end quietly
             conn.close(FaultKind.DISCONNECT, "stream cancelled")
+            raise
         finally:
             conn.close(FaultKind.DISCONNECT, "stream ended")
             self.server.unregister(conn)
