@@ -96,6 +96,22 @@ def shuffle_in_place(items: list[int], rng: random.Random) -> None:
         items[i], items[j] = items[j], items[i]
 
 
+def _draw_in_turn_until(
+    pile: list[int], double: int, start_seat: int, players: int, draws: list[tuple[int, int]]
+) -> int:
+    """Seats draw from `pile` in turn from `start_seat` until `double` comes up.
+
+    Appends each `(seat, code)` to `draws`; returns the seat that drew the double.
+    """
+    seat = start_seat
+    for code in pile:
+        draws.append((seat, code))
+        if code == double:
+            break
+        seat = (seat + 1) % players
+    return seat
+
+
 def deal_round(rules: ResolvedRules, seed: int, round_index: int) -> RoundSetup:
     """The deal of round `round_index` under `rules.start`."""
     rng = random.Random(round_seed(seed, round_index))
@@ -117,13 +133,7 @@ def deal_round(rules: ResolvedRules, seed: int, round_index: int) -> RoundSetup:
         if rules.start is Start.DRAW_OFF:
             pile = list(everything)
             shuffle_in_place(pile, rng)
-            seat = start_seat
-            for code in pile:
-                draw_off.append((seat, code))
-                if code == double:
-                    break
-                seat = (seat + 1) % players
-            centre_seat = seat
+            centre_seat = _draw_in_turn_until(pile, double, start_seat, players, draw_off)
         deck = without_double
         shuffle_in_place(deck, rng)
 
@@ -139,13 +149,7 @@ def deal_round(rules: ResolvedRules, seed: int, round_index: int) -> RoundSetup:
         holder = next((s for s in range(players) if double in hands[s]), None)
         if holder is None:
             # nobody holds it: seats draw in turn from the boneyard until it is drawn
-            seat = start_seat
-            for code in boneyard:
-                setup_draws.append((seat, code))
-                if code == double:
-                    break
-                seat = (seat + 1) % players
-            holder = seat
+            holder = _draw_in_turn_until(boneyard, double, start_seat, players, setup_draws)
         centre_seat = holder
         first = (holder + 1) % players
     return RoundSetup(
