@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
-
-class FaultKind(enum.Enum):
-    """How a fault is classified (mirrors cfarena.v1.FaultKind)."""
-
-    TIMEOUT = "timeout"
-    ILLEGAL = "illegal"
-    PROTOCOL = "protocol"
-    DISCONNECT = "disconnect"
+# the wire's fault kinds (cfarena.v1.FaultKind); one enum for SDK and referee
+from cfarena.sdk.types import FaultKind as FaultKind
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from cfarena.engine import (
 from cfarena.engine.dealing import RoundDeal
 from cfarena.engine.match import MatchState
 from cfarena.sdk import convert
+from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
 from cfarena.server.referee.faults import Fault, FaultKind
 from cfarena.v1 import arena_pb2 as pb
@@ -304,7 +305,7 @@ class MatchRunner:
         deals = [convert.round_deal_to_proto(d.round_index, d.hands, d.boneyard, d.first_seat)
                  for d in rec.deals]
         faults = [
-            pb.Fault(seat=f.seat, kind=_FAULT_PB[f.kind], detail=f.detail, turn_id=f.turn_id)
+            convert.fault_to_proto(SdkFault(f.seat, f.kind, f.detail, f.turn_id))
             for f in rec.faults
         ]
         for seat, conn in enumerate(self.seats):
@@ -330,13 +331,6 @@ class MatchRunner:
             with contextlib.suppress(SeatFault):
                 await conn.send(self.match_id, msg)
 
-
-_FAULT_PB = {
-    FaultKind.TIMEOUT: pb.FAULT_KIND_TIMEOUT,
-    FaultKind.ILLEGAL: pb.FAULT_KIND_ILLEGAL,
-    FaultKind.PROTOCOL: pb.FAULT_KIND_PROTOCOL,
-    FaultKind.DISCONNECT: pb.FAULT_KIND_DISCONNECT,
-}
 
 
 def _expire(future: asyncio.Future[int], allowed_ms: float) -> None:
