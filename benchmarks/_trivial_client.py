@@ -1,10 +1,13 @@
 """Trivial clients for benchmarks/referee.py (run as a subprocess).
 
     referee SERVER TOKEN [TOKEN ...] --capacity C [--streams K]
-        K streams per token (default 1), each of capacity C; answer index 0
-    raw SERVER STREAMS REQUEST_HEX                  ping-pong: send, wait for the reply, repeat
+        K streams per token (default 1), each of capacity C
+    raw SERVER STREAMS                       ping-pong against the bare echo server
 
-Both parse each incoming message exactly like a minimal bot would and nothing more.
+Both modes run the same per-message code (`_answer`): parse each incoming
+RefereeMessage like a minimal bot would, answer a Turn with move 0 of that
+Turn's match and turn_id, and write the answer. The only difference is the
+server on the other end, so the ratio of the two rates is the referee's cost.
 """
 
 from __future__ import annotations
@@ -12,43 +15,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from typing import Any
 
 import grpc
 
 from cfarena.v1 import arena_pb2 as pb
 
 
+def _answer(msg: pb.RefereeMessage) -> pb.BotMessage | None:
+    if msg.WhichOneof("kind") != "turn":
+        return None
+    t = msg.turn
+    return pb.BotMessage(action=pb.Action(match_id=t.match_id, turn_id=t.turn_id, move_index=0))
+
+
+async def _serve(call: Any) -> None:
+    async for msg in call:
+        answer = _answer(msg)
+        if answer is not None:
+            await call.write(answer)
+
+
+def _method(channel: grpc.aio.Channel, path: str) -> Any:
+    return channel.stream_stream(
+        path,
+        request_serializer=pb.BotMessage.SerializeToString,
+        response_deserializer=pb.RefereeMessage.FromString,
+    )
+
+
 async def referee_stream(server: str, token: str, capacity: int) -> None:
     async with grpc.aio.insecure_channel(server) as channel:
-        play = channel.stream_stream(
-            "/cfarena.v1.Arena/Play",
-            request_serializer=lambda m: m.SerializeToString(),
-            response_deserializer=pb.RefereeMessage.FromString,
-        )
-        call = play()
+        call = _method(channel, "/cfarena.v1.Arena/Play")()
         await call.write(pb.BotMessage(hello=pb.Hello(token=token, protocol="cfarena.v1",
                                                       capacity=capacity)))
-        async for msg in call:
-            if msg.WhichOneof("kind") == "turn":
-                t = msg.turn
-                await call.write(pb.BotMessage(action=pb.Action(
-                    match_id=t.match_id, turn_id=t.turn_id, move_index=0)))
+        await _serve(call)
 
 
-async def raw_stream(server: str, request: bytes) -> None:
+async def raw_stream(server: str) -> None:
     async with grpc.aio.insecure_channel(server) as channel:
-        echo = channel.stream_stream(
-            "/bench.Echo/Ping",
-            request_serializer=lambda b: b,
-            response_deserializer=pb.RefereeMessage.FromString,
-        )
-        call = echo()
-        while True:
-            await call.write(request)
-            msg = await call.read()
-            if msg is grpc.aio.EOF:
-                return
-            _ = msg.turn.match_id, msg.turn.turn_id  # what a bot reads
+        call = _method(channel, "/bench.Echo/Ping")()
+        await call.write(pb.BotMessage(action=pb.Action()))  # starts the ping-pong
+        await _serve(call)
 
 
 async def main(argv: list[str]) -> None:
@@ -60,8 +68,7 @@ async def main(argv: list[str]) -> None:
         await asyncio.gather(*(referee_stream(server, t, capacity)
                                for t in tokens for _ in range(streams)))
     else:
-        streams, request = int(argv[2]), bytes.fromhex(argv[3])
-        await asyncio.gather(*(raw_stream(server, request) for _ in range(streams)))
+        await asyncio.gather(*(raw_stream(server) for _ in range(int(argv[2]))))
 
 
 if __name__ == "__main__":

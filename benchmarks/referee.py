@@ -2,15 +2,17 @@
 """Bot decisions per second through the referee vs. a raw gRPC ping-pong.
 
 Both measured in the same run on 127.0.0.1 with trivial clients in one
-subprocess: (1) the referee running C concurrent 2-player matches between two
-trivial bots (each answers move 0), counting bot decisions per second; (2) a
-bare grpc.aio bidirectional echo with C streams, each sending an Action and
-receiving a Turn (the median-size Turn of run 1), counting
-round trips per second (the reply is a real Turn captured in run 1, so both
-clients parse the same bytes). The referee's process CPU per decision (all
-threads, this process) is printed too: less noisy than the rates on a busy
-machine, so compare variants by it as well. Also: C=64 matches at a 1000 ms deadline, counting
-timeouts (there must be none) and the slowest answer.
+subprocess running the same per-message code (_trivial_client.py: parse the
+RefereeMessage, answer a Turn with move 0 of its match and turn_id): (1) the
+referee running C concurrent 2-player matches between two trivial bots,
+counting bot decisions per second; (2) a bare grpc.aio bidirectional echo with
+C streams that answers every Action with the median-size Turn of run 1,
+counting round trips per second. Same client code, same message sizes: the
+ratio is what the referee costs over gRPC itself. The referee's process CPU
+per decision (all threads, this process) is printed too: less noisy than the
+rates on a busy machine, so compare variants by it as well. Also: 64
+concurrent matches at a 1000 ms deadline, counting timeouts (there must be
+none) and the slowest answer.
 
     python benchmarks/referee.py [--seconds 5] [--concurrency 1 8]
 """
@@ -104,9 +106,6 @@ async def referee_rate(concurrency: int, seconds: float, timeout_ms: int = 5000,
 
 async def raw_rate(streams: int, seconds: float, reply: bytes) -> float:
     """Round trips/s of a bare echo replying with `reply` (a real Turn of run 1)."""
-    turn = pb.RefereeMessage.FromString(reply).turn
-    request = pb.BotMessage(action=pb.Action(match_id=turn.match_id, turn_id=turn.turn_id,
-                                             move_index=0))
     count = 0
 
     async def ping(requests: Any, context: Any) -> Any:
@@ -123,8 +122,7 @@ async def raw_rate(streams: int, seconds: float, reply: bytes) -> float:
         (grpc.method_handlers_generic_handler("bench.Echo", {"Ping": handler}),))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    proc = _spawn("raw", f"127.0.0.1:{port}", str(streams),
-                  request.SerializeToString().hex())
+    proc = _spawn("raw", f"127.0.0.1:{port}", str(streams))
     try:
         await asyncio.sleep(1.0)  # connect and warm up
         start_count, started = count, time.perf_counter()

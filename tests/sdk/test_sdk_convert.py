@@ -15,7 +15,9 @@ from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.outcome import RoundOutcome
 from cfarena.engine.rules import Draw, PlayDrawn, ResolvedRules, Start, TieBreak
 from cfarena.engine.tiles import Tile
+from cfarena.sdk import _wire
 from cfarena.sdk import convert as c
+from cfarena.sdk.turn_encoder import TurnEncoder
 from cfarena.sdk.types import (
     Fault,
     FaultKind,
@@ -135,7 +137,7 @@ def test_event_round_trip(event: Event, index: int) -> None:
 
 @given(st.lists(events(), max_size=6), st.integers(0, 100))
 def test_fast_event_encoding_matches_protobuf(evs: list[Event], first: int) -> None:
-    fast = [pb.Event.FromString(c._event_bytes(e, first + i)) for i, e in enumerate(evs)]
+    fast = [pb.Event.FromString(c.event_payload(e, first + i)) for i, e in enumerate(evs)]
     assert fast == c.events_to_proto(evs, first)
 
 
@@ -207,6 +209,27 @@ def test_fast_turn_encoding_matches_protobuf(
     assert c.turn_message(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7) == (
         pb.RefereeMessage(turn=expected)
     )
+    # the referee's incremental encoder, fresh and after encoding another Turn first
+    encoder = TurnEncoder(match_id)
+    for _ in range(2):
+        data = encoder.encode(turn_id, obs, evs, deadline_ms=1500, bank_ms=7)
+        assert pb.RefereeMessage.FromString(data) == pb.RefereeMessage(turn=expected)
+
+
+@given(
+    st.integers(0, 300), tiles, st.none() | st.integers(0, 300),
+    st.integers(0, 300), st.integers(0, 300), st.integers(0, 300),
+)
+def test_placed_entry_bytes_equal_protobuf(
+    node: int, tile: Tile, parent: int | None, open_value: int, capacity: int, children: int
+) -> None:
+    """The hand-written layout entry is byte for byte what protobuf writes (both paths)."""
+    placed = PlacedTile(node, tile, parent, open_value, capacity, children)
+    reference = pb.Observation(layout=[pb.PlacedTile(
+        node=node, tile=pb.Tile(a=tile.a, b=tile.b), parent=parent,
+        open_value=open_value, capacity=capacity, children=children,
+    )])
+    assert _wire.placed_entry(placed) == reference.SerializeToString()
 
 
 def test_turn_round_trip_accumulates_history() -> None:
@@ -354,7 +377,7 @@ def test_turn_encoder_matches_the_plain_encoding_over_whole_matches() -> None:
         observe,
         visible_events,
     )
-    from cfarena.sdk.convert import TurnEncoder, turn_message_bytes
+    from cfarena.sdk.convert import turn_message_bytes
 
     for preset, players in (("standard", 4), ("maltese", 3), ("trains", 2)):
         state = new_match(Rules.preset(preset).with_options(rounds=2), players, 9)

@@ -208,7 +208,8 @@ def event_to_proto(event: Event, index: int) -> pb.Event:
     return msg
 
 
-def _event_bytes(event: Event, index: int) -> bytes:
+def event_payload(event: Event, index: int) -> bytes:
+    """The serialized Event message (payload, no key) of the event at `index`."""
     return _wire.event_bytes(
         index,
         _EVENT_KIND_TO_PB[event.kind],
@@ -414,7 +415,8 @@ def observation_from_proto(
 # ----------------------------------------------------------------------- turns
 
 
-def _move_bytes(move: Move) -> bytes:
+def move_payload(move: Move) -> bytes:
+    """The serialized Move message (payload, no key) of `move`, cached by value."""
     data = _MOVE_BYTES.get(move)
     if data is None:
         data = _MOVE_BYTES[move] = move_to_proto(move).SerializeToString()
@@ -439,8 +441,8 @@ def _turn_bytes(
         match_id,
         turn_id,
         _wire.observation_bytes(obs),
-        [cache.get(m) or _move_bytes(m) for m in moves],
-        [_event_bytes(e, first + i) for i, e in enumerate(events)],
+        [cache.get(m) or move_payload(m) for m in moves],
+        [event_payload(e, first + i) for i, e in enumerate(events)],
         deadline_ms,
         bank_ms,
     )
@@ -459,7 +461,7 @@ def turn_to_proto(
     """A Turn message: `events` are the seat's new ones, numbered to end at event_count - 1.
 
     `legal_moves` defaults to `obs.legal_moves`. For sending, prefer
-    `turn_message` (a RefereeMessage) or, on a hot path, `TurnEncoder`.
+    `turn_message` (a RefereeMessage) or, on a hot path, `cfarena.sdk.turn_encoder.TurnEncoder`.
     """
     return pb.Turn.FromString(
         _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
@@ -482,95 +484,6 @@ def turn_message(
     """
     data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
     return pb.RefereeMessage.FromString(_wire.length_delimited(3, data))
-
-
-class TurnEncoder:
-    """The referee's per-match Turn encoder: `turn_message_bytes` with caches.
-
-    Layout entries are cached by placed-tile identity (the engine keeps a
-    node's PlacedTile until the node changes), the Turn's event entries by
-    event position (the version a seat sees of another seat's draw is encoded
-    apart), and legal-move entries by the engine's shared Move objects. The
-    bytes are those of `turn_message_bytes` (tests/sdk/test_sdk_convert.py).
-    """
-
-    def __init__(self, match_id: str) -> None:
-        mid = match_id.encode()
-        self._match_field = _wire.length_delimited(1, mid) if mid else b""
-        self._events: dict[int, tuple[Event, bytes]] = {}
-        self._moves: dict[int, tuple[Move, bytes]] = {}
-        # the layout's entries by node (within one round nodes are only added,
-        # and a changed node is a new PlacedTile object), and the finished
-        # rounds' scores, which only grow
-        self._round = -1
-        self._nodes: list[PlacedTile] = []
-        self._entries: list[bytes] = []
-        self._scores_key = -1
-        self._scores = b""
-
-    def _layout(self, obs: Observation) -> bytes:
-        if obs.round_index != self._round:
-            self._round = obs.round_index
-            self._nodes, self._entries = [], []
-        nodes, entries = self._nodes, self._entries
-        for i, placed in enumerate(obs.layout):
-            if i < len(nodes):
-                if nodes[i] is placed:
-                    continue
-                nodes[i] = placed
-                entries[i] = _wire.layout_bytes((placed,))
-            else:
-                nodes.append(placed)
-                entries.append(_wire.layout_bytes((placed,)))
-        if len(nodes) > len(obs.layout):  # not expected within a round; stay exact
-            del nodes[len(obs.layout):], entries[len(obs.layout):]
-        return b"".join(entries)
-
-    def _round_scores(self, obs: Observation) -> bytes:
-        if len(obs.round_scores) != self._scores_key:
-            self._scores_key = len(obs.round_scores)
-            self._scores = _wire.scores_bytes(obs)
-        return self._scores
-
-    def encode(
-        self,
-        turn_id: int,
-        obs: Observation,
-        events: Sequence[Event],
-        *,
-        deadline_ms: int,
-        bank_ms: int = 0,
-        legal_moves: Sequence[Move] | None = None,
-    ) -> bytes:
-        """The serialized `RefereeMessage(turn=...)`, as `turn_message_bytes` makes it."""
-        first = obs.event_count - len(events)
-        if first < 0:
-            raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
-        parts = [
-            self._match_field,
-            _wire.uint_field(2, turn_id),
-            _wire.length_delimited(
-                3, _wire.observation_bytes(obs, self._layout(obs), self._round_scores(obs))
-            ),
-        ]
-        move_cache = self._moves
-        for move in obs.legal_moves if legal_moves is None else legal_moves:
-            hit = move_cache.get(id(move))
-            if hit is None or hit[0] is not move:
-                data = _MOVE_BYTES.get(move) or _move_bytes(move)
-                hit = move_cache[id(move)] = (move, _wire.length_delimited(4, data))
-            parts.append(hit[1])
-        event_cache = self._events
-        for i, event in enumerate(events, first):
-            cached = event_cache.get(i)
-            if cached is None or cached[0] is not event:
-                cached = (event, _wire.length_delimited(5, _event_bytes(event, i)))
-                if event.kind is not EventKind.DRAW:  # draws differ by viewer
-                    event_cache[i] = cached
-            parts.append(cached[1])
-        parts.append(_wire.uint_field(6, deadline_ms))
-        parts.append(_wire.uint_field(7, bank_ms))
-        return _wire.length_delimited(3, b"".join(parts))
 
 
 def turn_message_bytes(

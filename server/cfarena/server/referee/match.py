@@ -25,6 +25,7 @@ from cfarena.engine import (
 from cfarena.engine.dealing import RoundDeal
 from cfarena.engine.match import MatchState
 from cfarena.sdk import convert
+from cfarena.sdk.turn_encoder import TurnEncoder
 from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
 from cfarena.server.referee.faults import Fault, FaultKind
@@ -147,7 +148,7 @@ class MatchRunner:
             key=key,
         )
         self._rules_proto = convert.rules_to_proto(self.state.rules)
-        self._encoder = convert.TurnEncoder(match_id)
+        self._encoder = TurnEncoder(match_id)
         self._sent_events = [0] * self.players
         self._strikes = [0] * self.players
         self._forfeited: set[int] = set()

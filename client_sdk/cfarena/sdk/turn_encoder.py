@@ -1,0 +1,188 @@
+"""The referee's per-match Turn encoder: `convert.turn_message_bytes`, incrementally.
+
+The referee encodes one Turn per bot decision, so this is the hot path of a
+match. Between two Turns of a match little changes: a node or two of the
+layout, one tile of a hand, a few counters. The encoder keeps the wire bytes
+of everything that did not change and re-encodes the rest:
+
+- layout entries by node, re-encoded only for nodes whose PlacedTile object
+  changed (the engine replaces a node's PlacedTile when the node changes and
+  keeps it otherwise; a changed node is found by identity, in C);
+- hand, round-double and drawn-tile entries by the identity of the engine's
+  interned Tile objects (any other Tile falls back to a lookup by value);
+- legal-move entries by the engine's shared Move objects;
+- event entries by event position (another seat's draw differs by viewer and
+  is encoded each time);
+- the totals and finished rounds' scores until they change.
+
+The bytes are exactly those of `turn_message_bytes`
+(tests/sdk/test_sdk_convert.py compares them over whole matches of every
+preset), so a bot cannot tell which of the two encoded its Turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import compress
+from operator import is_not
+
+from cfarena.engine.events import Event, EventKind
+from cfarena.engine.moves import Move
+from cfarena.engine.observation import Observation, PlacedTile
+from cfarena.engine.tile_codes import TILE_OF
+from cfarena.engine.tiles import Tile
+from cfarena.sdk import _wire
+from cfarena.sdk.convert import event_payload, move_payload
+
+_SMALL = [bytes([n]) for n in range(128)]
+
+# Turn.legal_moves entries (field 4) by id(move). The stored Move keeps the id
+# from being reused by another object while its entry lives; the engine's
+# Moves are shared (one object per move), so this stays small.
+_MOVE_ENTRIES: dict[int, tuple[Move, bytes]] = {}
+_MOVE_LIMIT = 1 << 16
+
+
+def _move_entry(move: Move) -> bytes:
+    if len(_MOVE_ENTRIES) >= _MOVE_LIMIT:
+        _MOVE_ENTRIES.clear()
+    entry = _wire.length_delimited(4, move_payload(move))
+    _MOVE_ENTRIES[id(move)] = (move, entry)
+    return entry
+
+
+def _by_tile_id(entries: dict[Tile, bytes]) -> dict[int, bytes]:
+    """`entries` re-keyed by the ids of the engine's interned tiles (live for good)."""
+    return {id(t): entries[t] for t in set(TILE_OF) if t in entries}
+
+
+_HAND_BY_ID = _by_tile_id(_wire.HAND_ENTRY)
+_ROUND_DOUBLE_BY_ID = _by_tile_id(_wire.ROUND_DOUBLE_ENTRY)
+_DRAWN_BY_ID = _by_tile_id(_wire.DRAWN_ENTRY)
+
+
+def _tile_entry(by_id: dict[int, bytes], by_value: dict[Tile, bytes], tile: Tile) -> bytes:
+    entry = by_id.get(id(tile))
+    return entry if entry is not None else by_value[tile]
+
+
+def _hand(hand: tuple[Tile, ...]) -> bytes:
+    try:
+        return b"".join(map(_HAND_BY_ID.__getitem__, map(id, hand)))
+    except KeyError:  # a Tile not interned by the engine
+        return b"".join([_tile_entry(_HAND_BY_ID, _wire.HAND_ENTRY, t) for t in hand])
+
+
+def _small_packed(key: bytes, values: tuple[int, ...]) -> bytes:
+    """A packed repeated uint32 field of fewer than 128 values; `key` is its tag byte."""
+    if not values:
+        return b""
+    if max(values) < 128:  # each varint is one byte
+        return key + _SMALL[len(values)] + bytes(values)
+    payload = b"".join([_wire.varint(v) for v in values])
+    return key + _wire.varint(len(payload)) + payload
+
+
+class TurnEncoder:
+    """Encodes the Turns of one match (see the module docstring)."""
+
+    def __init__(self, match_id: str) -> None:
+        mid = match_id.encode()
+        self._match_field = _wire.length_delimited(1, mid) if mid else b""
+        self._events: dict[int, tuple[Event, bytes]] = {}
+        # the current round's layout: its PlacedTiles, their entries, and the
+        # entries joined (within one round nodes are only added or replaced)
+        self._round = -1
+        self._nodes: list[PlacedTile] = []
+        self._entries: list[bytes] = []
+        self._layout_bytes = b""
+        self._scores_key = -1
+        self._scores = b""
+        self._totals_of: tuple[int, ...] | None = None
+        self._totals = b""
+
+    def _layout(self, obs: Observation) -> bytes:
+        layout = obs.layout
+        nodes, entries = self._nodes, self._entries
+        if obs.round_index != self._round or len(layout) < len(nodes):
+            self._round = obs.round_index
+            nodes.clear()
+            entries.clear()
+            self._layout_bytes = b""
+        changed = False
+        for i in compress(range(len(nodes)), map(is_not, layout, nodes)):
+            nodes[i] = layout[i]
+            entries[i] = _wire.placed_entry(layout[i])
+            changed = True
+        if len(layout) > len(nodes):
+            for placed in layout[len(nodes):]:
+                nodes.append(placed)
+                entries.append(_wire.placed_entry(placed))
+            changed = True
+        if changed:
+            self._layout_bytes = b"".join(entries)
+        return self._layout_bytes
+
+    def _observation(self, obs: Observation) -> bytes:
+        if len(obs.round_scores) != self._scores_key:
+            self._scores_key = len(obs.round_scores)
+            self._scores = _wire.scores_bytes(obs)
+        if obs.totals is not self._totals_of:
+            self._totals_of = obs.totals
+            self._totals = _small_packed(b"\x62", obs.totals)  # field 12
+        uint = _wire.uint_field
+        pending, drawn = obs.pending, obs.drawn_tile
+        return b"".join(
+            (
+                uint(1, obs.seat),
+                uint(2, obs.round_index),
+                _tile_entry(_ROUND_DOUBLE_BY_ID, _wire.ROUND_DOUBLE_ENTRY, obs.round_double),
+                self._layout(obs),
+                b"" if pending is None else b"\x28" + _wire.varint(pending),
+                _hand(obs.hand),
+                _small_packed(b"\x3a", obs.hand_sizes),  # field 7
+                uint(8, obs.boneyard_size),
+                uint(9, obs.drawable),
+                b"" if drawn is None else _tile_entry(_DRAWN_BY_ID, _wire.DRAWN_ENTRY, drawn),
+                self._scores,
+                self._totals,
+                uint(13, obs.event_count),
+            )
+        )
+
+    def encode(
+        self,
+        turn_id: int,
+        obs: Observation,
+        events: Sequence[Event],
+        *,
+        deadline_ms: int,
+        bank_ms: int = 0,
+        legal_moves: Sequence[Move] | None = None,
+    ) -> bytes:
+        """The serialized `RefereeMessage(turn=...)`, as `turn_message_bytes` makes it."""
+        first = obs.event_count - len(events)
+        if first < 0:
+            raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
+        uint = _wire.uint_field
+        parts = [
+            self._match_field,
+            uint(2, turn_id),
+            _wire.length_delimited(3, self._observation(obs)),
+        ]
+        move_entries = _MOVE_ENTRIES
+        for move in obs.legal_moves if legal_moves is None else legal_moves:
+            hit = move_entries.get(id(move))
+            parts.append(hit[1] if hit is not None else _move_entry(move))
+        if events:
+            event_cache = self._events
+            for i, event in enumerate(events, first):
+                cached = event_cache.get(i)
+                if cached is None or cached[0] is not event:
+                    cached = (event, _wire.length_delimited(5, event_payload(event, i)))
+                    if event.kind is not EventKind.DRAW:  # draws differ by viewer
+                        event_cache[i] = cached
+                parts.append(cached[1])
+        parts.append(uint(6, deadline_ms))
+        parts.append(uint(7, bank_ms))
+        return _wire.length_delimited(3, b"".join(parts))
