@@ -11,8 +11,8 @@ of everything that did not change and re-encodes the rest:
 - hand, round-double and drawn-tile entries by the identity of the engine's
   interned Tile objects (any other Tile falls back to a lookup by value);
 - legal-move entries by the engine's shared Move objects;
-- event entries by event position (another seat's draw differs by viewer and
-  is encoded each time);
+- event entries by event position (a draw is seen one way by the drawer and
+  another way by everyone else: both are kept);
 - the totals and finished rounds' scores until they change.
 
 The bytes are exactly those of `turn_message_bytes`
@@ -90,6 +90,7 @@ class TurnEncoder:
         mid = match_id.encode()
         self._match_field = _wire.length_delimited(1, mid) if mid else b""
         self._events: dict[int, tuple[Event, bytes]] = {}
+        self._hidden_draws: dict[int, tuple[Event, bytes]] = {}
         # the current round's layout: its PlacedTiles, their entries, and the
         # entries joined (within one round nodes are only added or replaced)
         self._round = -1
@@ -150,6 +151,10 @@ class TurnEncoder:
             )
         )
 
+    @staticmethod
+    def _event_entry(event: Event, index: int) -> bytes:
+        return _wire.length_delimited(5, event_payload(event, index))
+
     def encode(
         self,
         turn_id: int,
@@ -170,18 +175,25 @@ class TurnEncoder:
             uint(2, turn_id),
             _wire.length_delimited(3, self._observation(obs)),
         ]
-        move_entries = _MOVE_ENTRIES
-        for move in obs.legal_moves if legal_moves is None else legal_moves:
-            hit = move_entries.get(id(move))
-            parts.append(hit[1] if hit is not None else _move_entry(move))
+        moves = obs.legal_moves if legal_moves is None else legal_moves
+        hits = list(map(_MOVE_ENTRIES.get, map(id, moves)))
+        if None in hits:
+            hits = [_MOVE_ENTRIES.get(id(m)) or (m, _move_entry(m)) for m in moves]
+        parts.extend([hit[1] for hit in hits])  # type: ignore[index]
         if events:
-            event_cache = self._events
+            event_cache, hidden = self._events, self._hidden_draws
             for i, event in enumerate(events, first):
                 cached = event_cache.get(i)
                 if cached is None or cached[0] is not event:
-                    cached = (event, _wire.length_delimited(5, event_payload(event, i)))
-                    if event.kind is not EventKind.DRAW:  # draws differ by viewer
-                        event_cache[i] = cached
+                    if event.kind is EventKind.DRAW and event.tile is None:
+                        # another seat's draw, as every seat but the drawer sees it
+                        cached = hidden.get(i)
+                        if cached is None or cached[0] != event:
+                            cached = hidden[i] = (event, self._event_entry(event, i))
+                    else:
+                        cached = (event, self._event_entry(event, i))
+                        if event.kind is not EventKind.DRAW:  # the drawer's own view is apart
+                            event_cache[i] = cached
                 parts.append(cached[1])
         parts.append(uint(6, deadline_ms))
         parts.append(uint(7, bank_ms))
