@@ -45,7 +45,7 @@ def test_bad_input_exits_2_and_touches_nothing(recorded: Path, args: list[str], 
     before = _snapshot(db)
     result = run_cli("run-tournament", *args, "--db", f"sqlite:///{db}", cwd=recorded)
     assert result.returncode == 2, (result.stdout, result.stderr)
-    assert message in result.stderr
+    assert message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert _snapshot(db) == before
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -339,11 +340,19 @@ async def _watch_processes(procs: Sequence[BotProcess]) -> None:
             proc.start()
 
 
+# gRPC core / absl log lines ("E1202 20:34:01.123456   123 file.cc:45] ..."), which
+# a bot's gRPC runtime may print on its way out, after the bot's own last words
+_GRPC_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl)")
+
+
 def _tail(proc: BotProcess) -> str:
+    """': ' and the bot's last line of output (gRPC's own log lines skipped), or ''."""
     if proc.log_path is None or not proc.log_path.exists():
         return ""
     lines = proc.log_path.read_text(errors="replace").strip().splitlines()
-    return (": " + lines[-1][:200]) if lines else ""
+    own = [line for line in lines if line.strip() and not _GRPC_LOG_LINE.match(line)]
+    last = own[-1] if own else (lines[-1] if lines else "")
+    return (": " + last[:200]) if last else ""
 
 
 def _leader(db: Database, tournament_id: int) -> str | None:
