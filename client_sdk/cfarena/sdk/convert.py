@@ -480,7 +480,8 @@ def turn_message(
 ) -> pb.RefereeMessage:
     """`RefereeMessage(turn=turn_to_proto(...))`, built in one step.
 
-    The referee itself writes `TurnEncoder.encode` bytes (the same bytes, cached).
+    The referee itself writes `turn_encoder.TurnEncoder.encode` bytes (the same
+    bytes, encoded incrementally).
     """
     data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
     return pb.RefereeMessage.FromString(_wire.length_delimited(3, data))
@@ -498,7 +499,8 @@ def turn_message_bytes(
 ) -> bytes:
     """The serialized `RefereeMessage(turn=...)`: what `turn_message` parses, unparsed.
 
-    The referee writes these bytes to the stream as they are.
+    The reference for `turn_encoder.TurnEncoder`, which the referee uses and
+    which must give these bytes exactly.
     """
     data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
     return _wire.length_delimited(3, data)
