@@ -2,9 +2,10 @@
 
 Building an Observation message field by field through the Python protobuf
 API costs ~50 µs for a 30-node layout; writing the wire bytes directly (with
-per-tile, per-move and per-placed-tile byte caches) and parsing them once in C
-is several times faster. tests/sdk/test_sdk_convert.py checks the result
-against the plain constructor-based encoding. Field numbers are those of
+per-tile and small-integer byte tables) is several times faster, and
+`turn_encoder.TurnEncoder` keeps what did not change between two Turns.
+tests/sdk/test_sdk_convert.py checks the result against the plain
+constructor-based encoding. Field numbers are those of
 proto/cfarena/v1/arena.proto; change both together.
 """
 
@@ -62,9 +63,15 @@ uint_field = _uint
 
 
 def _packed(field: int, values: Sequence[int]) -> bytes:
+    """A packed repeated uint32 field (omitted when empty)."""
     if not values:
         return b""
+    if max(values) < 128:  # one byte each (a negative value fails in bytes() as in varint)
+        return length_delimited(field, bytes(values))
     return length_delimited(field, b"".join([varint(v) for v in values]))
+
+
+packed_field = _packed
 
 
 def _tile_payload(a: int, b: int) -> bytes:
@@ -75,87 +82,63 @@ def _tile_payload(a: int, b: int) -> bytes:
 TILE_BYTES: dict[Tile, bytes] = {
     Tile(a, b): _tile_payload(a, b) for a in range(MAX_SET + 1) for b in range(a, MAX_SET + 1)
 }
-# Tile -> Observation.hand entry (field 6), Observation.round_double (3), drawn_tile (10)
-HAND_ENTRY = {t: length_delimited(6, p) for t, p in TILE_BYTES.items()}
-ROUND_DOUBLE_ENTRY = {t: length_delimited(3, p) for t, p in TILE_BYTES.items()}
-_EVENT_TILE = {t: length_delimited(5, p) for t, p in TILE_BYTES.items()}
-DRAWN_ENTRY = {t: length_delimited(10, p) for t, p in TILE_BYTES.items()}
+class TileEntries:
+    """One tile field's serialized entries (key + length + Tile), looked up fast.
+
+    The engine interns its Tile objects (they live as long as the module, so
+    their ids are stable): lookups go by id, in C; any other Tile goes by value.
+    """
+
+    __slots__ = ("by_id", "by_value")
+
+    def __init__(self, field: int) -> None:
+        self.by_value = {t: length_delimited(field, p) for t, p in TILE_BYTES.items()}
+        self.by_id = {id(t): self.by_value[t] for t in set(TILE_OF)}
+
+    def __getitem__(self, tile: Tile) -> bytes:
+        entry = self.by_id.get(id(tile))
+        return entry if entry is not None else self.by_value[tile]
+
+    def join(self, tiles: Sequence[Tile]) -> bytes:
+        """The entries of `tiles`, concatenated (a repeated field)."""
+        try:
+            return b"".join(map(self.by_id.__getitem__, map(id, tiles)))
+        except KeyError:  # a Tile the engine did not intern
+            return b"".join([self[t] for t in tiles])
 
 
-_PLACED_LIMIT = 1 << 17
-# id(placed tile) -> (the placed tile, its entry). Keyed by identity: the engine
-# keeps its PlacedTile objects between observations, and a dataclass __hash__
-# (a Python call per tile) would cost more than the encoding it saves. The
-# stored reference keeps the id from being reused while the entry lives.
-_placed: dict[int, tuple[PlacedTile, bytes]] = {}
-# id(tile) -> hand entry, for the engine's interned tile objects (they live as
-# long as the module, so their ids are stable); other Tile objects go by value
-_HAND_BY_ID: dict[int, bytes] = {id(t): HAND_ENTRY[t] for t in set(TILE_OF)}
-
-
-def _hand_entry(t: Tile) -> bytes:
-    entry = _HAND_BY_ID.get(id(t))
-    return entry if entry is not None else HAND_ENTRY[t]
-
-
-def layout_entry(p: PlacedTile) -> bytes:
-    cached = _placed.get(id(p))
-    if cached is not None and cached[0] is p:
-        return cached[1]
-    return _cached_placed_entry(p)
-
-
-# Tile -> PlacedTile.tile (field 2) entry, and the same by id of the engine's interned tiles
-_PLACED_TILE = {t: length_delimited(2, p) for t, p in TILE_BYTES.items()}
-_PLACED_TILE_BY_ID: dict[int, bytes] = {id(t): _PLACED_TILE[t] for t in set(TILE_OF)}
-_NODE, _OPEN, _CAP, _KIDS = _FIELD_SMALL[1], _FIELD_SMALL[4], _FIELD_SMALL[5], _FIELD_SMALL[6]
-# PlacedTile.parent (field 3) has explicit presence: written whenever it is set, 0 included
+# Observation.round_double (3), .hand (6), .drawn_tile (10); PlacedTile.tile (2); Event.tile (5)
+ROUND_DOUBLE = TileEntries(3)
+HAND = TileEntries(6)
+DRAWN = TileEntries(10)
+_PLACED_TILE = TileEntries(2)
+_EVENT_TILE = TileEntries(5)
+# PlacedTile.parent (3), Event.seat (4), .node (6), .parent (7) have explicit
+# presence: written whenever set, 0 included
 _PARENT = [b"\x18" + _SMALL[n] for n in range(128)]
+_SEAT = [b"\x20" + _SMALL[n] for n in range(128)]
+_NODE_SET = [b"\x30" + _SMALL[n] for n in range(128)]
+_PARENT_SET = [b"\x38" + _SMALL[n] for n in range(128)]
 
 
 def placed_entry(p: PlacedTile) -> bytes:
-    """Observation.layout entry (field 4) of a placed tile (not cached)."""
-    node, parent, open_value, capacity, children = (
-        p.node, p.parent, p.open_value, p.capacity, p.children
+    """Observation.layout entry (field 4) of a placed tile."""
+    parent = p.parent
+    payload = (
+        _uint(1, p.node)
+        + _PLACED_TILE[p.tile]
+        + (b"" if parent is None else _PARENT[parent] if 0 <= parent < 128
+           else b"\x18" + varint(parent))
+        + _uint(4, p.open_value)
+        + _uint(5, p.capacity)
+        + _uint(6, p.children)
     )
-    tile = _PLACED_TILE_BY_ID.get(id(p.tile)) or _PLACED_TILE[p.tile]
-    if node < 128 and open_value < 128 and capacity < 128 and children < 128 and (
-        parent is None or 0 <= parent < 128
-    ):
-        payload = (
-            _NODE[node]
-            + tile
-            + (b"" if parent is None else _PARENT[parent])
-            + _OPEN[open_value]
-            + _CAP[capacity]
-            + _KIDS[children]
-        )
-    else:
-        payload = b"".join(
-            (
-                _uint(1, node),
-                tile,
-                b"" if parent is None else b"\x18" + varint(parent),
-                _uint(4, open_value),
-                _uint(5, capacity),
-                _uint(6, children),
-            )
-        )
-    n = len(payload)
-    return b"\x22" + (_SMALL[n] if n < 128 else varint(n)) + payload
-
-
-def _cached_placed_entry(p: PlacedTile) -> bytes:
-    entry = placed_entry(p)
-    if len(_placed) >= _PLACED_LIMIT:
-        _placed.clear()
-    _placed[id(p)] = (p, entry)
-    return entry
+    return length_delimited(4, payload)
 
 
 def layout_bytes(layout: Sequence[PlacedTile]) -> bytes:
     """The Observation.layout entries (field 4) of a layout, concatenated."""
-    return b"".join([layout_entry(p) for p in layout])
+    return b"".join([placed_entry(p) for p in layout])
 
 
 def scores_bytes(obs: Observation) -> bytes:
@@ -174,14 +157,14 @@ def observation_bytes(
     parts = [
         _uint(1, obs.seat),
         _uint(2, obs.round_index),
-        ROUND_DOUBLE_ENTRY[obs.round_double],
+        ROUND_DOUBLE[obs.round_double],
         layout_bytes(obs.layout) if layout is None else layout,
         b"" if obs.pending is None else b"\x28" + varint(obs.pending),
-        *[_hand_entry(t) for t in obs.hand],
+        HAND.join(obs.hand),
         _packed(7, obs.hand_sizes),
         _uint(8, obs.boneyard_size),
         _uint(9, obs.drawable),
-        b"" if obs.drawn_tile is None else DRAWN_ENTRY[obs.drawn_tile],
+        b"" if obs.drawn_tile is None else DRAWN[obs.drawn_tile],
         scores_bytes(obs) if scores is None else scores,
         _packed(12, obs.totals),
         _uint(13, obs.event_count),
@@ -205,7 +188,7 @@ def event_bytes(
     if seat is not None:
         head += _SEAT[seat] if 0 <= seat < 128 else b"\x20" + varint(seat)
     if tile is not None:
-        head += _EVENT_TILE_BY_ID.get(id(tile)) or _EVENT_TILE[tile]
+        head += _EVENT_TILE[tile]
     if node is not None:
         head += _NODE_SET[node] if 0 <= node < 128 else b"\x30" + varint(node)
     if parent is not None:
@@ -215,13 +198,6 @@ def event_bytes(
     if round_end:
         head += length_delimited(9, round_end.encode())
     return head
-
-
-# Event.seat (4), .node (6), .parent (7) have explicit presence: written when set, 0 included
-_SEAT = [b"\x20" + _SMALL[n] for n in range(128)]
-_NODE_SET = [b"\x30" + _SMALL[n] for n in range(128)]
-_PARENT_SET = [b"\x38" + _SMALL[n] for n in range(128)]
-_EVENT_TILE_BY_ID: dict[int, bytes] = {id(t): _EVENT_TILE[t] for t in set(TILE_OF)}
 
 
 def turn_bytes(

@@ -29,12 +29,8 @@ from operator import is_not
 from cfarena.engine.events import Event, EventKind
 from cfarena.engine.moves import Move
 from cfarena.engine.observation import Observation, PlacedTile
-from cfarena.engine.tile_codes import TILE_OF
-from cfarena.engine.tiles import Tile
 from cfarena.sdk import _wire
 from cfarena.sdk.convert import event_payload, move_payload
-
-_SMALL = [bytes([n]) for n in range(128)]
 
 # Turn.legal_moves entries (field 4) by id(move). The stored Move keeps the id
 # from being reused by another object while its entry lives; the engine's
@@ -49,38 +45,6 @@ def _move_entry(move: Move) -> bytes:
     entry = _wire.length_delimited(4, move_payload(move))
     _MOVE_ENTRIES[id(move)] = (move, entry)
     return entry
-
-
-def _by_tile_id(entries: dict[Tile, bytes]) -> dict[int, bytes]:
-    """`entries` re-keyed by the ids of the engine's interned tiles (live for good)."""
-    return {id(t): entries[t] for t in set(TILE_OF) if t in entries}
-
-
-_HAND_BY_ID = _by_tile_id(_wire.HAND_ENTRY)
-_ROUND_DOUBLE_BY_ID = _by_tile_id(_wire.ROUND_DOUBLE_ENTRY)
-_DRAWN_BY_ID = _by_tile_id(_wire.DRAWN_ENTRY)
-
-
-def _tile_entry(by_id: dict[int, bytes], by_value: dict[Tile, bytes], tile: Tile) -> bytes:
-    entry = by_id.get(id(tile))
-    return entry if entry is not None else by_value[tile]
-
-
-def _hand(hand: tuple[Tile, ...]) -> bytes:
-    try:
-        return b"".join(map(_HAND_BY_ID.__getitem__, map(id, hand)))
-    except KeyError:  # a Tile not interned by the engine
-        return b"".join([_tile_entry(_HAND_BY_ID, _wire.HAND_ENTRY, t) for t in hand])
-
-
-def _small_packed(key: bytes, values: tuple[int, ...]) -> bytes:
-    """A packed repeated uint32 field of fewer than 128 values; `key` is its tag byte."""
-    if not values:
-        return b""
-    if max(values) < 128:  # each varint is one byte
-        return key + _SMALL[len(values)] + bytes(values)
-    payload = b"".join([_wire.varint(v) for v in values])
-    return key + _wire.varint(len(payload)) + payload
 
 
 class TurnEncoder:
@@ -130,21 +94,21 @@ class TurnEncoder:
             self._scores = _wire.scores_bytes(obs)
         if obs.totals is not self._totals_of:
             self._totals_of = obs.totals
-            self._totals = _small_packed(b"\x62", obs.totals)  # field 12
+            self._totals = _wire.packed_field(12, obs.totals)
         uint = _wire.uint_field
         pending, drawn = obs.pending, obs.drawn_tile
         return b"".join(
             (
                 uint(1, obs.seat),
                 uint(2, obs.round_index),
-                _tile_entry(_ROUND_DOUBLE_BY_ID, _wire.ROUND_DOUBLE_ENTRY, obs.round_double),
+                _wire.ROUND_DOUBLE[obs.round_double],
                 self._layout(obs),
                 b"" if pending is None else b"\x28" + _wire.varint(pending),
-                _hand(obs.hand),
-                _small_packed(b"\x3a", obs.hand_sizes),  # field 7
+                _wire.HAND.join(obs.hand),
+                _wire.packed_field(7, obs.hand_sizes),
                 uint(8, obs.boneyard_size),
                 uint(9, obs.drawable),
-                b"" if drawn is None else _tile_entry(_DRAWN_BY_ID, _wire.DRAWN_ENTRY, drawn),
+                b"" if drawn is None else _wire.DRAWN[drawn],
                 self._scores,
                 self._totals,
                 uint(13, obs.event_count),
@@ -175,11 +139,11 @@ class TurnEncoder:
             uint(2, turn_id),
             _wire.length_delimited(3, self._observation(obs)),
         ]
-        moves = obs.legal_moves if legal_moves is None else legal_moves
-        hits = list(map(_MOVE_ENTRIES.get, map(id, moves)))
-        if None in hits:
-            hits = [_MOVE_ENTRIES.get(id(m)) or (m, _move_entry(m)) for m in moves]
-        parts.extend([hit[1] for hit in hits])  # type: ignore[index]
+        cached_move = _MOVE_ENTRIES.get
+        parts.extend([
+            hit[1] if (hit := cached_move(id(move))) is not None else _move_entry(move)
+            for move in (obs.legal_moves if legal_moves is None else legal_moves)
+        ])
         if events:
             event_cache, hidden = self._events, self._hidden_draws
             for i, event in enumerate(events, first):
