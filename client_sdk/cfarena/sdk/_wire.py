@@ -147,12 +147,16 @@ def scores_bytes(obs: Observation) -> bytes:
 
 
 def observation_bytes(
-    obs: Observation, layout: bytes | None = None, scores: bytes | None = None
+    obs: Observation,
+    layout: bytes | None = None,
+    scores: bytes | None = None,
+    totals: bytes | None = None,
 ) -> bytes:
     """The serialized Observation message.
 
-    `layout` and `scores` are `layout_bytes(obs.layout)` and
-    `scores_bytes(obs)` when the caller has them cached.
+    `layout`, `scores` and `totals` are `layout_bytes(obs.layout)`,
+    `scores_bytes(obs)` and `_packed(12, obs.totals)` when the caller has them
+    cached (turn_encoder.TurnEncoder does).
     """
     parts = [
         _uint(1, obs.seat),
@@ -166,7 +170,7 @@ def observation_bytes(
         _uint(9, obs.drawable),
         b"" if obs.drawn_tile is None else DRAWN[obs.drawn_tile],
         scores_bytes(obs) if scores is None else scores,
-        _packed(12, obs.totals),
+        _packed(12, obs.totals) if totals is None else totals,
         _uint(13, obs.event_count),
     ]
     return b"".join(parts)

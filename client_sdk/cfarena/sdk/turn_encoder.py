@@ -95,25 +95,7 @@ class TurnEncoder:
         if obs.totals is not self._totals_of:
             self._totals_of = obs.totals
             self._totals = _wire.packed_field(12, obs.totals)
-        uint = _wire.uint_field
-        pending, drawn = obs.pending, obs.drawn_tile
-        return b"".join(
-            (
-                uint(1, obs.seat),
-                uint(2, obs.round_index),
-                _wire.ROUND_DOUBLE[obs.round_double],
-                self._layout(obs),
-                b"" if pending is None else b"\x28" + _wire.varint(pending),
-                _wire.HAND.join(obs.hand),
-                _wire.packed_field(7, obs.hand_sizes),
-                uint(8, obs.boneyard_size),
-                uint(9, obs.drawable),
-                b"" if drawn is None else _wire.DRAWN[drawn],
-                self._scores,
-                self._totals,
-                uint(13, obs.event_count),
-            )
-        )
+        return _wire.observation_bytes(obs, self._layout(obs), self._scores, self._totals)
 
     @staticmethod
     def _event_entry(event: Event, index: int) -> bytes:
