@@ -35,7 +35,7 @@ from cfarena.engine import (
     observe,
     visible_events,
 )
-from cfarena.sdk import Bot, MatchInfo, MatchResult, RoundDeal, TimeControl, Turn
+from cfarena.sdk import Bot, MatchInfo, MatchResult, TimeControl, Turn
 from cfarena.sdk.bot import resolve_choice
 
 BOT_NAMES: tuple[str, ...] = ("random", "greedy", "smart", "montecarlo")
@@ -140,9 +140,6 @@ def play_match(
         apply_move(state, moves[index])
     outcome = state.outcome
     assert outcome is not None
-    deals = tuple(
-        RoundDeal(d.round_index, d.hands, d.boneyard, d.first_seat) for d in state.deals
-    )
     for i, bot in enumerate(bots):
         events = visible_events(state, i, sent[i])
         if events:
@@ -156,8 +153,6 @@ def play_match(
                 faults=(),
                 forfeited=(),
                 reason=outcome.reason.value,
-                seed=seed,
-                deals=deals,
                 seat=i,
             )
         )

@@ -2,17 +2,22 @@
 """Wall time of tournaments through the real CLI (`cfarena run-tournament`).
 
 1. the default run (no options: four bundled bots, standard, 4-player tables);
-2. a 6-bot round-robin at 4-player tables (15 tables x 4 rotations = 60 matches),
-   the four bundled bots plus a second random and a second greedy.
+2. fast bots (random, greedy and a second of each, 4-player tables, 6 games:
+   24 matches), the same schedule three ways in one run: sandboxed (the
+   default), `--no-sandbox`, and, with `--baseline CFARENA`, another cfarena
+   executable (e.g. an older checkout's venv/bin/cfarena) for comparison;
+3. a 6-bot round-robin at 4-player tables (15 tables x 4 rotations = 60 matches).
 
-    python benchmarks/tournament.py [--skip-six]
+    python benchmarks/tournament.py [--skip-six] [--baseline PATH/TO/cfarena] [--repeat N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,14 +25,21 @@ import time
 from pathlib import Path
 
 CFARENA = shutil.which("cfarena") or str(Path(sys.executable).with_name("cfarena"))
-SDK = f"{sys.executable} -m cfarena.sdk run"
+SDK = "python -m cfarena.sdk run"  # from PATH: each cfarena runs its own interpreter
+FAST = ["--bot", "random", "--bot", "greedy",
+        "--bot", f"random2={SDK} cfarena.bots.random_bot",
+        "--bot", f"greedy2={SDK} cfarena.bots.greedy",
+        "--players", "4", "--games", "6", "--seed", "5"]
 
 
-def timed(args: list[str]) -> tuple[float, dict[str, object]]:
+def timed(args: list[str], exe: str = CFARENA) -> tuple[float, dict[str, object]]:
+    env = dict(os.environ)
+    # an older cfarena's bots must run on its own interpreter
+    env["PATH"] = f"{Path(exe).parent}{os.pathsep}{env.get('PATH', '')}"
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        result = subprocess.run([CFARENA, *args, "--json"], cwd=tmp, capture_output=True,
-                                text=True, check=False)
+        result = subprocess.run([exe, *args, "--json"], cwd=tmp, capture_output=True,
+                                text=True, check=False, env=env)
         wall = time.perf_counter() - started
     if result.returncode != 0:
         raise SystemExit(f"cfarena failed ({result.returncode}): {result.stderr[-2000:]}")
@@ -42,12 +54,40 @@ def show(title: str, wall: float, data: dict[str, object]) -> None:
               f"  pts/round {row['mean_score']}  faults {row['faults']}")
 
 
+def fast_bots(baseline: str | None, repeat: int) -> None:
+    """The same fast-bot schedule sandboxed, unsandboxed and (optionally) on a baseline,
+    interleaved `repeat` times; medians and the sandboxed run's speed relative to each."""
+    modes: dict[str, tuple[list[str], str]] = {
+        "sandboxed": (["run-tournament", *FAST], CFARENA),
+        "--no-sandbox": (["run-tournament", *FAST, "--no-sandbox"], CFARENA),
+    }
+    if baseline:
+        modes["baseline"] = (["run-tournament", *FAST], baseline)
+    walls: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(repeat):
+        for mode, (args, exe) in modes.items():
+            wall, data = timed(args, exe)
+            walls[mode].append(wall)
+    print(f"fast bots, {data['matches']} matches, median of {repeat} interleaved runs:")
+    median = {m: statistics.median(w) for m, w in walls.items()}
+    for mode, wall in median.items():
+        runs = ", ".join(f"{w:.1f}" for w in walls[mode])
+        print(f"    {mode:<13} {wall:6.1f} s  ({runs})")
+    for mode in median:
+        if mode != "sandboxed":
+            print(f"    sandboxed speed relative to {mode}: "
+                  f"{median[mode] / median['sandboxed']:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--skip-six", action="store_true")
+    ap.add_argument("--baseline", help="another cfarena executable to compare with")
+    ap.add_argument("--repeat", type=int, default=3)
     ns = ap.parse_args()
     wall, data = timed(["run-tournament"])
     show("default run", wall, data)
+    fast_bots(ns.baseline, ns.repeat)
     if not ns.skip_six:
         bots = ["random", "greedy", "smart", "montecarlo",
                 f"random2={SDK} cfarena.bots.random_bot", f"greedy2={SDK} cfarena.bots.greedy"]

@@ -59,10 +59,31 @@ def processes_with_marker(mark: str) -> list[int]:
     return found
 
 
+SANDBOX_UIDS = 1_000_000  # sandboxed bot processes run under a random uid at least this
+
+
+def sandboxed_processes() -> list[int]:
+    """PIDs of live processes running as a sandbox uid (bot processes of any run)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            uid = entry.stat().st_uid
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if uid >= SANDBOX_UIDS and ") Z " not in stat:
+            found.append(int(entry.name))
+    return found
+
+
 def wait_no_processes(mark: str, timeout: float = 15.0) -> list[int]:
+    """Wait until no process carries the marker (the cfarena command and anything that
+    inherited its environment) and no sandboxed bot process is alive; those left."""
     deadline = time.monotonic() + timeout
     while True:
-        left = processes_with_marker(mark)
+        left = processes_with_marker(mark) + sandboxed_processes()
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)

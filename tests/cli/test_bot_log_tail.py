@@ -1,32 +1,44 @@
-"""The one line of a bot's log quoted when it dies before connecting."""
+"""A bot's captured output: the line quoted when it dies, and the cap on what is kept."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from cfarena.server.botproc import BotProcess
-from cfarena.server.tournament.runner import _tail
+from cfarena.server.sandbox import CapturedOutput
 
 
-def _proc_with_log(tmp_path: Path, text: str) -> BotProcess:
-    log = tmp_path / "bot.log"
-    log.write_text(text)
-    return BotProcess("typo#0", "true", log_path=log)
+def _captured(text: str, keep: int = 64 * 1024) -> CapturedOutput:
+    out = CapturedOutput(keep_bytes=keep)
+    out.add(text.encode())
+    return out
 
 
-def test_tail_quotes_the_bots_last_line_not_grpcs_exit_chatter(tmp_path: Path) -> None:
-    proc = _proc_with_log(tmp_path, (
+def test_last_line_quotes_the_bot_not_grpcs_exit_chatter() -> None:
+    out = _captured(
         "starting\n"
         "python -m cfarena.sdk: error: no such bot module: no_such_module\n"
         "E1202 20:34:01.123456   4242 fork_posix.cc:71] Other threads are currently "
         "calling into gRPC, skipping fork() handlers\n"
         "\n"
-    ))
-    assert _tail(proc) == ": python -m cfarena.sdk: error: no such bot module: no_such_module"
+    )
+    assert out.last_line() == "python -m cfarena.sdk: error: no such bot module: no_such_module"
 
 
-def test_tail_of_a_log_with_only_grpc_lines_or_nothing(tmp_path: Path) -> None:
+def test_last_line_of_output_with_only_grpc_lines_or_nothing() -> None:
     only_grpc = "W1202 20:34:01.1 1 a.cc:2] something\n"
-    assert _tail(_proc_with_log(tmp_path, only_grpc)) == ": " + only_grpc.strip()
-    assert _tail(_proc_with_log(tmp_path, "")) == ""
-    assert _tail(BotProcess("x#0", "true")) == ""
+    assert _captured(only_grpc).last_line() == only_grpc.strip()
+    assert _captured("").last_line() == ""
+
+
+def test_a_flood_keeps_its_start_and_its_end_and_counts_the_rest() -> None:
+    out = CapturedOutput(keep_bytes=1000)
+    out.add(b"FIRST\n")
+    for _ in range(10_000):
+        out.add(b"x" * 99 + b"\n")
+    out.add(b"LAST WORDS\n")
+    text = out.text()
+    assert out.total == 6 + 10_000 * 100 + 11
+    assert text.startswith("FIRST\n")
+    assert text.endswith("LAST WORDS\n")
+    assert len(text) < 1200
+    dropped = out.total - len(out.head) - len(out.tail)
+    assert f"[... {dropped} bytes not kept ...]" in text
+    assert out.last_line() == "LAST WORDS"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cfarena.server.gamelog import LOG_FORMAT
+
 from .helpers import run_cli, run_json
 
 
@@ -68,7 +70,7 @@ def test_inspection_commands(recorded: Path) -> None:
     shown = run_cli("show", match_id, "--db", db, cwd=recorded)
     assert shown.returncode == 0 and match_id in shown.stdout and "R1" in shown.stdout
     exported = run_cli("export", match_id, "--db", db, cwd=recorded)
-    assert exported.returncode == 0 and '"format": 1' in exported.stdout
+    assert exported.returncode == 0 and f"\"format\": {LOG_FORMAT}" in exported.stdout
     verified = run_cli("verify", "--all", "--db", db, cwd=recorded)
     assert verified.returncode == 0 and "4 of 4 log(s) genuine" in verified.stdout
     missing = run_cli("show", "nope", "--db", db, cwd=recorded)

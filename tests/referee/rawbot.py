@@ -4,10 +4,13 @@ Used by the referee tests as a real subprocess, well-behaved or misbehaving:
 
     python rawbot.py MODE --server HOST:PORT --token T [--after N] [--other MATCH_ID]
 
-MODE: good | hang | crash | garbage | illegal | disconnect | wrong_token |
-other_match | oversized. Misbehaviour starts at the (N+1)-th Turn (--after N,
-default 2). It prints one line per notable thing (WELCOME, NOTICE, END, STATUS)
-so the tests can check what the bot saw.
+MODE: good | keep | noisy | hang | crash | garbage | illegal | disconnect |
+wrong_token | other_match | oversized. `good` answers every Turn with move 0;
+`keep` does too but answers PASS whenever it is offered (it keeps a drawn tile
+that fits under play_drawn = may: a hidden choice); `noisy` answers move 0
+too, but first with a wrong turn_id and then a second time. Misbehaviour starts at the (N+1)-th Turn
+(--after N, default 2). It prints one line per notable thing (WELCOME, NOTICE,
+END, STATUS) so the tests can check what the bot saw.
 """
 
 from __future__ import annotations
@@ -66,9 +69,14 @@ def main() -> int:
             elif kind == "turn":
                 turn = msg.turn
                 turns += 1
-                misbehave = ns.mode != "good" and turns > ns.after
+                misbehave = ns.mode not in ("good", "keep", "noisy") and turns > ns.after
+                index = 0
+                if ns.mode == "keep":
+                    kinds = [m.kind for m in turn.legal_moves]
+                    if pb.MOVE_KIND_PASS in kinds:
+                        index = kinds.index(pb.MOVE_KIND_PASS)
                 action = pb.BotMessage(action=pb.Action(
-                    match_id=turn.match_id, turn_id=turn.turn_id, move_index=0))
+                    match_id=turn.match_id, turn_id=turn.turn_id, move_index=index))
                 if misbehave and ns.mode == "hang":
                     continue  # never answer
                 if misbehave and ns.mode == "crash":
@@ -87,6 +95,11 @@ def main() -> int:
                     big = pb.BotMessage(hello=pb.Hello(client="x" * 200_000))
                     outbox.put(big.SerializeToString())
                     continue
+                if ns.mode == "noisy":
+                    wrong = pb.BotMessage(action=pb.Action(
+                        match_id=turn.match_id, turn_id=turn.turn_id + 1000, move_index=0))
+                    outbox.put(wrong.SerializeToString())
+                    outbox.put(action.SerializeToString())  # and once more below
                 if ns.mode == "other_match" and ns.other:
                     rogue = pb.BotMessage(action=pb.Action(
                         match_id=ns.other, turn_id=turn.turn_id, move_index=0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -90,10 +91,45 @@ def test_disconnect_mid_match(tmp_path: Path) -> None:
 
 
 def test_oversized_message_is_refused(tmp_path: Path) -> None:
+    """A message over the referee's 64 KiB limit is a protocol fault that says so;
+    the bot's stream ends with RESOURCE_EXHAUSTED and the same words."""
     a, b, out = asyncio.run(_fault_case(tmp_path, "oversized", TimeControl(move_timeout_ms=5000)))
-    assert a.faults and a.faults[0].seat == 1 and a.forfeited == [1]
-    assert "STATUS RESOURCE_EXHAUSTED" in out
-    assert b.status == "finished" and not b.faults
+    _check(a, b, FaultKind.PROTOCOL)
+    detail = a.faults[0].detail
+    assert re.fullmatch(r"message of 2000\d\d bytes over the 65536-byte limit", detail), detail
+    assert record_to_log(a)["faults"][0]["detail"] == detail  # what is stored
+    assert "STATUS RESOURCE_EXHAUSTED" in out and detail in out
+    # the fault is at the seat's first unanswered Turn: its own third (--after 2)
+    assert a.faults[0].turn_id == 3
+
+
+def test_stale_and_repeated_answers_are_ignored_with_a_notice(tmp_path: Path) -> None:
+    """A wrong turn_id or a second answer is not a fault: each is ignored with a Notice."""
+    async def go() -> tuple[MatchRecord, int, str]:
+        names = ["noisy", "g1", "g2", "g3"]
+        async with table(tmp_path, names) as t:
+            noisy = t.raw("noisy", "noisy")
+            for name in names[1:]:
+                t.raw(name, "good")
+            await t.server.wait_for_bots(names, timeout=30)
+            a = await t.server.run_match("A", SHORT, 31, names, TimeControl(5000))
+            decided = sum(1 for x in a.actions if x.seat == 0 and x.decided)
+            # two ignored Actions per Turn; the last notices may trail the MatchEnd
+            for _ in range(200):
+                if t.output(noisy).count("NOTICE ignored:") >= 2 * decided:
+                    break
+                await asyncio.sleep(0.05)
+            return a, decided, t.output(noisy)
+
+    a, decided, out = asyncio.run(go())
+    assert a.status == "finished" and not a.faults and not a.forfeited
+    assert decided and not any(x.fallback for x in a.actions)
+    # one wrong turn_id per Turn; each second answer finds no Turn waiting (or,
+    # if the next Turn is already out, a turn_id that is not the waiting one)
+    assert len(re.findall(r"NOTICE ignored: turn_id 1\d{3} is not the pending", out)) == decided
+    assert out.count("NOTICE ignored:") == 2 * decided
+    assert "no turn of match 'A' is waiting for an answer" in out
+    assert not verify_log(record_to_log(a))
 
 
 def test_strikes_cost_only_the_turn(tmp_path: Path) -> None:
@@ -162,6 +198,10 @@ def test_full_match_per_preset_with_sdk_bots(tmp_path: Path, preset: str) -> Non
     resolved = Rules.preset(preset).resolve(3)
     assert len(rec.round_scores) == resolved.rounds
     assert sorted(rec.ranks)[0] == 1
+    # turn ids count each seat's own Turns
+    for seat in range(3):
+        ids = [x.turn_id for x in rec.actions if x.seat == seat and x.decided]
+        assert ids == list(range(1, len(ids) + 1)) and ids
     assert not verify_log(record_to_log(rec))
 
 

@@ -68,7 +68,8 @@ def _delete(path: list[Any]) -> Callable[[Log], None]:
 
 # (mutation, the path validate_log names, the path jsonschema names)
 MUTATIONS: list[tuple[str, Callable[[Log], None], str, str]] = [
-    ("format", _set(["format"], 2), "format", ".format"),
+    ("format", _set(["format"], 3), "format", ".format"),
+    ("format bool", _set(["format"], True), "format", ".format"),
     ("missing seed", _delete(["seed"]), "$: missing key 'seed'", ""),
     ("extra key", _set(["extra"], 1), "extra: unknown key", ""),
     ("players", _set(["players"], 9), "players", ".players"),
@@ -147,9 +148,10 @@ def test_load_log_file(tmp_path: Path) -> None:
     fails(b"\xff\xfe\x00", "not UTF-8")
     fails("[1, 2]", r"the JSON is a list, not an object")
     fails('{"events": []}', r"not a cfarena game log \(no 'format' key\)")
-    fails('{"format": 2}', r"game log format 2 is not supported")
+    fails('{"format": 3}', r"game log format 3 is not supported \(this version reads "
+                           r"formats 1 and 2\)")
     broken = dict(log, players="two")
-    fails(json.dumps(broken), r"malformed format-1 game log: players: must be an integer")
+    fails(json.dumps(broken), r"malformed format-2 game log: players: must be an integer")
     with pytest.raises(LogFileError, match="cannot read"):
         load_log_file(tmp_path / "missing.json")
     assert load_log_file(tmp_path / "bad.json", validate=False)["players"] == "two"

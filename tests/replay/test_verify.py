@@ -173,11 +173,12 @@ def test_faults_and_forfeits_must_match_the_actions() -> None:
     log["faults"][0]["forfeit"] = False
     assert any(p.startswith("faults[0].forfeit") for p in verify_log(log))
     log = make_log("maltese", 3, 21, (5,))
-    i = next(i for i, a in enumerate(log["actions"]) if a.get("turn_id") == fault["turn_id"])
+    i = next(i for i, a in enumerate(log["actions"])
+             if (a["seat"], a.get("turn_id")) == (fault["seat"], fault["turn_id"]))
     del log["actions"][i]["fallback"]
     problems = verify_log(log)
-    assert any(p.startswith(f"faults[0].turn_id: turn {fault['turn_id']} was answered")
-               for p in problems)
+    assert any(p.startswith(f"faults[0].turn_id: turn {fault['turn_id']} of seat "
+                            f"{fault['seat']} was answered") for p in problems)
 
 
 def verify_log_ranks_without_forfeit(log: Log) -> list[int]:

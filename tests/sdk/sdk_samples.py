@@ -8,7 +8,7 @@ from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.rules import ResolvedRules, Rules
 from cfarena.engine.tiles import Tile
 from cfarena.sdk.convert import match_end_to_proto, match_start_to_proto, turn_message
-from cfarena.sdk.types import MatchInfo, MatchResult, RoundDeal, TimeControl
+from cfarena.sdk.types import MatchInfo, MatchResult, TimeControl
 from cfarena.v1 import arena_pb2 as pb
 
 RULES: ResolvedRules = Rules.preset("standard").resolve(2)
@@ -75,8 +75,6 @@ def result(match_id: str) -> MatchResult:
         faults=(),
         forfeited=(),
         reason="rounds_played",
-        seed=42,
-        deals=(RoundDeal(0, ((Tile(1, 2),), (Tile(3, 4),)), (Tile(0, 0),), 1),),
     )
 
 

@@ -24,7 +24,6 @@ from cfarena.sdk.types import (
     MatchInfo,
     MatchResult,
     ProtocolError,
-    RoundDeal,
     TimeControl,
 )
 from cfarena.v1 import arena_pb2 as pb
@@ -276,15 +275,25 @@ def test_match_start_and_end_round_trip() -> None:
         faults=(Fault(1, FaultKind.TIMEOUT, "late by 20 ms", 17),),
         forfeited=(1,),
         reason="aborted",
-        seed=2**63 + 5,
-        deals=(RoundDeal(0, ((Tile(0, 0), Tile(1, 2)), (Tile(4, 4),)), (Tile(5, 6),), 1),),
         seat=0,
     )
     msg = pb.MatchEnd.FromString(c.match_end_to_proto(result).SerializeToString())
     assert c.match_end_from_proto(msg, seat=0) == result
     assert c.match_end_from_proto(msg, seat=0).rank == 1
-    deal = c.round_deal_to_proto(2, [[Tile(1, 1)], []], [Tile(2, 3)], 1)
-    assert c.round_deal_from_proto(deal) == RoundDeal(2, ((Tile(1, 1),), ()), (Tile(2, 3),), 1)
+
+
+def test_match_end_discloses_no_seed_and_no_deal() -> None:
+    """MatchEnd has no seed or deals fields any more (reserved on the wire)."""
+    fields = {f.name for f in pb.MatchEnd.DESCRIPTOR.fields}
+    assert not fields & {"seed", "deals"}
+    assert not {f.number for f in pb.MatchEnd.DESCRIPTOR.fields} & {9, 10}
+    assert not hasattr(pb, "RoundDeal")
+    # what an older referee sent in fields 9 and 10 is skipped, not decoded
+    old = pb.MatchEnd(match_id="m", reason="rounds_played").SerializeToString()
+    old += bytes([9 << 3]) + bytes([42]) + bytes([10 << 3 | 2, 0])
+    result = c.match_end_from_proto(pb.MatchEnd.FromString(old))
+    assert result.match_id == "m" and result.reason == "rounds_played"
+    assert not {"seed", "deals"} & set(MatchResult.__dataclass_fields__)
 
 
 def test_move_key_may_name_the_tile_either_way() -> None:

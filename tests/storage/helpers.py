@@ -8,8 +8,8 @@ from sqlalchemy import text
 
 from cfarena.server.storage import Database, MatchPlan, MatchRecord, hash_token
 
-TABLES = ("bots", "tournaments", "matches", "match_seats", "faults", "game_logs", "ratings",
-          "rating_history")
+TABLES = ("bots", "tournaments", "matches", "match_seats", "faults", "seat_logs", "game_logs",
+          "ratings", "rating_history")
 STANDARD = {"preset": "standard"}
 
 

@@ -10,6 +10,7 @@ import threading
 import pytest
 from sqlalchemy import text
 
+from cfarena.server.replay import simulate_log, verify_logs
 from cfarena.server.storage import (
     Database,
     FaultKind,
@@ -141,8 +142,11 @@ def test_an_aborted_match_is_not_rated_and_can_be_replayed(db: Database) -> None
     assert db.record_match(result(mid, [[0, 2]], [1, 2], log={"attempt": 2}))
     assert db.get_log(mid) == {"attempt": 2}
     assert db.pending_matches(tid) == []
-    # faults of the aborted attempt stay on record
-    assert [s.faults for s in db.standings(tid)] == [1, 0]
+    # the replay replaced the aborted attempt: its fault is gone with it
+    assert [s.faults for s in db.standings(tid)] == [0, 0]
+    replayed = db.get_match(mid)
+    assert replayed is not None and replayed.faults == ()
+    assert [s.faults for s in replayed.match.seats] == [0, 0]
 
 
 def test_invalid_records_are_refused_before_writing(db: Database) -> None:
@@ -165,3 +169,28 @@ def test_a_tampered_log_is_detected(db: Database) -> None:
         conn.execute(text("UPDATE game_logs SET sha256 = :h"), {"h": "0" * 64})
     with pytest.raises(StorageError, match="corrupt"):
         db.get_log(mid)
+
+
+def test_a_played_game_log_is_stored_whole_to_its_last_action(db: Database) -> None:
+    # a real log (played in-process, with a forfeit) read back action for action:
+    # the last action is still there and the log still re-simulates to its result
+    log = simulate_log({"preset": "standard"}, 4, 11, timeouts=(3,))
+    players = log["players"]
+    ids = bots(db, *log["seats"])
+    [mid] = db.schedule_matches(None, [plan("played", ids, seed=log["seed"])])
+    res = log["result"]
+    assert db.record_match(MatchRecord(
+        mid, round_scores=res["round_scores"], totals=res["totals"], ranks=res["ranks"],
+        forfeited=res["forfeited"], log=log, log_format=log["format"],
+        faults=[FaultRecord(f["seat"], f["kind"], f["detail"], f["turn_id"])
+                for f in log["faults"]]))
+    stored = db.get_log(mid)
+    assert stored is not None
+    assert len(log["actions"]) > 100 and players == 4
+    assert len(stored["actions"]) == len(log["actions"])
+    assert stored["actions"][-1] == log["actions"][-1]
+    assert stored == log
+    detail = db.get_match(mid)
+    assert detail is not None and detail.log_format == log["format"]
+    report = verify_logs({log["match_id"]: stored}, {log["match_id"]: detail.log_sha256 or ""})
+    assert report.ok, report.lines()

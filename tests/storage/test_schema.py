@@ -6,16 +6,17 @@ import socket
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from cfarena.server.storage import Database, StorageError, open_database
-from cfarena.server.storage.engine import alembic_config, upgrade
+from cfarena.server.storage.engine import alembic_config, make_engine, upgrade
 from cfarena.server.storage.models import Base
 
-from .helpers import TABLES, bots, plan, snapshot
+from .helpers import TABLES, bots, count, plan, snapshot
 
 
 def _head() -> str:
@@ -55,6 +56,53 @@ def test_upgrading_again_is_a_no_op_and_keeps_data(db_url: str) -> None:
         assert [b.name for b in again.list_bots()] == ["alice", "bob"]
     finally:
         again.close()
+
+
+def _faults(db: Database) -> list[tuple[str, ...]]:
+    with db.engine.connect() as conn:
+        rows = conn.execute(text("SELECT match_id, seat, bot_id, kind, detail, at_turn "
+                                 "FROM faults ORDER BY id")).all()
+    return [tuple(str(v) for v in row) for row in rows]
+
+
+def test_0002_keeps_the_faults_of_a_0001_database_and_downgrades(db_url: str) -> None:
+    engine = make_engine(db_url)
+    upgrade(engine, "0001")
+    old = Database(engine)  # bots and schedule only: 0001 has no seat_logs for record_match
+    try:
+        alice, bob = bots(old, "alice", "bob")
+        [mid] = old.schedule_matches(None, [plan("g0", [alice, bob])])
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO faults (match_id, seat, bot_id, kind, detail, "
+                              "at_turn, created_at) VALUES (:m, 1, :b, 'timeout', 'slow', 4, "
+                              "CURRENT_TIMESTAMP)"), {"m": mid, "b": bob})
+        before = _faults(old)
+    finally:
+        old.close()
+    db = open_database(db_url)  # 0001 -> head: SQLite copies the faults table (batch mode)
+    try:
+        assert _faults(db) == before
+        with db.engine.connect() as conn:  # one check on the kind, now with "limit"
+            [check] = inspect(conn).get_check_constraints("faults")
+        assert check["name"] == "ck_faults_ck_faults_kind" and "'limit'" in check["sqltext"]
+        with db.engine.begin() as conn:
+            conn.execute(text("INSERT INTO seat_logs (match_id, seat, output, output_bytes) "
+                              "VALUES (:m, 0, 'hi', 2)"), {"m": mid})
+            conn.execute(text("INSERT INTO faults (match_id, seat, bot_id, kind, detail, "
+                              "created_at) VALUES (:m, 0, :b, 'limit', 'memory limit 512 MiB "
+                              "exceeded', CURRENT_TIMESTAMP)"), {"m": mid, "b": alice})
+        config = alembic_config()
+        with db.engine.begin() as conn:  # and back: "limit" faults become disconnects
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0001")
+        with db.engine.connect() as conn:
+            assert "seat_logs" not in inspect(conn).get_table_names()
+        assert _faults(db) == [*before, (mid, "0", str(alice), "disconnect",
+                                         "memory limit 512 MiB exceeded", "None")]
+        upgrade(db.engine)
+        assert count(db, "faults") == 2 and count(db, "seat_logs") == 0
+    finally:
+        db.close()
 
 
 def test_sqlite_uses_wal_and_foreign_keys(tmp_path: Path) -> None:

@@ -26,7 +26,6 @@ from cfarena.sdk.types import (
     MatchInfo,
     MatchResult,
     ProtocolError,
-    RoundDeal,
     TimeControl,
     Turn,
 )
@@ -54,7 +53,6 @@ __all__ = [
     "PlayDrawn",
     "ProtocolError",
     "ResolvedRules",
-    "RoundDeal",
     "RoundEnd",
     "Start",
     "TieBreak",

@@ -31,7 +31,6 @@ from cfarena.sdk.types import (
     MatchInfo,
     MatchResult,
     ProtocolError,
-    RoundDeal,
     TimeControl,
     Turn,
 )
@@ -53,8 +52,6 @@ __all__ = [
     "move_to_proto",
     "observation_from_proto",
     "observation_to_proto",
-    "round_deal_from_proto",
-    "round_deal_to_proto",
     "round_outcomes_from_events",
     "rules_from_proto",
     "rules_to_proto",
@@ -91,6 +88,7 @@ _FAULT_KIND_TO_PB: dict[FaultKind, pb.FaultKind] = {
     FaultKind.ILLEGAL: pb.FAULT_KIND_ILLEGAL,
     FaultKind.PROTOCOL: pb.FAULT_KIND_PROTOCOL,
     FaultKind.DISCONNECT: pb.FAULT_KIND_DISCONNECT,
+    FaultKind.LIMIT: pb.FAULT_KIND_LIMIT,
 }
 _FAULT_KIND_FROM_PB = {v: k for k, v in _FAULT_KIND_TO_PB.items()}
 
@@ -586,31 +584,6 @@ def fault_from_proto(msg: pb.Fault) -> Fault:
     return Fault(seat=msg.seat, kind=kind, detail=msg.detail, turn_id=msg.turn_id)
 
 
-def round_deal_to_proto(
-    round_index: int,
-    hands: Sequence[Sequence[Tile]],
-    boneyard: Sequence[Tile],
-    first_seat: int,
-) -> pb.RoundDeal:
-    """A RoundDeal message: each seat's dealt hand and the boneyard in drawing order."""
-    tiles = _TILE_PB
-    return pb.RoundDeal(
-        round_index=round_index,
-        hands=[pb.Hand(tiles=[tiles[t] for t in hand]) for hand in hands],
-        boneyard=[tiles[t] for t in boneyard],
-        first_seat=first_seat,
-    )
-
-
-def round_deal_from_proto(msg: pb.RoundDeal) -> RoundDeal:
-    return RoundDeal(
-        round_index=msg.round_index,
-        hands=tuple(tuple(tile_from_proto(t, "dealt tile") for t in h.tiles) for h in msg.hands),
-        boneyard=tuple(tile_from_proto(t, "boneyard tile") for t in msg.boneyard),
-        first_seat=msg.first_seat,
-    )
-
-
 def match_end_to_proto(
     result: MatchResult, events: Sequence[Event] = (), first_index: int = 0
 ) -> pb.MatchEnd:
@@ -624,11 +597,6 @@ def match_end_to_proto(
         faults=[fault_to_proto(f) for f in result.faults],
         forfeited=result.forfeited,
         reason=result.reason,
-        seed=result.seed,
-        deals=[
-            round_deal_to_proto(d.round_index, d.hands, d.boneyard, d.first_seat)
-            for d in result.deals
-        ],
     )
 
 
@@ -642,7 +610,5 @@ def match_end_from_proto(msg: pb.MatchEnd, seat: int | None = None) -> MatchResu
         faults=tuple(fault_from_proto(f) for f in msg.faults),
         forfeited=tuple(msg.forfeited),
         reason=msg.reason,
-        seed=msg.seed,
-        deals=tuple(round_deal_from_proto(d) for d in msg.deals),
         seat=seat,
     )

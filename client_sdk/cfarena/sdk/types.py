@@ -55,7 +55,7 @@ class Turn:
     """
 
     match_id: str
-    turn_id: int
+    turn_id: int  # counts this seat's own Turns of the match: 1, 2, 3, ...
     observation: Observation
     legal_moves: tuple[Move, ...]
     events: tuple[Event, ...]
@@ -95,9 +95,10 @@ class FaultKind(enum.Enum):
     """How a fault is classified (arena.proto `FaultKind`)."""
 
     TIMEOUT = "timeout"  # no Action before the deadline
-    ILLEGAL = "illegal"  # a move_index not offered, or a stale turn_id
+    ILLEGAL = "illegal"  # a move_index not offered (a stale turn_id is ignored, not a fault)
     PROTOCOL = "protocol"  # a malformed or out-of-order message
     DISCONNECT = "disconnect"  # the stream ended while the match was running
+    LIMIT = "limit"  # a sandboxed bot process broke a limit (memory, CPU, processes, output)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,17 +108,7 @@ class Fault:
     seat: int
     kind: FaultKind
     detail: str
-    turn_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class RoundDeal:
-    """The hands and boneyard (in drawing order) a round was dealt."""
-
-    round_index: int
-    hands: tuple[tuple[Tile, ...], ...]
-    boneyard: tuple[Tile, ...]
-    first_seat: int
+    turn_id: int  # that seat's own turn id (0 = before its first Turn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +117,9 @@ class MatchResult:
 
     `seat` is this bot's seat (None if the SDK never saw the MatchStart).
     `reason` is "rounds_played", "score_limit" or "aborted".
+
+    It holds no seed and no deal: in a duplicate tournament other matches are
+    dealt the same hands, so the protocol does not disclose them.
     """
 
     match_id: str
@@ -135,8 +129,6 @@ class MatchResult:
     faults: tuple[Fault, ...]
     forfeited: tuple[int, ...]
     reason: str
-    seed: int
-    deals: tuple[RoundDeal, ...]
     seat: int | None = None
 
     @property

@@ -32,6 +32,7 @@ class FaultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FAULT_KIND_ILLEGAL: _ClassVar[FaultKind]
     FAULT_KIND_PROTOCOL: _ClassVar[FaultKind]
     FAULT_KIND_DISCONNECT: _ClassVar[FaultKind]
+    FAULT_KIND_LIMIT: _ClassVar[FaultKind]
 MOVE_KIND_UNSPECIFIED: MoveKind
 MOVE_KIND_PLAY: MoveKind
 MOVE_KIND_DRAW: MoveKind
@@ -49,6 +50,7 @@ FAULT_KIND_TIMEOUT: FaultKind
 FAULT_KIND_ILLEGAL: FaultKind
 FAULT_KIND_PROTOCOL: FaultKind
 FAULT_KIND_DISCONNECT: FaultKind
+FAULT_KIND_LIMIT: FaultKind
 
 class Tile(_message.Message):
     __slots__ = ("a", "b")
@@ -288,26 +290,8 @@ class Fault(_message.Message):
     turn_id: int
     def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[FaultKind, str]] = ..., detail: _Optional[str] = ..., turn_id: _Optional[int] = ...) -> None: ...
 
-class RoundDeal(_message.Message):
-    __slots__ = ("round_index", "hands", "boneyard", "first_seat")
-    ROUND_INDEX_FIELD_NUMBER: _ClassVar[int]
-    HANDS_FIELD_NUMBER: _ClassVar[int]
-    BONEYARD_FIELD_NUMBER: _ClassVar[int]
-    FIRST_SEAT_FIELD_NUMBER: _ClassVar[int]
-    round_index: int
-    hands: _containers.RepeatedCompositeFieldContainer[Hand]
-    boneyard: _containers.RepeatedCompositeFieldContainer[Tile]
-    first_seat: int
-    def __init__(self, round_index: _Optional[int] = ..., hands: _Optional[_Iterable[_Union[Hand, _Mapping]]] = ..., boneyard: _Optional[_Iterable[_Union[Tile, _Mapping]]] = ..., first_seat: _Optional[int] = ...) -> None: ...
-
-class Hand(_message.Message):
-    __slots__ = ("tiles",)
-    TILES_FIELD_NUMBER: _ClassVar[int]
-    tiles: _containers.RepeatedCompositeFieldContainer[Tile]
-    def __init__(self, tiles: _Optional[_Iterable[_Union[Tile, _Mapping]]] = ...) -> None: ...
-
 class MatchEnd(_message.Message):
-    __slots__ = ("match_id", "events", "totals", "ranks", "round_scores", "faults", "forfeited", "reason", "seed", "deals")
+    __slots__ = ("match_id", "events", "totals", "ranks", "round_scores", "faults", "forfeited", "reason")
     MATCH_ID_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     TOTALS_FIELD_NUMBER: _ClassVar[int]
@@ -316,8 +300,6 @@ class MatchEnd(_message.Message):
     FAULTS_FIELD_NUMBER: _ClassVar[int]
     FORFEITED_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
-    SEED_FIELD_NUMBER: _ClassVar[int]
-    DEALS_FIELD_NUMBER: _ClassVar[int]
     match_id: str
     events: _containers.RepeatedCompositeFieldContainer[Event]
     totals: _containers.RepeatedScalarFieldContainer[int]
@@ -326,9 +308,7 @@ class MatchEnd(_message.Message):
     faults: _containers.RepeatedCompositeFieldContainer[Fault]
     forfeited: _containers.RepeatedScalarFieldContainer[int]
     reason: str
-    seed: int
-    deals: _containers.RepeatedCompositeFieldContainer[RoundDeal]
-    def __init__(self, match_id: _Optional[str] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., totals: _Optional[_Iterable[int]] = ..., ranks: _Optional[_Iterable[int]] = ..., round_scores: _Optional[_Iterable[_Union[RoundScores, _Mapping]]] = ..., faults: _Optional[_Iterable[_Union[Fault, _Mapping]]] = ..., forfeited: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ..., seed: _Optional[int] = ..., deals: _Optional[_Iterable[_Union[RoundDeal, _Mapping]]] = ...) -> None: ...
+    def __init__(self, match_id: _Optional[str] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., totals: _Optional[_Iterable[int]] = ..., ranks: _Optional[_Iterable[int]] = ..., round_scores: _Optional[_Iterable[_Union[RoundScores, _Mapping]]] = ..., faults: _Optional[_Iterable[_Union[Fault, _Mapping]]] = ..., forfeited: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Notice(_message.Message):
     __slots__ = ("match_id", "text")

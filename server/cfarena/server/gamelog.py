@@ -1,9 +1,13 @@
-"""Game logs (format 1): build them from a match record, re-simulate and verify them.
+"""Game logs: build them from a match record, re-simulate and verify them.
 
 A log is a JSON document (docs/gamelog.md, docs/gamelog.schema.json) holding
 the seed, the rules, the seats and every applied move in order; the recorded
 events, deals and result are re-derived by re-simulating it with the rules
 engine, which is how `verify_log` detects a tampered log.
+
+Logs are written in format 2. Format 1 logs (written before turn ids counted
+each seat's own Turns: there one counter ran over the whole match) are still
+read and verified by the numbering they were written with.
 """
 
 from __future__ import annotations
@@ -33,7 +37,13 @@ from cfarena.engine.dealing import RoundDeal, deal_round
 from cfarena.engine.match import MatchState
 from cfarena.server.referee.match import MatchRecord
 
-LOG_FORMAT = 1
+LOG_FORMAT = 2  # the format written
+READABLE_FORMATS = (1, 2)  # 1: turn ids count the match's decisions; 2: each seat's own
+
+
+def per_seat_turn_ids(log: Mapping[str, Any]) -> bool:
+    """Whether a log numbers turn ids per seat (format 2 on) or over the match (format 1)."""
+    return log.get("format") != 1
 
 
 # --------------------------------------------------------------- JSON forms
@@ -86,7 +96,7 @@ def deal_to_dict(deal: RoundDeal) -> dict[str, Any]:
 
 
 def record_to_log(record: MatchRecord) -> dict[str, Any]:
-    """The format-1 game log of a referee match record."""
+    """The game log (format `LOG_FORMAT`) of a referee match record."""
     tc = record.time_control
     return {
         "format": LOG_FORMAT,
@@ -344,19 +354,26 @@ def _event_differences(recorded: Sequence[Any], replayed: Sequence[Any]) -> list
 
 
 def _check_decisions(log: Mapping[str, Any], sim: Resimulation, complete: bool) -> list[str]:
-    """Turn ids, fallbacks, faults and forfeits must be what the referee would have written."""
+    """Turn ids, fallbacks, faults and forfeits must be what the referee would have written.
+
+    Turn ids count each seat's own decisions (format 2) or, in a format-1 log,
+    the decisions of the whole match; a fault names its decision by (seat,
+    turn id).
+    """
     problems: list[str] = []
     actions = [a for a in log.get("actions", []) if isinstance(a, dict)]
     faults = [f for f in log.get("faults", []) if isinstance(f, dict)]
     tc = log.get("time_control")
     strikes = max(1, int(tc.get("strikes", 1))) if isinstance(tc, dict) else 1
-    by_turn: dict[Any, tuple[int, dict[str, Any]]] = {}
+    per_seat = per_seat_turn_ids(log)
+    by_turn: dict[tuple[Any, Any], tuple[int, dict[str, Any]]] = {}
     strikes_of: dict[Any, int] = {}
     forfeit_at: dict[Any, int] = {}  # seat -> turn id of its forfeiting fault
     for k, f in enumerate(faults):
         seat, turn = f.get("seat"), f.get("turn_id")
         strikes_of[seat] = strikes_of.get(seat, 0) + 1
-        should = turn == 0 or f.get("kind") == "disconnect" or strikes_of[seat] >= strikes
+        should = (turn == 0 or f.get("kind") in ("disconnect", "limit")
+                  or strikes_of[seat] >= strikes)
         if seat in forfeit_at:
             problems.append(f"faults[{k}]: seat {seat} had already forfeited")
         elif bool(f.get("forfeit")) != should:
@@ -365,26 +382,30 @@ def _check_decisions(log: Mapping[str, Any], sim: Resimulation, complete: bool) 
         if should and seat not in forfeit_at:
             forfeit_at[seat] = turn if isinstance(turn, int) else 0
         if turn != 0:
-            by_turn[turn] = (k, f)
-    expected_turn = 0
+            by_turn[(seat, turn)] = (k, f)
+    issued: dict[Any, int] = {}  # counter (a seat, or None for the match) -> last turn id
     for i, (action, forced, fallback) in enumerate(
         zip(actions, sim.forced, sim.fallbacks, strict=False)
     ):
         seat, path = action.get("seat"), f"actions[{i}]"
-        gone = seat in forfeit_at and forfeit_at[seat] < expected_turn + 1
+        counter = seat if per_seat else None
+        last = issued.get(counter, 0)
+        gone = seat in forfeit_at and forfeit_at[seat] <= last
         if "turn_id" in action:
-            expected_turn += 1
+            issued[counter] = expected = last + 1
             turn = action.get("turn_id")
-            if turn != expected_turn:
-                problems.append(f"{path}.turn_id: recorded {turn!r}, expected {expected_turn}")
+            if turn != expected:
+                whose = f" (seat {seat}'s decision {expected})" if per_seat else ""
+                problems.append(f"{path}.turn_id: recorded {turn!r}, expected {expected}{whose}")
             if forced:
                 problems.append(f"{path}.turn_id: a forced move recorded as a bot decision")
-            fault = by_turn.pop(turn, None)
+            fault = by_turn.pop((seat, turn), None)
             if action.get("fallback"):
-                if fault is None or fault[1].get("seat") != seat:
+                if fault is None:
                     problems.append(f"{path}.fallback: no fault of seat {seat} at turn {turn}")
             elif fault is not None:
-                problems.append(f"faults[{fault[0]}].turn_id: turn {turn} was answered normally")
+                problems.append(f"faults[{fault[0]}].turn_id: turn {turn} of seat {seat} "
+                                "was answered normally")
             ms = action.get("ms")
             if not action.get("fallback") and (
                 isinstance(ms, bool) or not isinstance(ms, int | float) or ms < 0
@@ -402,8 +423,8 @@ def _check_decisions(log: Mapping[str, Any], sim: Resimulation, complete: bool) 
             return problems
     if not complete:  # the re-simulation stopped early: the rest cannot be checked
         return problems
-    for turn, (k, _) in sorted(by_turn.items(), key=lambda item: item[1][0]):
-        problems.append(f"faults[{k}].turn_id: no decision has turn id {turn!r}")
+    for (seat, turn), (k, _) in sorted(by_turn.items(), key=lambda item: item[1][0]):
+        problems.append(f"faults[{k}].turn_id: no decision of seat {seat} has turn id {turn!r}")
     result_doc = log.get("result")
     recorded = result_doc.get("forfeited") if isinstance(result_doc, dict) else None
     if recorded != sorted(forfeit_at):
@@ -419,9 +440,10 @@ def verify_log(log: Mapping[str, Any]) -> list[str]:
     is not the seed's, an action whose move or seat disagrees with the
     recorded events (or was added or removed), an event the actions do not
     produce, a result (scores, totals, ranks, forfeits) or reason that is not
-    the re-simulated one, and turn ids, fallbacks or faults the referee could
-    not have written. Seat names, ids, timestamps and decision times cannot
-    be re-derived: compare the log's sha256 with the stored one for those.
+    the re-simulated one, and turn ids (numbered as the log's format numbers
+    them), fallbacks or faults the referee could not have written. Seat
+    names, ids, timestamps and decision times cannot be re-derived: compare
+    the log's sha256 with the stored one for those.
     """
     try:
         sim, error = _replay(log)

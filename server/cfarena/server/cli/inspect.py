@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from cfarena.server.cli.common import DbOption, database, fail, out, print_json
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import new_token
 from cfarena.server.replay import export_log
-from cfarena.server.storage import MatchStatus, StorageError, hash_token
+from cfarena.server.storage import MatchStatus, SeatLog, StorageError, hash_token
 
 bots_app = typer.Typer(help="Register and list bots (for `cfarena serve`).", no_args_is_help=True)
 
@@ -127,27 +130,83 @@ def matches_cmd(
     out.print(table)
 
 
-def show_cmd(match_id: Annotated[str, typer.Argument(help="match id")],
-             db_url: str = DbOption) -> None:
-    """One match: result, scores per round, faults."""
+def show_cmd(
+    match_id: Annotated[str, typer.Argument(help="match id")],
+    logs: Annotated[bool, typer.Option(
+        "--logs", help="also print what each seat's bot process printed (stdout and stderr, "
+        "as captured: the start and the end of a long output)")] = False,
+    db_url: str = DbOption,
+) -> None:
+    """One match: result, scores per round, faults; each seat's output with --logs."""
     with database(db_url) as db:
         detail = db.get_match(match_id)
+        seat_logs = db.seat_logs(match_id) if detail is not None else []
     if detail is None:
         fail(f"no match {match_id!r} (see `cfarena matches`)")
     m = detail.match
-    out.print(f"[bold]match {m.id}[/]  {m.status.value}  seed {m.seed}  rules {detail.rules}"
-              + (f"  reason: {m.reason}" if m.reason else ""))
+    out.print(f"[bold]match {escape(m.id)}[/]  {m.status.value}  seed {m.seed}  "
+              f"rules {escape(str(detail.rules))}"
+              + (f"  reason: {escape(m.reason)}" if m.reason else ""))
     table = Table("seat", "bot", *(f"R{i + 1}" for i in range(len(detail.round_scores or []))),
                   "total", "rank")
     for s in m.seats:
         scores = [str(r[s.seat]) for r in detail.round_scores or []]
         rank = "-" if s.rank is None else str(s.rank) + (" (forfeit)" if s.forfeited else "")
-        table.add_row(str(s.seat), s.bot_name, *scores,
+        table.add_row(str(s.seat), Text(s.bot_name), *scores,
                       "-" if s.total is None else str(s.total), rank)
     out.print(table)
-    for f in detail.faults:
-        out.print(f"[red]fault[/] seat {f.seat} ({f.bot_name}) {f.kind.value} at turn "
-                  f"{f.at_turn}: {f.detail}")
+    for f in detail.faults:  # the detail is the bot's own input: no markup in it
+        out.print(f"[red]fault[/] seat {f.seat} ({escape(f.bot_name)}) {f.kind.value} at turn "
+                  f"{f.at_turn}: {escape(printable(f.detail))}")
+    names = {s.seat: s.bot_name for s in m.seats}
+    if not logs:
+        for x in seat_logs:
+            exit_line = f", {printable(x.exit)}" if x.exit else ""
+            out.print(Text(f"seat {x.seat} ({names.get(x.seat, '?')}): "
+                           f"{human_bytes(x.output_bytes)} of output{exit_line} — see --logs"),
+                      soft_wrap=True)
+        return
+    if not seat_logs:
+        out.print("no seat output stored for this match")
+    for x in seat_logs:
+        _print_seat_log(x, names.get(x.seat, "?"))
+
+
+def _print_seat_log(log: SeatLog, bot: str) -> None:
+    """A heading (seat, bot, how the process ended, how much it printed), then the output."""
+    ended = printable(log.exit) if log.exit else "end not recorded"
+    out.print()
+    out.print(Text(f"── seat {log.seat} ({bot}): {ended}; "
+                   f"{human_bytes(log.output_bytes)} of output ──", style="bold"),
+              soft_wrap=True)
+    text = printable(log.output.replace("\r\n", "\n"), keep="\n\t")
+    if not text:
+        out.print(Text("(no output)", style="dim"))
+        return
+    # written as is: no markup, emoji codes, wrapping or tab expansion from rich
+    out.file.write(text if text.endswith("\n") else text + "\n")
+    out.file.flush()
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, keep: str = "") -> str:
+    """`text` with control characters (but those in `keep`) shown as \\xNN, so that
+    a bot's output cannot drive the organiser's terminal (escape sequences)."""
+    return _CONTROL.sub(lambda c: c[0] if c[0] in keep else f"\\x{ord(c[0]):02x}", text)
+
+
+def human_bytes(n: int) -> str:
+    """812 B, 1.2 KiB, 3.0 MiB ..."""
+    if n < 1024:
+        return f"{n} B"
+    value, unit = n / 1024, "KiB"
+    for bigger in ("MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{value:.1f} {unit}"
 
 
 def export_cmd(

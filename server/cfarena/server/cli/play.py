@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -23,8 +22,10 @@ from cfarena.server.botproc import BUNDLED_BOTS
 from cfarena.server.cli.common import DbOption, build_rules, database, err, fail, out, print_json
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
+from cfarena.server.sandbox import SandboxLimits, sandbox_problem
 from cfarena.server.storage import StorageError
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
+from cfarena.server.tournament.pool import Launch
 
 DEFAULT_BOTS = ("random", "greedy", "smart", "montecarlo")
 
@@ -108,14 +109,28 @@ def run_tournament_cmd(
     strikes: Annotated[int, typer.Option("--strikes", help="faults that forfeit a match")] = 1,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="matches at once")
                            ] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="tournament seed (deals derive from it)")
-                    ] = 1,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="fix the tournament seed (deals derive from it) to rerun a tournament "
+        "exactly; not for competitions [default: drawn from the OS, unpredictable]")] = None,
     db_url: str = DbOption,
     json_out: Annotated[bool, typer.Option("--json", help="print final standings as JSON")
                         ] = False,
     resume: Annotated[int | None, typer.Option("--resume", help="resume tournament ID")] = None,
-    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="write bot stderr here")
-                       ] = None,
+    log_dir: Annotated[Path | None, typer.Option(
+        "--log-dir", help="also write each seat's output here (it is always stored: "
+        "`cfarena show MATCH --logs`)")] = None,
+    no_sandbox: Annotated[bool, typer.Option(
+        "--no-sandbox", help="run the bots unsandboxed (only bots you trust)")] = False,
+    memory_mb: Annotated[int, typer.Option(
+        "--memory-mb", help="memory limit of a bot process (and its children), MiB")] = 512,
+    cpu_seconds: Annotated[int, typer.Option(
+        "--cpu-seconds", help="CPU time limit of a bot process per match, s")] = 300,
+    max_processes: Annotated[int, typer.Option(
+        "--max-processes", help="processes a bot may run at once")] = 64,
+    sandbox_bind: Annotated[list[Path] | None, typer.Option(
+        "--sandbox-bind", help="a file or directory every bot may read (repeatable); "
+        "bots see only system directories, Python and the paths on their command line")
+    ] = None,
     connect_timeout: Annotated[float, typer.Option(
         "--connect-timeout", help="seconds a bot may take to connect")] = 30.0,
     name: Annotated[str, typer.Option("--name", help="tournament name")] = "",
@@ -138,27 +153,45 @@ def run_tournament_cmd(
                             ("--bank-ms", bank_ms, 0), ("--increment-ms", increment_ms, 0)):
         if value < low:
             fail(f"{opt} must be at least {low}, got {value}")
+    for opt, value in (("--memory-mb", memory_mb), ("--cpu-seconds", cpu_seconds),
+                       ("--max-processes", max_processes)):
+        if value < 1:
+            fail(f"{opt} must be at least 1, got {value}")
     rule_set = build_rules(rules, rule or [], rules_file)
     try:
         rule_set.resolve(players)
     except RulesError as exc:
         fail(str(exc))
+    for path in sandbox_bind or []:
+        if not path.exists():
+            fail(f"--sandbox-bind: no such file or directory: {path}")
+    if no_sandbox:
+        err.print("[yellow]--no-sandbox: bots run unsandboxed, as you; only for bots you "
+                  "trust[/]")
+    else:
+        problem = sandbox_problem()
+        if problem is not None:
+            fail(problem)
+    launch = Launch(
+        sandbox=not no_sandbox,
+        limits=SandboxLimits(memory_mib=memory_mb, cpu_seconds=cpu_seconds,
+                             processes=max_processes),
+        binds=tuple(p.resolve() for p in sandbox_bind or []),
+        hide=(*_sqlite_files(db_url), *([log_dir.resolve()] if log_dir else [])),
+        connect_timeout=connect_timeout,
+    )
     config = TournamentConfig(
         bots=tuple(specs), rules=rule_set, players=players, games=games, seed=seed,
         time_control=TimeControl(timeout_ms, bank_ms, increment_ms, strikes), name=name,
     )
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-    # without --log-dir, bot output goes to a temporary directory, so that an
-    # error can still quote the last line a failing bot printed
-    with tempfile.TemporaryDirectory(prefix="cfarena-bots-") as scratch, \
-            database(db_url) as db:
-        bot_logs = log_dir if log_dir is not None else Path(scratch)
+    with database(db_url) as db:
         bar = _ProgressBar(enabled=True)
         try:
             result = asyncio.run(run_tournament(
                 config, db, concurrency=concurrency, progress=bar, resume_id=resume,
-                log_dir=bot_logs, connect_timeout=connect_timeout,
+                log_dir=log_dir, connect_timeout=connect_timeout, launch=launch,
             ))
         except KeyboardInterrupt:
             bar.stop()
@@ -187,6 +220,15 @@ def run_tournament_cmd(
             out.print(standings_table(
                 rows, f"Tournament #{result.tournament_id}: {rule_set.name}, "
                 f"{players}-player tables, {result.total} matches ({result.wall_s:.1f} s)"))
+
+
+def _sqlite_files(url: str) -> list[Path]:
+    """The files of a SQLite database (hidden from every sandbox), or none."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url == prefix + ":memory:":
+        return []
+    path = Path(url[len(prefix):]).resolve()
+    return [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", "-journal"))]
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import secrets
 import signal
 import uuid
 from pathlib import Path
@@ -37,7 +38,7 @@ async def serve_forever(
     host: str,
     port: int,
     concurrency: int,
-    seed: int,
+    seed: int | None,
     max_matches: int | None = None,
 ) -> int:
     """Run matches among connected registered bots until stopped; returns matches played."""
@@ -55,7 +56,10 @@ async def serve_forever(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
-    rng = random.Random(seed)
+    # Seeds from the OS's CSPRNG: a bot that dials in cannot find its match's seed from
+    # its hand, nor predict the next one, and a restart never replays a deal. 62-bit
+    # seeds: a repeated deal is as likely as guessing a random 62-bit number.
+    rng: random.Random = secrets.SystemRandom() if seed is None else random.Random(seed)
     played = 0
     running: set[asyncio.Task[MatchRecord | None]] = set()
     gate = asyncio.Semaphore(concurrency)
@@ -121,7 +125,9 @@ def serve_cmd(
     rule: Annotated[list[str] | None, typer.Option("--rule", help="KEY=VALUE")] = None,
     timeout_ms: Annotated[int, typer.Option("--timeout-ms")] = 1000,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c")] = 4,
-    seed: Annotated[int, typer.Option("--seed")] = 1,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="fix the seed of table picks and deals (tests and demos; not for "
+        "competitions) [default: the OS's CSPRNG]")] = None,
     max_matches: Annotated[int | None, typer.Option("--max-matches",
                                                     help="stop after this many")] = None,
     db_url: str = DbOption,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cfarena.server.referee.faults import FaultKind
+from cfarena.server.referee.tokens import SeatPass
 from cfarena.v1 import arena_pb2 as pb
 
 _ids = itertools.count(1)
@@ -49,6 +50,8 @@ class BotConnection:
     writer: _Writer
     conn_id: int = field(default_factory=lambda: next(_ids))
     client: str = ""
+    # the one-time pass it connected with (a process the arena started), if any
+    seat_pass: SeatPass | None = None
     # match_id -> seat, for matches this connection is seated in
     matches: dict[str, int] = field(default_factory=dict)
     pending: dict[str, PendingTurn] = field(default_factory=dict)
@@ -118,10 +121,14 @@ class BotConnection:
     def on_action(self, action: pb.Action) -> str | None:
         """Route an Action; returns a notice text when it was ignored, else None.
 
-        An Action for a match this connection is not seated in, or for a Turn
-        already settled (late answer after a timeout) is ignored with a notice:
-        it can never affect another seat or match. An out-of-range move index
-        on the pending Turn is an ILLEGAL fault for that match.
+        An Action that answers no waiting Turn is ignored with a notice and is
+        not a fault: one for a match this connection is not seated in, one
+        after the Turn was settled (a second answer, a late answer after a
+        timeout), or one whose turn_id is not the waiting Turn's (a stale
+        answer that crossed a newer Turn on the wire). None of them can affect
+        another seat or match, and a bot racing a deadline over a network may
+        send one in good faith. An out-of-range move index on the waiting Turn
+        is an ILLEGAL fault for that match.
         """
         now = time.perf_counter()
         pending = self.pending.get(action.match_id)

@@ -58,7 +58,7 @@ class ActionRecord:
     move: str  # Move.key
     decided: bool  # True if the bot was asked; False for forced moves and fallbacks
     elapsed_ms: float | None  # the bot's answer time, measured at the referee
-    turn_id: int | None
+    turn_id: int | None  # the seat's own Turn number (1, 2, ... per seat); None if not asked
     fallback: bool = False  # played by the referee for a faulted/forfeited seat
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,7 +153,10 @@ class MatchRunner:
         self._strikes = [0] * self.players
         self._forfeited: set[int] = set()
         self._bank_ms = [float(time_control.bank_ms)] * self.players
-        self._turn_id = 0
+        # Turn ids count each seat's own Turns: one counter for the match would
+        # let a seat subtract the others' PLAY events from the gaps and learn
+        # how often they chose to keep a drawn tile (play_drawn = may)
+        self._turns = [0] * self.players
 
     # ------------------------------------------------------------------ running
     async def run(self) -> MatchRecord:
@@ -204,10 +207,13 @@ class MatchRunner:
             except SeatFault as fault:
                 self._fault(seat, fault.kind, fault.detail, forfeit=True)
 
+    def _next_turn_id(self, seat: int) -> int:
+        self._turns[seat] += 1
+        return self._turns[seat]
+
     async def _decide(self, seat: int, moves: tuple[Move, ...]) -> None:
         conn = self.seats[seat]
-        self._turn_id += 1
-        turn_id = self._turn_id
+        turn_id = self._next_turn_id(seat)
         allowed_ms = self.tc.move_timeout_ms + self._bank_ms[seat]
         pending: PendingTurn | None = None
         try:
@@ -276,7 +282,7 @@ class MatchRunner:
         self._strikes[seat] += 1
         forfeit = (
             forfeit
-            or kind is FaultKind.DISCONNECT
+            or kind in (FaultKind.DISCONNECT, FaultKind.LIMIT)
             or self._strikes[seat] >= max(1, self.tc.strikes)
         )
         self.record.faults.append(Fault(seat, kind, detail[:500], turn_id, forfeit))
@@ -302,9 +308,10 @@ class MatchRunner:
         rec.finished_at = time.time()
 
     async def _send_end(self) -> None:
+        """MatchEnd to every seat still connected: results and faults, and only
+        what the rules reveal at the end (no seed, no deals: in a duplicate
+        tournament other matches are dealt the same hands)."""
         rec = self.record
-        deals = [convert.round_deal_to_proto(d.round_index, d.hands, d.boneyard, d.first_seat)
-                 for d in rec.deals]
         faults = [
             convert.fault_to_proto(SdkFault(f.seat, f.kind, f.detail, f.turn_id))
             for f in rec.faults
@@ -324,14 +331,11 @@ class MatchRunner:
                     faults=faults,
                     forfeited=rec.forfeited,
                     reason=rec.reason,
-                    seed=rec.seed,
-                    deals=deals,
                 )
             )
             # the match is over; a bot gone by now loses nothing
             with contextlib.suppress(SeatFault):
                 await conn.send(self.match_id, msg)
-
 
 
 def _expire(future: asyncio.Future[int], allowed_ms: float) -> None:

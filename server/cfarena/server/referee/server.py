@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import grpc
 
@@ -13,8 +15,8 @@ from cfarena.engine import Rules
 from cfarena.engine.match import MatchState
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.match import MatchRecord, MatchRunner, TimeControl
-from cfarena.server.referee.service import ArenaService, method_handlers
-from cfarena.server.referee.tokens import TokenRegistry
+from cfarena.server.referee.service import GRPC_RECEIVE_LIMIT, ArenaService, method_handlers
+from cfarena.server.referee.tokens import PassRegistry, SeatPass, TokenRegistry
 
 log = logging.getLogger("cfarena.referee")
 
@@ -35,12 +37,18 @@ class RefereeServer:
         tokens: TokenRegistry,
         *,
         host: str = "127.0.0.1",
-        port: int = 0,
+        port: int | None = 0,
         max_message_bytes: int = 64 * 1024,
         hello_timeout_s: float = 10.0,
         max_connections_per_bot: int = 16,
+        unix_socket: Path | None = None,
     ) -> None:
         self.tokens = tokens
+        # one-time credentials of the bot processes the arena itself starts
+        self.passes = PassRegistry()
+        # also (or only, with port=None) listen on this Unix socket: the way
+        # sandboxed bots, which have no network, reach the referee
+        self.unix_socket = unix_socket
         self.host = host
         self.port = port
         self.max_message_bytes = max_message_bytes
@@ -60,22 +68,38 @@ class RefereeServer:
         self._changed = asyncio.Condition()
         server = grpc.aio.server(
             options=[
-                ("grpc.max_receive_message_length", self.max_message_bytes),
+                # the referee's own limit is checked as messages are parsed, so
+                # that an oversized one is named as such (service.Oversized)
+                ("grpc.max_receive_message_length",
+                 max(GRPC_RECEIVE_LIMIT, self.max_message_bytes)),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0),
             ]
         )
         server.add_generic_rpc_handlers((method_handlers(ArenaService(self)),))
-        self.port = server.add_insecure_port(f"{self.host}:{self.port}")
-        if self.port == 0:
-            raise OSError(f"cannot listen on {self.host}")
+        if self.port is not None:
+            self.port = server.add_insecure_port(f"{self.host}:{self.port}")
+            if self.port == 0:
+                raise OSError(f"cannot listen on {self.host}")
+        if self.unix_socket is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.unix_socket.unlink()
+            if not server.add_insecure_port(f"unix:{self.unix_socket}"):
+                raise OSError(f"cannot listen on {self.unix_socket}")
         await server.start()
+        if self.unix_socket is not None:
+            # a sandboxed bot runs under its own uid; the socket's directory is
+            # the referee's alone, so only what a sandbox is given reaches it
+            os.chmod(self.unix_socket, 0o666)
         self._server = server
-        log.info("referee listening on %s:%d", self.host, self.port)
-        return self.port
+        log.info("referee listening on %s", self.address)
+        return self.port or 0
 
     @property
     def address(self) -> str:
+        """Where bots connect: HOST:PORT, or unix:PATH for a socket-only referee."""
+        if self.port is None:
+            return f"unix:{self.unix_socket}"
         return f"{self.host}:{self.port}"
 
     async def stop(self, grace: float = 5.0) -> None:
@@ -105,6 +129,8 @@ class RefereeServer:
     def register(self, conn: BotConnection) -> None:
         self.register_hook(conn)
         self._connections.setdefault(conn.bot_name, []).append(conn)
+        if conn.seat_pass is not None:
+            conn.seat_pass.connection = conn
         self._notify()
 
     def unregister(self, conn: BotConnection) -> None:
@@ -143,7 +169,8 @@ class RefereeServer:
         chosen: list[BotConnection] = []
         for bot in seat_bots:
             candidates = [
-                c for c in self._connections.get(bot, []) if c.free > 0 and c not in chosen
+                c for c in self._connections.get(bot, [])
+                if c.free > 0 and c not in chosen and c.seat_pass is None
             ]
             if not candidates:
                 return None
@@ -160,6 +187,19 @@ class RefereeServer:
                 self._changed.wait_for(lambda: all(self.connection_count(n) for n in names)),
                 timeout,
             )
+
+    async def wait_for_pass(self, seat_pass: SeatPass, timeout: float) -> BotConnection:
+        """The connection made with a one-time pass, once its process has connected."""
+        assert self._changed is not None
+
+        def connected() -> bool:
+            conn = seat_pass.connection
+            return isinstance(conn, BotConnection) and not conn.closed
+
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(connected), timeout)
+        assert isinstance(seat_pass.connection, BotConnection)
+        return seat_pass.connection
 
     async def seat(
         self, match_id: str, seat_bots: Sequence[str], timeout: float
@@ -200,6 +240,7 @@ class RefereeServer:
         key: str | None = None,
         on_record: Callable[[MatchRecord], None] | None = None,
         initial_state: MatchState | None = None,
+        connections: Sequence[BotConnection] | None = None,
     ) -> MatchRecord:
         """Seat the bots, play the match, return its record.
 
@@ -210,7 +251,12 @@ class RefereeServer:
         if not self._accepting:
             raise ShuttingDown("the referee is shutting down")
         rules.resolve(len(seat_bots))  # RulesError before anyone is seated
-        conns = await self.seat(match_id, seat_bots, seat_timeout)
+        if connections is None:
+            conns = await self.seat(match_id, seat_bots, seat_timeout)
+        else:  # the caller chose the connections (one process per seat)
+            conns = list(connections)
+            for seat, conn in enumerate(conns):
+                conn.matches[match_id] = seat
         runner = MatchRunner(
             match_id,
             rules,

@@ -15,6 +15,7 @@ from google.protobuf.message import DecodeError
 from cfarena.engine import PRESETS
 from cfarena.server.referee.connection import BotConnection, SeatFault
 from cfarena.server.referee.faults import FaultKind
+from cfarena.server.referee.tokens import PassUsed
 from cfarena.v1 import arena_pb2 as pb
 
 if TYPE_CHECKING:
@@ -39,12 +40,36 @@ class Malformed:
         return f"malformed message ({len(self.data)} bytes: {head}{more})"
 
 
-def parse_bot_message(data: bytes) -> pb.BotMessage | Malformed:
-    """Deserializer that never raises: bad bytes become a `Malformed` value."""
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A message larger than the referee's limit (it is not parsed)."""
+
+    size: int
+    limit: int
+
+    def describe(self) -> str:
+        return f"message of {self.size} bytes over the {self.limit}-byte limit"
+
+
+# gRPC's own receive limit, far above the referee's: a message between the two
+# reaches the deserializer below and is named as oversized; beyond this one,
+# gRPC refuses it before the referee sees anything
+GRPC_RECEIVE_LIMIT = 8 * 1024 * 1024
+
+
+def parse_bot_message(data: bytes, limit: int = GRPC_RECEIVE_LIMIT
+                      ) -> pb.BotMessage | Malformed | Oversized:
+    """Deserializer that never raises: bad bytes become a `Malformed` value, too many
+    an `Oversized` one."""
+    if len(data) > limit:
+        return Oversized(len(data), limit)
     try:
         return pb.BotMessage.FromString(data)
     except (DecodeError, RuntimeError, ValueError):
         return Malformed(bytes(data))
+
+
+Incoming = pb.BotMessage | Malformed | Oversized
 
 
 class ArenaService:
@@ -62,7 +87,7 @@ class ArenaService:
         )
 
     async def Play(
-        self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
+        self, requests: AsyncIterator[Incoming], context: Any
     ) -> None:
         try:
             await self._play(requests, context)
@@ -72,25 +97,33 @@ class ArenaService:
             return
 
     async def _play(
-        self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
+        self, requests: AsyncIterator[Incoming], context: Any
     ) -> None:
         hello = await self._read_hello(requests, context)
-        name = self.server.tokens.lookup(hello.token)
+        try:
+            seat_pass = self.server.passes.redeem(hello.token)
+        except PassUsed:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                                "this one-time credential was already used")
+            raise AssertionError("unreachable") from None
+        name = seat_pass.bot_name if seat_pass else self.server.tokens.lookup(hello.token)
         if name is None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown or missing token")
         assert name is not None
-        capacity = hello.capacity or 1
+        # a process the arena started plays one match at a time
+        capacity = 1 if seat_pass else (hello.capacity or 1)
         if capacity > MAX_CAPACITY:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"Hello.capacity must be 1..{MAX_CAPACITY}, got {capacity}",
             )
-        if self.server.connection_count(name) >= self.server.max_connections_per_bot:
+        if not seat_pass and \
+                self.server.connection_count(name) >= self.server.max_connections_per_bot:
             await context.abort(
                 grpc.StatusCode.ALREADY_EXISTS,
                 f"bot {name!r} already has {self.server.max_connections_per_bot} connections",
             )
-        conn = BotConnection(name, capacity, context, client=hello.client)
+        conn = BotConnection(name, capacity, context, client=hello.client, seat_pass=seat_pass)
         await context.write(
             pb.RefereeMessage(
                 welcome=pb.Welcome(
@@ -106,12 +139,14 @@ class ArenaService:
             conn.close(FaultKind.DISCONNECT, "stream cancelled")
             raise
         finally:
+            # a message over gRPC's own limit (GRPC_RECEIVE_LIMIT) only ends our
+            # request stream, exactly as a closed or reset stream does
             conn.close(FaultKind.DISCONNECT, "stream ended")
             self.server.unregister(conn)
             log.info("bot %s disconnected (conn %d)", name, conn.conn_id)
 
     async def _read_hello(
-        self, requests: AsyncIterator[pb.BotMessage | Malformed], context: Any
+        self, requests: AsyncIterator[Incoming], context: Any
     ) -> pb.Hello:
         try:
             first = await asyncio.wait_for(anext(requests), self.server.hello_timeout_s)
@@ -124,6 +159,10 @@ class ArenaService:
                 f"no Hello within {self.server.hello_timeout_s:g} s",
             )
             raise
+        if isinstance(first, Oversized):
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"first message: {first.describe()}")
+            raise AssertionError("unreachable")
         if isinstance(first, Malformed):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, f"first message: {first.describe()}"
@@ -145,10 +184,14 @@ class ArenaService:
     async def _read_actions(
         self,
         conn: BotConnection,
-        requests: AsyncIterator[pb.BotMessage | Malformed],
+        requests: AsyncIterator[Incoming],
         context: Any,
     ) -> None:
         async for message in requests:
+            if isinstance(message, Oversized):
+                detail = message.describe()
+                conn.close(FaultKind.PROTOCOL, detail)
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, detail)
             if isinstance(message, Malformed):
                 detail = message.describe()
                 conn.close(FaultKind.PROTOCOL, detail)
@@ -177,7 +220,8 @@ def method_handlers(service: ArenaService) -> grpc.GenericRpcHandler:  # type: i
     handlers = {
         "Play": grpc.stream_stream_rpc_method_handler(
             service.Play,
-            request_deserializer=parse_bot_message,
+            request_deserializer=lambda data: parse_bot_message(
+                data, service.server.max_message_bytes),
             response_serializer=serialize,
         ),
         "GetInfo": grpc.unary_unary_rpc_method_handler(

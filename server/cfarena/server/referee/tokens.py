@@ -43,3 +43,60 @@ class TokenRegistry:
 
     def names(self) -> list[str]:
         return sorted(set(self._by_hash.values()))
+
+
+class PassUsed(Exception):
+    """A one-time seat pass presented a second time."""
+
+
+@dataclass(eq=False)
+class SeatPass:
+    """A one-time credential for one bot process the arena started.
+
+    It admits exactly one connection, with capacity 1, which the tournament
+    seats in the one match it started the process for. The secret itself is
+    never kept, only its hash.
+    """
+
+    bot_name: str
+    token_hash: str
+    used: bool = False
+    # set when the process connects (a BotConnection; typed loosely to keep
+    # this module free of the connection's imports)
+    connection: object | None = None
+
+
+@dataclass
+class PassRegistry:
+    """The seat passes a referee has issued and not yet withdrawn."""
+
+    _by_hash: dict[str, SeatPass] = field(default_factory=dict)
+
+    def issue(self, bot_name: str) -> tuple[str, SeatPass]:
+        """A fresh pass for one process of `bot_name`: (the secret, its record)."""
+        token = new_token()
+        seat_pass = SeatPass(bot_name, hash_token(token))
+        self._by_hash[seat_pass.token_hash] = seat_pass
+        return token, seat_pass
+
+    def redeem(self, token: str) -> SeatPass | None:
+        """The pass this secret belongs to, now used; None if it is no pass.
+
+        PassUsed if it was presented before: a pass admits one connection.
+        """
+        if not token:
+            return None
+        seat_pass = self._by_hash.get(hash_token(token))
+        if seat_pass is None:
+            return None
+        if seat_pass.used:
+            raise PassUsed(seat_pass.bot_name)
+        seat_pass.used = True
+        return seat_pass
+
+    def withdraw(self, seat_pass: SeatPass) -> None:
+        """Forget a pass (its process is gone); a later use is an unknown token."""
+        self._by_hash.pop(seat_pass.token_hash, None)
+
+    def __len__(self) -> int:
+        return len(self._by_hash)

@@ -118,12 +118,16 @@ def _split(
         yield _Step(StepKind.ROUND_END, end, end + 1, None)
 
 
-def _fault_map(log: Mapping[str, Any]) -> dict[int, list[Mapping[str, Any]]]:
-    """Faults by turn id (0 = at the match start)."""
-    out: dict[int, list[Mapping[str, Any]]] = {}
+def _fault_map(log: Mapping[str, Any]) -> dict[tuple[Any, int], list[Mapping[str, Any]]]:
+    """Faults by (seat, turn id); turn id 0 = at the match start.
+
+    A decision is named by its seat and turn id in every log format (format 1
+    numbers turn ids over the match, format 2 per seat).
+    """
+    out: dict[tuple[Any, int], list[Mapping[str, Any]]] = {}
     for f in log.get("faults", []) or []:
         if isinstance(f, dict) and isinstance(f.get("turn_id"), int):
-            out.setdefault(f["turn_id"], []).append(f)
+            out.setdefault((f.get("seat"), f["turn_id"]), []).append(f)
     return out
 
 
@@ -150,9 +154,9 @@ def build_views(
         decided = "turn_id" in action
         step_faults: list[Mapping[str, Any]] = []
         if index == 0:
-            step_faults += faults.get(0, [])
+            step_faults += [f for (_, turn), fs in faults.items() if turn == 0 for f in fs]
         if decided and isinstance(action.get("turn_id"), int) and action["turn_id"] != 0:
-            step_faults += faults.get(action["turn_id"], [])
+            step_faults += faults.get((action.get("seat"), action["turn_id"]), [])
         ms_raw = action.get("ms") if decided else None
         ms = float(ms_raw) if isinstance(ms_raw, int | float) else None
         actor = action.get("seat") if action else None

@@ -1,4 +1,4 @@
-"""The shape of a format-1 game log: hand-written checks and loading a log file.
+"""The shape of a game log (formats 1 and 2): hand-written checks and loading a log file.
 
 `validate_log` checks what docs/gamelog.schema.json describes (types, keys,
 enums, patterns) plus what a schema cannot say (array lengths equal to the
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine.rules import OPTION_KEYS, PRESETS
+from cfarena.server.gamelog import READABLE_FORMATS
 
-LOG_FORMAT = 1
 TILE_RE = re.compile(r"^(0|[1-9][0-9]?)-(0|[1-9][0-9]?)$")
 MOVE_RE = re.compile(r"^((0|[1-9][0-9]?)-(0|[1-9][0-9]?)@(0|[1-9][0-9]*)|draw|pass)$")
 TOP_KEYS = (
@@ -36,7 +36,7 @@ EVENT_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pass": (("seat",), ()),
     "round_end": (("scores", "reason"), ("seat",)),
 }
-FAULT_KINDS = ("timeout", "illegal", "protocol", "disconnect")
+FAULT_KINDS = ("timeout", "illegal", "protocol", "disconnect", "limit")
 STATUSES = ("finished", "aborted", "running")
 RULE_ENUMS = {
     "start": ("centre_first", "holder", "draw_off"),
@@ -47,7 +47,11 @@ RULE_ENUMS = {
 
 
 class LogFileError(ValueError):
-    """A file that is not a readable format-1 game log (the message says why)."""
+    """A file that is not a readable game log (the message says why)."""
+
+
+def _formats(joiner: str = "or") -> str:
+    return f" {joiner} ".join(str(f) for f in READABLE_FORMATS)
 
 
 def _is_int(v: Any) -> bool:
@@ -138,12 +142,16 @@ def _check_rules(c: _Checker, v: Any) -> None:
 
 
 def validate_log(log: Any) -> list[str]:
-    """Form problems of a format-1 log, each "JSON.path: problem" ([] = well-formed)."""
+    """Form problems of a log, each "JSON.path: problem" ([] = well-formed).
+
+    Formats 1 and 2 have the same shape; they differ in how turn ids are
+    numbered, which `verify_log` checks.
+    """
     c = _Checker()
     if not c.obj("$", log, TOP_KEYS):
         return c.problems
-    if log.get("format") != LOG_FORMAT:
-        c.fail("format", f"must be {LOG_FORMAT}, got {log.get('format')!r}")
+    if log.get("format") not in READABLE_FORMATS or isinstance(log.get("format"), bool):
+        c.fail("format", f"must be {_formats()}, got {log.get('format')!r}")
     c.str_("match_id", log.get("match_id"))
     c.int_("tournament_id", log.get("tournament_id"), null=True)
     c.str_("key", log.get("key"), null=True)
@@ -283,12 +291,12 @@ def load_log_file(path: str | Path, validate: bool = True) -> dict[str, Any]:
                            "not an object)")
     if "format" not in data:
         raise LogFileError(f"{p}: not a cfarena game log (no 'format' key)")
-    if data["format"] != LOG_FORMAT:
+    if data["format"] not in READABLE_FORMATS or isinstance(data["format"], bool):
         raise LogFileError(f"{p}: game log format {data['format']!r} is not supported "
-                           f"(this version reads format {LOG_FORMAT})")
+                           f"(this version reads formats {_formats('and')})")
     if validate:
         problems = validate_log(data)
         if problems:
             shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
-            raise LogFileError(f"{p}: malformed format-1 game log: {shown}")
+            raise LogFileError(f"{p}: malformed format-{data['format']} game log: {shown}")
     return data

@@ -1,10 +1,10 @@
-"""Play a whole match in-process and return its format-1 game log (tests, demos).
+"""Play a whole match in-process and return its game log (tests, demos).
 
 No referee, no network: a simple policy decides for every seat, and the
 `MatchRecord` is filled exactly as `MatchRunner` fills it (forced moves are
-not decisions; decisions get consecutive turn ids; a faulting seat gets the
-referee's fallback move and, once it forfeits, plays only fallbacks), then
-turned into a log by `record_to_log`.
+not decisions; each seat's decisions get its own consecutive turn ids; a
+faulting seat gets the referee's fallback move and, once it forfeits, plays
+only fallbacks), then turned into a log by `record_to_log`.
 
     log = simulate_log({"preset": "maltese"}, players=3, seed=7)
 """
@@ -74,7 +74,8 @@ def simulate_record(
     """Play a match to its end; the referee's `MatchRecord` of it.
 
     `policy` is one name for every seat or one per seat (`greedy`, `random`,
-    `first`). `timeouts` are turn ids (decisions, counted from 1) at which the
+    `first`). `timeouts` are decision numbers (the match's decisions counted
+    from 1 over all seats, not turn ids, which count per seat) at which the
     deciding bot "times out": a TIMEOUT fault is recorded and the fallback move
     is played; the seat forfeits after `strikes` faults.
     """
@@ -102,7 +103,8 @@ def simulate_record(
     rng = random.Random(seed)
     strikes_of = [0] * players
     forfeited: set[int] = set()
-    turn_id = 0
+    decisions = 0
+    turns = [0] * players  # turn ids count each seat's own decisions
     while not state.is_over:
         seat = state.current_seat
         assert seat is not None
@@ -116,8 +118,10 @@ def simulate_record(
             record.actions.append(ActionRecord(seat, move.key, False, None, None, True))
             apply_move(state, move)
             continue
-        turn_id += 1
-        if turn_id in timeouts:
+        decisions += 1
+        turns[seat] += 1
+        turn_id = turns[seat]
+        if decisions in timeouts:
             strikes_of[seat] += 1
             forfeit = strikes_of[seat] >= max(1, strikes)
             detail = f"no answer within {tc.move_timeout_ms} ms"
@@ -147,7 +151,7 @@ def simulate_log(
     strikes: int = 1,
     names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The format-1 game log of a match played in-process (see `simulate_record`)."""
+    """The game log of a match played in-process (see `simulate_record`)."""
     return record_to_log(
         simulate_record(
             rules_options, players, seed, policy, timeouts=timeouts, strikes=strikes, names=names

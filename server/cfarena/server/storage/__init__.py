@@ -1,4 +1,4 @@
-"""Persistent storage of bots, tournaments, matches, game logs and ratings.
+"""Persistent storage of bots, tournaments, matches, game logs, seat logs and ratings.
 
 `open_database(url)` opens (and migrates) a SQLite file or a PostgreSQL
 database and returns the `Database` facade; see docs/STORAGE.md.
@@ -29,6 +29,7 @@ from cfarena.server.storage.records import (
     RatingPoint,
     ScheduledMatch,
     SeatInfo,
+    SeatLog,
     Standing,
     TournamentInfo,
     TournamentStatus,
@@ -50,6 +51,7 @@ __all__ = [
     "RatingPoint",
     "ScheduledMatch",
     "SeatInfo",
+    "SeatLog",
     "Standing",
     "StorageError",
     "TournamentInfo",

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -36,6 +36,7 @@ from cfarena.server.storage.models import (
     MatchStatus,
     Rating,
     RatingHistory,
+    SeatLogRow,
     Tournament,
     TournamentStatus,
 )
@@ -47,6 +48,7 @@ from cfarena.server.storage.records import (
     MatchRecord,
     RatingPoint,
     ScheduledMatch,
+    SeatLog,
     Standing,
     TournamentInfo,
 )
@@ -174,8 +176,12 @@ class Database:
 
     # -- tournaments --------------------------------------------------------
 
-    def create_tournament(self, name: str, config: Mapping[str, Any]) -> int:
-        digest = config_hash(config)
+    def create_tournament(self, name: str, config: Mapping[str, Any],
+                          identity: Mapping[str, Any] | None = None) -> int:
+        """A new running tournament; it is found again (resume) by the hash of
+        `identity`, by default the config itself (a config may hold values, such
+        as a drawn seed, that a rerun of the same command cannot know)."""
+        digest = config_hash(config if identity is None else identity)
         with self._session(write=True) as s:
             t = Tournament(name=name, config=dict(config), config_hash=digest,
                            status=TournamentStatus.RUNNING.value, created_at=_now())
@@ -288,11 +294,14 @@ class Database:
         """Store a played match, all or nothing, and rate it; False if it was already finished.
 
         One transaction writes the result (status finished, or aborted with
-        its reason), the seats, the faults, the game log with its sha256 and,
-        for a finished match, the Elo update of every seat in the match's pool
-        and in "global" with rating history rows. A match that is already
-        finished is left alone (the call is a no-op returning False), so a
-        retried or duplicated recording never rates a match twice.
+        its reason), the seats, the faults, the seat logs, the game log with
+        its sha256 and, for a finished match, the Elo update of every seat in
+        the match's pool and in "global" with rating history rows. A match that
+        is already finished is left alone (the call is a no-op returning
+        False), so a retried or duplicated recording never rates a match twice.
+        A match recorded before as aborted (or one replayed from its seed) is
+        recorded afresh: the faults, seat logs and game log of the earlier
+        attempt are replaced by this record's, not added to.
         """
         status = MatchStatus(record.status)
         if status not in (MatchStatus.FINISHED, MatchStatus.ABORTED):
@@ -306,9 +315,13 @@ class Database:
             finished = status is MatchStatus.FINISHED
             if finished:
                 _check_result(record, m.players)
+            _check_seat_logs(record, m.players)
+            # rows of an earlier (aborted) attempt of this match: this attempt replaces them
+            for table in (Fault, SeatLogRow, GameLog):
+                s.execute(delete(table).where(table.match_id == m.id))
             now = record.finished_at or _now()
             m.status = status.value
-            m.reason = record.reason
+            m.reason = None if record.reason is None else _storable_text(record.reason)
             m.round_scores = [list(r) for r in record.round_scores] if finished else None
             m.totals = list(record.totals) if finished else None
             m.ranks = list(record.ranks) if finished else None
@@ -328,7 +341,7 @@ class Database:
                 row.total = record.totals[seat] if finished else None
                 row.rank = record.ranks[seat] if finished else None
                 row.forfeited = seat in record.forfeited
-                row.faults += fault_counts.get(seat, 0)
+                row.faults = fault_counts.get(seat, 0)
             s.flush()
 
             for f in record.faults:
@@ -336,9 +349,17 @@ class Database:
                 s.add(Fault(
                     match_id=m.id, seat=f.seat,
                     bot_id=seat_row.bot_id if seat_row is not None else None,
-                    kind=_fault_kind(f.kind), detail=f.detail, at_turn=f.at_turn,
+                    kind=_fault_kind(f.kind), detail=_storable_text(f.detail), at_turn=f.at_turn,
                     created_at=now,
                 ))
+            s.flush()
+
+            s.add_all(
+                SeatLogRow(match_id=m.id, seat=x.seat, output=_storable_text(x.output),
+                           output_bytes=x.output_bytes,
+                           exit=None if x.exit is None else _storable_text(x.exit))
+                for x in record.seat_logs
+            )
             s.flush()
 
             if record.log is not None:
@@ -386,6 +407,11 @@ class Database:
             if digest != row.sha256:
                 raise StorageError(f"game log of match {match_id!r} is corrupt (sha256 mismatch)")
             return row.log
+
+    def seat_logs(self, match_id: str) -> list[SeatLog]:
+        """The captured output of each seat's bot process in a match, by seat ([] if none)."""
+        with self._session() as s:
+            return queries.seat_logs(s, match_id)
 
     def results_for_fit(self, tournament_id: int | None = None, pool: str | None = None
                         ) -> list[list[tuple[int, int]]]:
@@ -439,14 +465,33 @@ def _check_result(record: MatchRecord, players: int) -> None:
         raise ValueError(f"match {record.match_id!r}: a round score row is not {players} long")
 
 
+def _check_seat_logs(record: MatchRecord, players: int) -> None:
+    seen: set[int] = set()
+    for x in record.seat_logs:
+        if not 0 <= x.seat < players or x.seat in seen:
+            raise ValueError(f"match {record.match_id!r}: a seat log for seat {x.seat} "
+                             f"(one per seat of {players})")
+        if x.output_bytes < 0:
+            raise ValueError(f"match {record.match_id!r}: seat {x.seat} printed "
+                             f"{x.output_bytes} bytes")
+        seen.add(x.seat)
+
+
+def _storable_text(text: str) -> str:
+    """`text` as both backends store it: PostgreSQL refuses NUL characters in text
+    and neither encodes lone surrogates, so those become U+FFFD and "?"."""
+    text = text.replace("\x00", "\N{REPLACEMENT CHARACTER}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _store_log(s: Session, match_id: str, log: Mapping[str, Any], fmt: int) -> None:
     document = dict(log)
     digest = hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
-    row = s.get(GameLog, match_id)
-    if row is None:
-        s.add(GameLog(match_id=match_id, format=fmt, log=document, sha256=digest))
-    else:  # a replayed (previously aborted) match: the new log replaces the old
-        row.format, row.log, row.sha256 = fmt, document, digest
+    s.add(GameLog(match_id=match_id, format=fmt, log=document, sha256=digest))
     s.flush()
 
 

@@ -60,6 +60,7 @@ class FaultKind(enum.StrEnum):
     ILLEGAL = "illegal"
     PROTOCOL = "protocol"
     DISCONNECT = "disconnect"
+    LIMIT = "limit"  # a sandbox limit was breached (memory, CPU time, processes, output)
 
 
 def _in(column: str, values: type[enum.StrEnum]) -> str:
@@ -169,6 +170,28 @@ class GameLog(Base):
     format: Mapped[int] = mapped_column(Integer)
     log: Mapped[dict[str, Any]] = mapped_column(Json)
     sha256: Mapped[str] = mapped_column(String(64))
+
+
+class SeatLogRow(Base):
+    """What one seat's bot process printed in one match (stdout and stderr, as captured)."""
+
+    __tablename__ = "seat_logs"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["match_id", "seat"],
+            ["match_seats.match_id", "match_seats.seat"],
+            ondelete="CASCADE",
+            name="fk_seat_logs_match_seat",
+        ),
+    )
+
+    match_id: Mapped[str] = mapped_column(
+        ForeignKey("matches.id", ondelete="CASCADE"), primary_key=True
+    )
+    seat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    output: Mapped[str] = mapped_column(Text)
+    output_bytes: Mapped[int] = mapped_column(BigInteger)
+    exit: Mapped[str | None] = mapped_column(Text)
 
 
 class Rating(Base):

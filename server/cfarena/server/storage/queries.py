@@ -20,6 +20,7 @@ from cfarena.server.storage.models import (
     MatchStatus,
     Rating,
     RatingHistory,
+    SeatLogRow,
     Tournament,
     TournamentStatus,
 )
@@ -31,6 +32,7 @@ from cfarena.server.storage.records import (
     RatingPoint,
     ScheduledMatch,
     SeatInfo,
+    SeatLog,
     Standing,
     TournamentInfo,
 )
@@ -206,6 +208,13 @@ def match_detail(s: Session, match_id: str) -> MatchDetail | None:
                        rules=m.rules, round_scores=m.round_scores, faults=faults,
                        log_sha256=None if log is None else log[0],
                        log_format=None if log is None else log[1])
+
+
+def seat_logs(s: Session, match_id: str) -> list[SeatLog]:
+    rows = s.scalars(select(SeatLogRow).where(SeatLogRow.match_id == match_id)
+                     .order_by(SeatLogRow.seat))
+    return [SeatLog(seat=r.seat, output=r.output, output_bytes=r.output_bytes, exit=r.exit)
+            for r in rows]
 
 
 def rating_history(s: Session, bot: str | int, pool: str) -> list[RatingPoint]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ __all__ = [
     "RatingPoint",
     "ScheduledMatch",
     "SeatInfo",
+    "SeatLog",
     "Standing",
     "TournamentInfo",
     "TournamentStatus",
@@ -95,13 +96,34 @@ class FaultRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SeatLog:
+    """What the bot process in `seat` printed during one match (stdout and stderr together).
+
+    `output` is the text as captured (a long output keeps its start and its end
+    around a "[... N bytes not kept ...]" line), `output_bytes` how many bytes
+    the process printed in all, and `exit` one line on how it ended ("exited
+    with code 3: <last line>", "killed by SIGKILL", the sandbox limit breached)
+    or None. For the organiser only: nothing serves it to bots.
+    """
+
+    seat: int
+    output: str
+    output_bytes: int
+    exit: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MatchRecord:
     """The outcome of one played match, stored by `Database.record_match`.
 
     For a finished match `totals`, `ranks` are per seat (rank 1 = best, equal =
     shared) and `round_scores[r][seat]` the score of seat in round r. An
     aborted match (status ABORTED) needs none of them; it is not rated and is
-    scheduled again. `forfeited` lists seats that forfeited.
+    scheduled again. `forfeited` lists seats that forfeited. `seat_logs` holds
+    at most one `SeatLog` per seat (a list, so it can be filled after the rest).
+
+    Recording a match again (an aborted or cut-off attempt played once more)
+    replaces everything of the earlier attempt: faults, seat logs, game log.
     """
 
     match_id: str
@@ -116,6 +138,7 @@ class MatchRecord:
     log_format: int = 1
     duration_s: float | None = None
     finished_at: datetime | None = None
+    seat_logs: list[SeatLog] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

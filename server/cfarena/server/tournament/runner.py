@@ -1,40 +1,59 @@
-"""Running a tournament: a local referee, bot subprocesses, the schedule, storage.
+"""Running a tournament: a local referee, fresh bot processes per match, storage.
 
-`run_tournament(config, db, progress)` starts a referee on 127.0.0.1, spawns one
-process per bot (more when a bot fills several seats of a table), plays every
-pending match of the schedule with at most `concurrency` at once (and never
-more than a bot's declared capacity: the referee only seats free connections),
-stores each match (result, log, ratings) in one transaction as it ends, and
-returns the tournament id. Running the same configuration again resumes it:
-finished matches are kept, interrupted or unplayed ones are played.
+`run_tournament(config, db, progress)` starts a referee on a Unix socket in a
+private directory, plays every pending match of the schedule with at most
+`concurrency` at once, and stores each match (result, log, ratings, each
+seat's output) in one transaction as it ends. Every seat of every match gets a
+fresh bot process, sandboxed unless the organiser says `--no-sandbox`, started
+ahead of need by `BotPool` and connected with a one-time pass; two matches of
+the same deal never run at once for one bot. Running the same configuration
+again resumes it: finished matches are kept, interrupted or unplayed ones are
+played again from their seed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-import re
+import secrets
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from cfarena.engine import Rules
-from cfarena.server.botproc import BotProcess, bundled_command
-from cfarena.server.gamelog import record_to_log
-from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl, TokenRegistry, new_token
+from cfarena.server.gamelog import LOG_FORMAT, record_to_log
+from cfarena.server.referee import (
+    FaultKind,
+    MatchRecord,
+    RefereeServer,
+    TimeControl,
+    TokenRegistry,
+    new_token,
+)
 from cfarena.server.storage import (
     Database,
     FaultRecord,
     MatchPlan,
     ScheduledMatch,
+    SeatLog,
     TournamentStatus,
     config_hash,
     hash_token,
 )
 from cfarena.server.storage import MatchRecord as StoredMatch
+from cfarena.server.tournament.pool import (
+    BotPool,
+    BotStartError,
+    Launch,
+    WarmBot,
+    needed_processes,
+)
 from cfarena.server.tournament.schedule import round_robin, seats_needed
 
 log = logging.getLogger("cfarena.tournament")
@@ -67,13 +86,18 @@ class TournamentConfig:
     rules: Rules
     players: int = 4
     games: int = 1
-    seed: int = 1
+    seed: int | None = None  # None: drawn from the OS's CSPRNG when the tournament is created
     time_control: TimeControl = field(default_factory=TimeControl)
     name: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, launch: Launch | None = None) -> dict[str, Any]:
+        """What identifies the tournament (hashed to find it again for resume)."""
         tc = self.time_control
+        launch = launch or Launch()
+        limits = launch.limits
         return {
+            "sandbox": {"memory_mib": limits.memory_mib, "cpu_seconds": limits.cpu_seconds,
+                        "processes": limits.processes} if launch.sandbox else None,
             "bots": [{"name": b.name, "command": b.describe()} for b in self.bots],
             "rules": self.rules.to_options(),
             "players": self.players,
@@ -87,9 +111,6 @@ class TournamentConfig:
             },
         }
 
-    @property
-    def config_hash(self) -> str:
-        return config_hash(self.to_json())
 
 
 class ProgressSink(Protocol):
@@ -133,13 +154,15 @@ def to_stored(record: MatchRecord) -> StoredMatch:
         forfeited=record.forfeited,
         faults=[FaultRecord(f.seat, f.kind, f.detail, f.turn_id) for f in record.faults],
         log=record_to_log(record),
+        log_format=LOG_FORMAT,
         duration_s=max(0.0, record.finished_at - record.started_at)
         if record.started_at
         else None,
     )
 
 
-def plan_matches(config: TournamentConfig, bot_ids: dict[str, int]) -> list[MatchPlan]:
+def plan_matches(config: TournamentConfig, bot_ids: dict[str, int], seed: int
+                 ) -> list[MatchPlan]:
     options = config.rules.to_options()
     return [
         MatchPlan(
@@ -149,8 +172,7 @@ def plan_matches(config: TournamentConfig, bot_ids: dict[str, int]) -> list[Matc
             players=config.players,
             seat_bot_ids=[bot_ids[name] for name in m.seats],
         )
-        for m in round_robin([b.name for b in config.bots], config.players, config.games,
-                             config.seed)
+        for m in round_robin([b.name for b in config.bots], config.players, config.games, seed)
     ]
 
 
@@ -164,195 +186,221 @@ async def run_tournament(
     log_dir: Path | None = None,
     connect_timeout: float = 30.0,
     on_server: Callable[[RefereeServer], None] | None = None,
+    launch: Launch | None = None,
 ) -> TournamentRun:
     """Play (or resume) a tournament; see the module docstring."""
     sink = progress or _Quiet()
     config.rules.resolve(config.players)  # RulesError before anything starts
+    launch = launch or Launch(connect_timeout=connect_timeout)
     started = time.monotonic()
-    tokens = TokenRegistry()
-    secrets: dict[str, str] = {}
-    for bot in config.bots:
-        secrets[bot.name] = new_token()
-        tokens.add(bot.name, secrets[bot.name])
-
-    # Bots first: a bot that does not start or connect stops the run before
-    # anything is written to the database.
-    server = RefereeServer(tokens)
+    socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))  # 0700: the referee's
+    server = RefereeServer(TokenRegistry(), port=None, unix_socket=socket_dir / "arena.sock")
     await server.start()
     if on_server is not None:
         on_server(server)
-    procs: list[BotProcess] = []
     played = 0
     status = TournamentStatus.INTERRUPTED
     tournament_id: int | None = None
+    resumed = False
+    total = 0
+    pool: BotPool | None = None
     try:
+        found = _find_tournament(config, db, resume_id, launch)
+        if found is not None:
+            ids = {b.name: b.id for b in db.list_bots()}
+            names = {bot_id: name for name, bot_id in ids.items()}
+            seatings = [[names[i] for i in m.seat_bot_ids] for m in db.pending_matches(found)]
+        else:
+            seatings = [list(m.seats) for m in round_robin(
+                [b.name for b in config.bots], config.players, config.games, 0)]
         need = seats_needed(round_robin([b.name for b in config.bots], config.players, 1, 0))
-        for bot in config.bots:
-            for instance in range(need.get(bot.name, 1)):
-                procs.append(_spawn(bot, instance, server.address, secrets[bot.name],
-                                    concurrency, log_dir))
-        await _wait_connected(server, procs, [b.name for b in config.bots], connect_timeout)
-
-        tournament_id, resumed = _open_tournament(config, db, resume_id)
-        bot_ids = {
-            bot.name: db.register_local_bot(bot.name, hash_token(secrets[bot.name]),
-                                            bot.describe())
-            for bot in config.bots
-        }
-        plans = plan_matches(config, bot_ids)
-        db.schedule_matches(tournament_id, plans)
-        pending = db.pending_matches(tournament_id)
-        total = len(plans)
-        names = {bid: name for name, bid in bot_ids.items()}
+        pool = BotPool(
+            server, launch, {b.name: b.command for b in config.bots},
+            warm={b.name: need.get(b.name, 1) * concurrency for b in config.bots},
+            demand=needed_processes(seatings),
+        )
+        # Bots first: a bot that does not start or connect stops the run before
+        # any match is played.
+        try:
+            await pool.start()
+        except BotStartError as exc:
+            raise TournamentError(str(exc)) from None
+        tournament_id, pending = _open_tournament(config, db, found, launch)
+        resumed = found is not None
+        names = {bot_id: name for name, bot_id in _bot_ids(db, config).items()}
+        total = len(db.finished_keys(tournament_id)) + len(pending)
         sink.started(tournament_id, total, total - len(pending), resumed)
-
-        gate = asyncio.Semaphore(concurrency)
         lock = asyncio.Lock()
 
         async def play(match: ScheduledMatch) -> None:
             nonlocal played
-            seat_bots = [names[i] for i in match.seat_bot_ids]
-            async with gate:
-                db.mark_running(match.id)
-                record = await server.run_match(
-                    match.id,
-                    Rules.from_options(match.rules),
-                    match.seed,
-                    seat_bots,
-                    config.time_control,
-                    seat_timeout=connect_timeout,
-                    tournament_id=tournament_id,
-                    key=match.key,
-                    on_record=lambda rec: _store(db, rec),
-                )
+            assert pool is not None and tournament_id is not None
+            record = await _play_match(server, pool, db, config, match,
+                                       [names[i] for i in match.seat_bot_ids],
+                                       tournament_id, log_dir)
             async with lock:
                 played += 1
                 sink.match_done(record, _leader(db, tournament_id))
 
-        tasks = [asyncio.ensure_future(play(m)) for m in pending]
-        monitor = asyncio.ensure_future(_watch_processes(procs))
-        try:
-            done_all: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*tasks))
-            finished, _ = await asyncio.wait([done_all, monitor],
-                                             return_when=asyncio.FIRST_COMPLETED)
-            if monitor in finished:
-                monitor.result()  # raises TournamentError
-            done_all.result()
-        finally:
-            monitor.cancel()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, monitor, return_exceptions=True)
+        await _play_all(pending, play, concurrency)
         status = TournamentStatus.FINISHED
     finally:
         if tournament_id is not None:
             with contextlib.suppress(Exception):
                 db.set_tournament_status(tournament_id, status)
-        for proc in procs:  # bots first, so their streams end before the server stops
-            proc.stop()
+        if pool is not None:  # bots first, so their streams end before the server stops
+            await pool.close()
         await server.stop(grace=0.5)
+        shutil.rmtree(socket_dir, ignore_errors=True)
     assert tournament_id is not None
     return TournamentRun(tournament_id, resumed, played, total, status.value,
                          time.monotonic() - started)
 
 
-def _store(db: Database, record: MatchRecord) -> None:
-    db.record_match(to_stored(record))
+async def _play_all(pending: Sequence[ScheduledMatch],
+                    play: Callable[[ScheduledMatch], Awaitable[None]], concurrency: int) -> None:
+    """Play every match, `concurrency` at once, in schedule order as far as the rule allows:
+    two matches with the same deal never run at the same time for the same bot (two live
+    processes of one bot could signal each other what they hold)."""
+    queue = list(pending)
+    busy: set[tuple[int, int]] = set()
+    running: dict[asyncio.Task[None], ScheduledMatch] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < concurrency:
+                match = next((m for m in queue
+                              if not any((m.seed, b) in busy for b in m.seat_bot_ids)), None)
+                if match is None:
+                    break
+                queue.remove(match)
+                busy.update((match.seed, b) for b in match.seat_bot_ids)
+                running[asyncio.ensure_future(play(match))] = match
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                match = running.pop(task)
+                busy.difference_update((match.seed, b) for b in match.seat_bot_ids)
+                task.result()  # a failure stops the run (the others are cancelled below)
+    finally:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
 
-def _open_tournament(
-    config: TournamentConfig, db: Database, resume_id: int | None
-) -> tuple[int, bool]:
-    if resume_id is not None:
-        existing = db.get_tournament(resume_id)
-        if existing is None:
-            raise TournamentError(f"no tournament {resume_id} to resume")
-        if existing.config_hash != config.config_hash:
-            raise TournamentError(
-                f"tournament {resume_id} was run with a different configuration; "
-                "resume it with the same options (see `cfarena tournaments`)"
-            )
-        db.set_tournament_status(resume_id, TournamentStatus.RUNNING)
-        return resume_id, True
-    found = db.find_resumable_tournament(config.config_hash)
+async def _play_match(server: RefereeServer, pool: BotPool, db: Database,
+                      config: TournamentConfig, match: ScheduledMatch, seat_bots: list[str],
+                      tournament_id: int, log_dir: Path | None) -> MatchRecord:
+    """One match: fresh processes for its seats, played, explained, stored, stopped."""
+    warms: list[WarmBot] = []
+    try:
+        for name in seat_bots:
+            warms.append(await pool.take(name))
+    except BaseException:
+        await asyncio.gather(*(pool.release(w) for w in warms), return_exceptions=True)
+        raise
+    db.mark_running(match.id)
+    handed: list[MatchRecord] = []
+    # bots see an opaque id: the key (game, rotation) is the organiser's business
+    wire_id = secrets.token_hex(8)
+    try:
+        record = await server.run_match(
+            wire_id, Rules.from_options(match.rules), match.seed, seat_bots,
+            config.time_control, tournament_id=tournament_id, key=match.key,
+            on_record=handed.append,
+            connections=[w.connection for w in warms if w.connection is not None],
+        )
+    except BaseException:
+        # cut short (Ctrl-C, a failure elsewhere): store what was played as aborted
+        for warm in warms:
+            warm.process.kill()
+        if handed:
+            handed[0].match_id = match.id
+            with contextlib.suppress(Exception):
+                _store(db, handed[0], warms, log_dir)
+        raise
+    record.match_id = match.id
+    await _settle(warms, record)
+    await asyncio.gather(*(pool.release(w) for w in warms))
+    _store(db, record, warms, log_dir)
+    return record
+
+
+async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
+    """Give the processes of disconnected seats a moment to exit, then say why they did."""
+    lost = {f.seat for f in record.faults if f.kind is FaultKind.DISCONNECT}
+    for seat in lost:
+        proc = warms[seat].process.proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 1.0)
+    for index, fault in enumerate(record.faults):
+        process = warms[fault.seat].process
+        if fault.kind is not FaultKind.DISCONNECT or process.breach:
+            continue
+        if process.returncode is not None and fault.detail in _GENERIC_DISCONNECTS:
+            record.faults[index] = dataclasses.replace(
+                fault, detail=f"{fault.detail}: bot process {process.exit_summary()}")
+
+
+_GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
+
+
+def _store(db: Database, record: MatchRecord, warms: Sequence[WarmBot],
+           log_dir: Path | None) -> None:
+    """Store the match with each seat's captured output (and a copy in `log_dir`)."""
+    stored = to_stored(record)
+    for seat, warm in enumerate(warms):
+        process = warm.process
+        exit_line = process.breach or (
+            process.exit_summary() if process.exited_by_itself else "stopped after the match")
+        stored.seat_logs.append(
+            SeatLog(seat, process.output.text(), process.output.total, exit_line))
+        if log_dir is not None:
+            with contextlib.suppress(OSError):
+                (log_dir / f"{record.key or record.match_id}-seat{seat}-{warm.bot}.log"
+                 ).write_text(process.output.text())
+    db.record_match(stored)
+
+
+def _find_tournament(config: TournamentConfig, db: Database, resume_id: int | None,
+                     launch: Launch) -> int | None:
+    """The unfinished tournament this configuration resumes, if any (reads only)."""
+    identity = config_hash(config.to_json(launch))
+    if resume_id is None:
+        found = db.find_resumable_tournament(identity)
+        return None if found is None else found.id
+    existing = db.get_tournament(resume_id)
+    if existing is None:
+        raise TournamentError(f"no tournament {resume_id} to resume")
+    if existing.config_hash != identity:
+        raise TournamentError(
+            f"tournament {resume_id} was run with a different configuration; "
+            "resume it with the same options (see `cfarena tournaments`)"
+        )
+    return resume_id
+
+
+def _open_tournament(config: TournamentConfig, db: Database, found: int | None,
+                     launch: Launch) -> tuple[int, list[ScheduledMatch]]:
+    """The tournament to play (found again, or created and scheduled) and its pending
+    matches. Without --seed the master seed comes from the OS's CSPRNG and is stored:
+    no deal can be known before it is played."""
     if found is not None:
-        db.set_tournament_status(found.id, TournamentStatus.RUNNING)
-        return found.id, True
+        db.set_tournament_status(found, TournamentStatus.RUNNING)
+        return found, db.pending_matches(found)
+    identity = config.to_json(launch)
+    seed = config.seed if config.seed is not None else secrets.randbits(62)
     name = config.name or f"{config.rules.name} {config.players}p round-robin"
-    return db.create_tournament(name, config.to_json()), False
+    stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None}
+    tournament_id = db.create_tournament(name, stored, identity=identity)
+    db.schedule_matches(tournament_id, plan_matches(config, _bot_ids(db, config), seed))
+    return tournament_id, db.pending_matches(tournament_id)
 
 
-def _spawn(bot: BotSpec, instance: int, address: str, token: str, capacity: int,
-           log_dir: Path | None) -> BotProcess:
-    command: str | list[str]
-    if bot.command is None:
-        command = [*bundled_command(bot.name), "--capacity", str(capacity)]
-    else:
-        command = bot.command
-    proc = BotProcess(
-        f"{bot.name}#{instance}",
-        command,
-        env={"CFARENA_SERVER": address, "CFARENA_TOKEN": token,
-             "CFARENA_CAPACITY": str(capacity)},
-        log_path=(log_dir / f"{bot.name}-{instance}.log") if log_dir else None,
-    )
-    proc.start()
-    return proc
-
-
-async def _wait_connected(server: RefereeServer, procs: Sequence[BotProcess],
-                          names: Sequence[str], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        missing = [n for n in names if server.connection_count(n) == 0]
-        if not missing:
-            return
-        for proc in procs:
-            code = proc.poll()
-            if code is not None and proc.name.split("#")[0] in missing:
-                raise TournamentError(
-                    f"bot {proc.name.split('#')[0]!r} exited with code {code} before connecting"
-                    f"{_tail(proc)}"
-                )
-        if time.monotonic() > deadline:
-            raise TournamentError(
-                f"bot(s) {', '.join(missing)} did not connect within {timeout:g} s"
-            )
-        await asyncio.sleep(0.05)
-
-
-async def _watch_processes(procs: Sequence[BotProcess]) -> None:
-    """Restart bot processes that exit mid-tournament (a few times), else give up."""
-    restarts: dict[str, int] = {}
-    while True:
-        await asyncio.sleep(0.2)
-        for proc in procs:
-            code = proc.poll()
-            if code is None:
-                continue
-            count = restarts.get(proc.name, 0)
-            if count >= 3:
-                raise TournamentError(
-                    f"bot {proc.name} keeps exiting (code {code}); stopping{_tail(proc)}"
-                )
-            restarts[proc.name] = count + 1
-            log.warning("bot %s exited with code %s; restarting", proc.name, code)
-            proc.start()
-
-
-# gRPC core / absl log lines ("E1202 20:34:01.123456   123 file.cc:45] ..."), which
-# a bot's gRPC runtime may print on its way out, after the bot's own last words
-_GRPC_LOG_LINE = re.compile(r"^([IWEF]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl)")
-
-
-def _tail(proc: BotProcess) -> str:
-    """': ' and the bot's last line of output (gRPC's own log lines skipped), or ''."""
-    if proc.log_path is None or not proc.log_path.exists():
-        return ""
-    lines = proc.log_path.read_text(errors="replace").strip().splitlines()
-    own = [line for line in lines if line.strip() and not _GRPC_LOG_LINE.match(line)]
-    last = own[-1] if own else (lines[-1] if lines else "")
-    return (": " + last[:200]) if last else ""
+def _bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
+    """The bots' ids (registered on first use; their processes get one-time passes, so
+    the stored token is a random one nobody holds)."""
+    return {bot.name: db.register_local_bot(bot.name, hash_token(new_token()), bot.describe())
+            for bot in config.bots}
 
 
 def _leader(db: Database, tournament_id: int) -> str | None:

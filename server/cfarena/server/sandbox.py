@@ -1,0 +1,453 @@
+"""Bot processes in a bubblewrap sandbox, with limits, captured output and a watchdog.
+
+A sandbox is `bwrap` (bubblewrap, Debian package `bubblewrap`) with its own PID,
+network, IPC, UTS and mount namespaces, showing the bot read-only only what it
+needs to run (system directories, the Python it runs on, the paths named on its
+command line and the organiser's extra binds), a private size-capped `/tmp`
+that vanishes with it, and the referee's Unix socket at `/run/cfarena/arena.sock`
+(there is no network: the loopback of an empty network namespace only). Inside,
+the bot runs as an unprivileged user: as root, a fresh random uid per sandbox
+(`setpriv`, no capabilities, no new privileges); otherwise uid 65534 of a user
+namespace. Its environment is built from an allow-list, never copied from the
+referee's.
+
+Limits: processes (RLIMIT_NPROC, per sandbox), CPU seconds and memory (resident
+set of all the sandbox's processes, polled by `LimitWatch`, with RLIMIT_CPU and a
+generous RLIMIT_AS as backstops between polls), bytes of output and of `/tmp`.
+A limit breached stops the whole sandbox and is reported as one line, e.g.
+"memory limit 512 MiB exceeded". The sandbox dies with its match: `stop()`
+SIGKILLs bwrap's process group, and bwrap's `--die-with-parent` takes the
+PID namespace (and so every process in it) along.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SOCKET_IN_SANDBOX = "/run/cfarena/arena.sock"
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+# files of /etc that programs commonly need; nothing else of /etc is shown
+_ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf",
+              "passwd", "group", "alternatives", "ssl", "mime.types", "java-17-openjdk")
+_MIB = 1024 * 1024
+# RLIMIT_AS is a backstop against allocations faster than the watchdog's poll:
+# address space is far larger than resident memory (thread stacks, arenas)
+_ADDRESS_SPACE_SLACK = 4096 * _MIB
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`), or pass "
+                "--no-sandbox to run trusted bots unsandboxed")
+
+
+class SandboxUnavailable(Exception):
+    """Sandboxes cannot be created on this machine (the message says why and what to do)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """What one bot process (and everything it starts) may use during one match."""
+
+    memory_mib: int = 512
+    cpu_seconds: int = 300
+    processes: int = 64
+    output_mib: int = 16
+    tmp_mib: int = 64
+
+    def describe(self) -> str:
+        return (f"memory {self.memory_mib} MiB, CPU {self.cpu_seconds} s, "
+                f"{self.processes} processes, output {self.output_mib} MiB, "
+                f"/tmp {self.tmp_mib} MiB")
+
+
+def sandbox_problem() -> str | None:
+    """Why sandboxes cannot be created here (one line), or None if they can."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return f"no sandbox: bwrap not found; {INSTALL_HINT}"
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        return "no sandbox: setpriv (util-linux) not found; install util-linux"
+    probe = _bwrap_argv(["/bin/true"], binds=[], socket=None, tmp_mib=1, uid=_random_uid(),
+                        extra=[])
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"no sandbox: bwrap does not run ({exc}); {INSTALL_HINT}"
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        return (f"no sandbox: bwrap cannot create namespaces here "
+                f"({why[-1] if why else 'exit ' + str(done.returncode)}); {INSTALL_HINT}")
+    return None
+
+
+def python_paths() -> list[Path]:
+    """What this interpreter needs to run: its prefixes and every import path that exists."""
+    found: list[Path] = []
+    for entry in (sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["stdlib"],
+                  *sys.path):
+        if entry and os.path.isabs(entry) and os.path.exists(entry):
+            found.append(Path(entry))
+    exe = Path(sys.executable)
+    found.append(exe.parent)
+    with contextlib.suppress(OSError):
+        found.append(exe.resolve().parent.parent)
+    return found
+
+
+def command_paths(argv: Sequence[str], cwd: Path) -> list[Path]:
+    """Files and directories named on a bot's command line (relative to `cwd`).
+
+    Each argument (and the value of a `--flag=VALUE` argument) that names an
+    existing path is shown to the sandbox read-only; so is the program itself
+    when it is given as a path.
+    """
+    paths: list[Path] = []
+    for index, arg in enumerate(argv):
+        for part in (arg, arg.partition("=")[2]) if index else (arg,):
+            if not part or (index == 0 and "/" not in part):
+                continue
+            candidate = Path(part) if os.path.isabs(part) else cwd / part
+            with contextlib.suppress(OSError):
+                if candidate.exists():
+                    paths.append(candidate.resolve())
+    return paths
+
+
+def _random_uid() -> int:
+    # far above any uid a system allocates; one per sandbox, so RLIMIT_NPROC
+    # counts only that sandbox's processes and nothing else runs under it
+    return 1_000_000 + secrets.randbelow(1 << 30)
+
+
+def _dirs_for(dest: str, made: set[str]) -> list[str]:
+    """bwrap arguments creating every missing parent of `dest` world-readable."""
+    out: list[str] = []
+    parts = dest.strip("/").split("/")
+    for i in range(1, len(parts)):
+        parent = "/" + "/".join(parts[:i])
+        if parent not in made:
+            made.add(parent)
+            out += ["--perms", "0755", "--dir", parent]
+    return out
+
+
+def _bwrap_argv(command: Sequence[str], *, binds: Iterable[Path], socket: Path | None,
+                tmp_mib: int, uid: int, extra: Sequence[str],
+                hide: Iterable[Path] = (), workdir: str = "/tmp") -> list[str]:
+    argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "cfarena-bot"]
+    root = os.geteuid() == 0
+    if not root:
+        argv += ["--unshare-user", "--disable-userns", "--uid", "65534", "--gid", "65534"]
+    made: set[str] = {"/usr", "/tmp", "/proc", "/dev", "/run"}
+    # first the private /tmp, so that bound paths below /tmp lie on top of it
+    argv += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(tmp_mib * _MIB), "--perms", "1777", "--tmpfs", "/tmp"]
+    for system in _SYSTEM_DIRS:
+        if os.path.islink(system):
+            argv += ["--symlink", os.readlink(system), system]
+            made.add(system)
+        elif os.path.isdir(system):
+            argv += ["--ro-bind", system, system]
+            made.add(system)
+    for name in _ETC_FILES:
+        path = f"/etc/{name}"
+        if os.path.lexists(path):
+            argv += [*_dirs_for(path, made), "--ro-bind", path, path]
+    seen: set[str] = set()
+    for path in sorted({str(p) for p in binds}, key=len):
+        if any(path == s or path.startswith(s.rstrip("/") + "/") for s in seen):
+            continue  # inside a directory already shown
+        if any(path == d or path.startswith(d + "/") for d in _SYSTEM_DIRS if d in made):
+            continue
+        seen.add(path)
+        argv += [*_dirs_for(path, made), "--ro-bind", path, path]
+    for hidden in hide:  # never shown, even inside a bound directory
+        text = str(hidden)
+        if any(text == s or text.startswith(s.rstrip("/") + "/") for s in seen) and \
+                os.path.exists(text):
+            if os.path.isdir(text):
+                argv += ["--tmpfs", text]
+            else:
+                argv += ["--ro-bind", "/dev/null", text]
+    if not any(workdir == s or workdir.startswith(s.rstrip("/") + "/") for s in seen) \
+            and workdir not in made:
+        argv += [*_dirs_for(workdir, made), "--perms", "0755", "--dir", workdir]
+    argv += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/cfarena"]
+    if socket is not None:
+        argv += ["--bind", str(socket), SOCKET_IN_SANDBOX]
+    argv += ["--chdir", workdir, *extra]
+    if root:
+        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    return [*argv, *command]
+
+
+def _limits_prefix(limits: SandboxLimits) -> list[str]:
+    """`prlimit` run inside the sandbox, as the bot's user, before the bot starts."""
+    address_space = limits.memory_mib * _MIB + _ADDRESS_SPACE_SLACK
+    return ["prlimit", f"--nproc={limits.processes}", f"--cpu={limits.cpu_seconds}",
+            f"--as={address_space}", f"--fsize={limits.tmp_mib * _MIB}", "--core=0", "--"]
+
+
+@dataclass
+class CapturedOutput:
+    """A bot's stdout+stderr: the first and last bytes kept, the rest counted."""
+
+    keep_bytes: int = 64 * 1024
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.keep_bytes * 3 // 4 - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            over = len(self.tail) - self.keep_bytes // 4
+            if over > 0:
+                del self.tail[:over]
+
+    def text(self) -> str:
+        dropped = self.total - len(self.head) - len(self.tail)
+        middle = f"\n[... {dropped} bytes not kept ...]\n" if dropped > 0 else ""
+        return (bytes(self.head).decode(errors="replace") + middle
+                + bytes(self.tail).decode(errors="replace"))
+
+    def last_line(self) -> str:
+        """The last line of output that is not a gRPC/absl runtime log line."""
+        lines = [ln for ln in self.text().splitlines() if ln.strip()]
+        own = [ln for ln in lines if not _is_runtime_log(ln)]
+        return (own or lines or [""])[-1][:200]
+
+
+def _is_runtime_log(line: str) -> bool:
+    head = line[:16]
+    return (len(head) > 5 and head[0] in "IWEF" and head[1:5].isdigit() and head[5] == " ") \
+        or line.startswith("WARNING: All log messages before absl")
+
+
+@dataclass
+class BotProcess:
+    """One bot process for one match, sandboxed (or not, with `sandbox=False`).
+
+    `start()` launches it; `stop()` kills it and everything it started; `breach`
+    says which limit it broke, if any; `output` holds what it printed.
+    """
+
+    label: str
+    command: Sequence[str]
+    env: Mapping[str, str]
+    socket: Path | None = None
+    binds: Sequence[Path] = ()
+    hide: Sequence[Path] = ()
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    sandbox: bool = True
+    workdir: Path | None = None
+    on_breach: Callable[[BotProcess, str], None] | None = None
+    output: CapturedOutput = field(default_factory=CapturedOutput)
+    breach: str | None = None
+    uid: int = 0
+    pid_namespace: str | None = None
+    proc: asyncio.subprocess.Process | None = None
+    stopped: bool = False  # killed by the referee while still running
+    _reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        env = dict(self.env)
+        if self.sandbox:
+            self.uid = _random_uid()
+            read_fd, write_fd = os.pipe()
+            workdir = str(self.workdir) if self.workdir else "/tmp"
+            argv = _bwrap_argv(
+                [*_limits_prefix(self.limits), *self.command],
+                binds=self.binds, socket=self.socket, tmp_mib=self.limits.tmp_mib,
+                uid=self.uid, extra=["--info-fd", str(write_fd)], hide=self.hide,
+                workdir=workdir,
+            )
+            argv = [*_pdeathsig(), *argv]
+            try:
+                self.proc = await asyncio.create_subprocess_exec(
+                    *argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,),
+                )
+            finally:
+                os.close(write_fd)
+            self.pid_namespace = await asyncio.get_running_loop().run_in_executor(
+                None, _read_child_namespace, read_fd)
+        else:
+            self.proc = await asyncio.create_subprocess_exec(
+                *_pdeathsig(), *self.command, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=str(self.workdir) if self.workdir else None,
+            )
+        self._reader = asyncio.get_running_loop().create_task(self._read_output())
+
+    async def _read_output(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        limit = self.limits.output_mib * _MIB
+        while True:
+            chunk = await self.proc.stdout.read(65536)
+            if not chunk:
+                return
+            self.output.add(chunk)
+            if self.sandbox and self.output.total > limit:
+                self.breached(f"output limit {self.limits.output_mib} MiB exceeded")
+                return
+
+    def breached(self, reason: str) -> None:
+        """Record the first limit breached and stop the sandbox."""
+        if self.breach is None:
+            self.breach = reason
+            if self.on_breach is not None:
+                self.on_breach(self, reason)
+        self.kill()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode if self.proc else None
+
+    @property
+    def exited_by_itself(self) -> bool:
+        """It ended on its own (crashed, or quit) rather than being stopped."""
+        return self.returncode is not None and not self.stopped and self.breach is None
+
+    def kill(self) -> None:
+        """SIGKILL the process group (bwrap takes its PID namespace along)."""
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.returncode is None:
+            self.stopped = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    async def stop(self) -> None:
+        """Kill it and wait until it (and its output reader) is gone."""
+        self.kill()
+        if self.proc is not None:
+            await self.proc.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._reader, 5.0)
+
+    def exit_summary(self) -> str:
+        """"exited with code 3: <last line>" / "killed by SIGKILL" / the breach."""
+        if self.breach:
+            return self.breach
+        code = self.returncode
+        if code is None:
+            return "still running"
+        what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        last = self.output.last_line()
+        return f"{what}: {last}" if last else what
+
+
+def _pdeathsig() -> list[str]:
+    """`setpriv --pdeathsig KILL --`: the child dies with the referee (util-linux)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
+def _read_child_namespace(fd: int) -> str | None:
+    """The PID namespace of bwrap's child, from its --info-fd JSON."""
+    with os.fdopen(fd, "rb") as info:
+        data = info.read()
+    try:
+        child = int(json.loads(data)["child-pid"])
+        return os.readlink(f"/proc/{child}/ns/pid")
+    except (ValueError, KeyError, OSError, TypeError):
+        return None
+
+
+@dataclass
+class _Usage:
+    rss_kib: int = 0
+    cpu_ticks: int = 0
+    processes: int = 0
+
+
+class LimitWatch:
+    """Polls /proc for the memory, CPU time and process count of every live sandbox.
+
+    One task for all sandboxes: every `interval` s it groups the machine's
+    processes by PID namespace and stops any sandbox over a limit.
+    """
+
+    def __init__(self, interval: float = 0.1) -> None:
+        self.interval = interval
+        self._watched: dict[str, BotProcess] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._ticks = os.sysconf("SC_CLK_TCK")
+
+    def watch(self, proc: BotProcess) -> None:
+        if proc.pid_namespace is None:
+            return
+        self._watched[proc.pid_namespace] = proc
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def forget(self, proc: BotProcess) -> None:
+        if proc.pid_namespace is not None:
+            self._watched.pop(proc.pid_namespace, None)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while self._watched:
+            self.check()
+            await asyncio.sleep(self.interval)
+
+    def check(self) -> None:
+        """One poll: measure every watched sandbox and stop those over a limit."""
+        usage = {ns: _Usage() for ns in self._watched}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                ns = os.readlink(f"/proc/{entry.name}/ns/pid")
+                found = usage.get(ns)
+                if found is None:
+                    continue
+                with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17, rss=24
+            found.cpu_ticks += sum(int(f) for f in fields[11:15])
+            found.rss_kib += int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+            found.processes += 1
+        for ns, seen in usage.items():
+            proc = self._watched.get(ns)
+            if proc is None or seen.processes == 0:
+                continue
+            limits = proc.limits
+            if seen.rss_kib > limits.memory_mib * 1024:
+                proc.breached(f"memory limit {limits.memory_mib} MiB exceeded")
+            elif seen.cpu_ticks / self._ticks > limits.cpu_seconds:
+                proc.breached(f"CPU time limit {limits.cpu_seconds} s exceeded")
+            elif seen.processes > limits.processes:  # bwrap's init is one of them
+                proc.breached(f"process limit {limits.processes} reached")
+            if proc.breach:
+                self._watched.pop(ns, None)

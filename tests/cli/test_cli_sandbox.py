@@ -1,0 +1,109 @@
+"""`run-tournament` and its sandbox, seeds and per-seat output, through the real CLI."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+
+from cfarena.server.storage import open_database
+
+from .helpers import marker, run_cli, run_json, sandboxed_processes, wait_no_processes
+
+TINY = ["--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
+        "--rule", "rounds=single"]
+
+
+def _config(db: Path, tournament_id: int) -> dict[str, object]:
+    with open_database(f"sqlite:///{db}") as database:
+        info = database.get_tournament(tournament_id)
+    assert info is not None
+    return info.config
+
+
+def test_without_bubblewrap_the_run_refuses_in_one_line_and_writes_nothing(tmp_path: Path
+                                                                           ) -> None:
+    bare = tmp_path / "bin"  # a PATH with python and cfarena but no bwrap
+    bare.mkdir()
+    for tool in ("cfarena", "python", "python3"):
+        (bare / tool).symlink_to(Path(sys.executable).with_name(tool))
+    result = run_cli("run-tournament", *TINY, cwd=tmp_path, env={"PATH": str(bare)})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: no sandbox: bwrap not found; install bubblewrap (Debian/Ubuntu: "
+        "`apt-get install bubblewrap`), or pass --no-sandbox to run trusted bots unsandboxed")
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "cfarena.db").exists()
+
+
+def test_sandboxed_run_stores_each_seats_output_and_an_unpredictable_seed(tmp_path: Path
+                                                                        ) -> None:
+    mark = marker()
+    first = run_json("run-tournament", *TINY, cwd=tmp_path)
+    assert first["status"] == "finished" and first["matches"] == 2
+    assert wait_no_processes(mark) == []
+    db = tmp_path / "cfarena.db"
+    config = _config(db, first["tournament_id"])
+    assert config["sandbox"] == {"memory_mib": 512, "cpu_seconds": 300, "processes": 64}
+    assert config["seed_fixed"] is False
+    with open_database(f"sqlite:///{db}") as database:
+        matches = database.list_matches(first["tournament_id"])
+        assert len(matches) == 2
+        for match in matches:
+            logs = database.seat_logs(match.id)
+            assert [log.seat for log in logs] == [0, 1]
+            for log in logs:
+                # the SDK's own log lines, from inside the sandbox
+                assert "connected to unix:/run/cfarena/arena.sock" in log.output
+                assert log.output_bytes == len(log.output.encode())
+                assert log.exit == "stopped after the match"
+    # the same command once more: a finished tournament is not replayed with the same
+    # deals, and without --seed the new one's seed is drawn afresh
+    second = run_json("run-tournament", *TINY, cwd=tmp_path)
+    assert second["tournament_id"] != first["tournament_id"]
+    seeds = [_config(db, t["tournament_id"])["seed"] for t in (first, second)]
+    assert seeds[0] != seeds[1]
+    with sqlite3.connect(db) as conn:
+        deal_seeds = conn.execute("select tournament_id, seed from matches").fetchall()
+    assert {s for t, s in deal_seeds if t == first["tournament_id"]}.isdisjoint(
+        {s for t, s in deal_seeds if t == second["tournament_id"]})
+
+
+def test_a_fixed_seed_reproduces_the_deals(tmp_path: Path) -> None:
+    runs = []
+    for name in ("a", "b"):
+        where = tmp_path / name
+        where.mkdir()
+        data = run_json("run-tournament", *TINY, "--seed", "42", cwd=where)
+        with sqlite3.connect(where / "cfarena.db") as conn:
+            runs.append(conn.execute("select key, seed from matches order by key").fetchall())
+        assert _config(where / "cfarena.db", data["tournament_id"])["seed_fixed"] is True
+    assert runs[0] == runs[1] and len(runs[0]) == 2
+
+
+def test_no_sandbox_says_so_and_records_it(tmp_path: Path) -> None:
+    result = run_cli("run-tournament", *TINY, "--no-sandbox", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--no-sandbox: bots run unsandboxed" in result.stderr
+    with sqlite3.connect(tmp_path / "cfarena.db") as conn:
+        (tid,) = conn.execute("select id from tournaments").fetchone()
+    assert _config(tmp_path / "cfarena.db", tid)["sandbox"] is None
+    assert sandboxed_processes() == []
+
+
+def test_a_bot_that_dies_at_start_is_quoted_from_its_sandbox(tmp_path: Path) -> None:
+    bot = tmp_path / "dies.py"
+    bot.write_text("import sys\nprint('cannot find my weights file', file=sys.stderr)\n"
+                   "sys.exit(3)\n")
+    result = run_cli("run-tournament", "--bot", f"dies=python {bot}", "--bot", "random",
+                     "--players", "2", cwd=tmp_path, env={"PATH": os.environ["PATH"]})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: bot 'dies' exited with code 3: cannot find my weights file before connecting")
+    assert not (tmp_path / "cfarena.db").exists() or _no_matches(tmp_path / "cfarena.db")
+
+
+def _no_matches(db: Path) -> bool:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("select count(*) from matches").fetchone()[0] == 0

@@ -1,0 +1,98 @@
+"""`cfarena show MATCH [--logs]`: each seat's captured bot output, read from the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cfarena.server.storage import (
+    FaultKind,
+    FaultRecord,
+    MatchPlan,
+    MatchRecord,
+    MatchStatus,
+    SeatLog,
+    hash_token,
+    open_database,
+)
+
+from .helpers import run_cli
+
+LIMIT = "memory limit 512 MiB exceeded"
+# a bot's output may hold anything: rich markup, emoji codes, terminal escapes, tabs
+ALPHA_OUT = "".join(f"alpha thinks about turn {i}\n" for i in range(46))  # 1232 B
+GAMMA_OUT = ("gamma starting [bold]not markup[/] :smile:\n\tindented\n"
+             "\x1b[2Jclear screen?\n[... 1000 bytes not kept ...]\nallocating more\n")
+
+
+@pytest.fixture(scope="module")
+def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file with a finished 3-seat match with seat logs, and one without logs."""
+    path = tmp_path_factory.mktemp("show-logs") / "cfarena.db"
+    db = open_database(f"sqlite:///{path}")
+    try:
+        ids = [db.ensure_bot(name, hash_token(f"token-{name}"))
+               for name in ("alpha", "beta", "gamma")]
+        rules = {"preset": "standard"}
+        db.schedule_matches(None, [
+            MatchPlan(key="m1", seed=5, rules=rules, players=3, seat_bot_ids=ids),
+            MatchPlan(key="m2", seed=6, rules=rules, players=2, seat_bot_ids=ids[:2]),
+        ])
+        assert db.record_match(MatchRecord(
+            "m1", round_scores=[[0, 7, 30]], totals=[0, 7, 30], ranks=[1, 2, 3],
+            forfeited=[2], faults=[FaultRecord(2, FaultKind.LIMIT, LIMIT, 4)],
+            seat_logs=[
+                SeatLog(0, ALPHA_OUT, len(ALPHA_OUT), "exited with code 0"),
+                SeatLog(2, GAMMA_OUT, 2 * 2**20, LIMIT),
+            ]))
+        assert db.record_match(MatchRecord("m2", status=MatchStatus.ABORTED, reason="stopped"))
+    finally:
+        db.close()
+    return path
+
+
+def _show(db_file: Path, *args: str) -> str:
+    result = run_cli("show", *args, "--db", f"sqlite:///{db_file}", cwd=db_file.parent,
+                     timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return result.stdout
+
+
+def test_show_names_the_seat_logs_without_printing_them(db_file: Path) -> None:
+    stdout = _show(db_file, "m1")
+    lines = stdout.splitlines()
+    assert "seat 0 (alpha): 1.2 KiB of output, exited with code 0 — see --logs" in lines
+    assert f"seat 2 (gamma): 2.0 MiB of output, {LIMIT} — see --logs" in lines
+    assert not any(line.startswith("seat 1 (beta)") for line in lines)  # it printed nothing
+    assert f"fault seat 2 (gamma) limit at turn 4: {LIMIT}" in lines
+    assert "alpha thinks" not in stdout and "gamma starting" not in stdout
+
+
+def test_show_logs_prints_each_seats_output_verbatim_and_safe(db_file: Path) -> None:
+    stdout = _show(db_file, "m1", "--logs")
+    assert "see --logs" not in stdout
+    alpha = "── seat 0 (alpha): exited with code 0; 1.2 KiB of output ──\n"
+    gamma = f"── seat 2 (gamma): {LIMIT}; 2.0 MiB of output ──\n"
+    # after the usual output (the fault line), by seat, each heading over its output
+    assert stdout.index(f"limit at turn 4: {LIMIT}") < stdout.index(alpha) < stdout.index(gamma)
+    assert alpha + ALPHA_OUT in stdout
+    # markup and emoji codes stay text; the escape sequence is shown, not sent
+    assert gamma + GAMMA_OUT.replace("\x1b", "\\x1b") in stdout
+    assert "\x1b" not in stdout
+    assert "seat 1 (beta)" not in stdout
+
+
+def test_show_logs_of_a_match_without_any(db_file: Path) -> None:
+    stdout = _show(db_file, "m2", "--logs")
+    assert "aborted" in stdout and "reason: stopped" in stdout
+    assert "no seat output stored for this match" in stdout
+    assert "see --logs" not in _show(db_file, "m2")
+
+
+def test_show_logs_of_an_unknown_match(db_file: Path) -> None:
+    result = run_cli("show", "nope", "--logs", "--db", f"sqlite:///{db_file}",
+                     cwd=db_file.parent, timeout=60)
+    assert result.returncode == 2
+    assert "no match 'nope'" in result.stderr and "Traceback" not in result.stderr
