@@ -62,8 +62,9 @@ def processes_with_marker(mark: str) -> list[int]:
 SANDBOX_UIDS = 1_000_000  # sandboxed bot processes run under a random uid at least this
 
 
-def sandboxed_processes() -> list[int]:
-    """PIDs of live processes running as a sandbox uid (bot processes of any run)."""
+def sandboxed_processes(cwd: Path | None = None) -> list[int]:
+    """PIDs of live processes running as a sandbox uid (bot processes); with `cwd`, only
+    those of a tournament run in that directory (a sandbox starts in the run's cwd)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -71,9 +72,10 @@ def sandboxed_processes() -> list[int]:
         try:
             uid = entry.stat().st_uid
             stat = (entry / "stat").read_text()
+            where = os.readlink(entry / "cwd") if cwd is not None else ""
         except OSError:
             continue
-        if uid >= SANDBOX_UIDS and ") Z " not in stat:
+        if uid >= SANDBOX_UIDS and ") Z " not in stat and (cwd is None or where == str(cwd)):
             found.append(int(entry.name))
     return found
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cfarena.server.storage import open_database
 
-from .helpers import marker, run_cli, run_json, sandboxed_processes, wait_no_processes
+from .helpers import run_cli, run_json, sandboxed_processes
 
 TINY = ["--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
         "--rule", "rounds=single"]
@@ -39,10 +39,9 @@ def test_without_bubblewrap_the_run_refuses_in_one_line_and_writes_nothing(tmp_p
 
 def test_sandboxed_run_stores_each_seats_output_and_an_unpredictable_seed(tmp_path: Path
                                                                         ) -> None:
-    mark = marker()
     first = run_json("run-tournament", *TINY, cwd=tmp_path)
     assert first["status"] == "finished" and first["matches"] == 2
-    assert wait_no_processes(mark) == []
+    assert sandboxed_processes(tmp_path) == []
     db = tmp_path / "cfarena.db"
     config = _config(db, first["tournament_id"])
     assert config["sandbox"] == {"memory_mib": 512, "cpu_seconds": 300, "processes": 64}
@@ -89,7 +88,7 @@ def test_no_sandbox_says_so_and_records_it(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "cfarena.db") as conn:
         (tid,) = conn.execute("select id from tournaments").fetchone()
     assert _config(tmp_path / "cfarena.db", tid)["sandbox"] is None
-    assert sandboxed_processes() == []
+    assert sandboxed_processes(tmp_path) == []
 
 
 def test_a_bot_that_dies_at_start_is_quoted_from_its_sandbox(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ class WarmBot:
     seat_pass: SeatPass
     connection: BotConnection | None = None
     failure: str | None = None  # why it never became ready
+    written_off: str | None = None  # the bot cannot be started: why (its seat forfeits)
 
 
 def bot_argv(name: str, command: str | None) -> list[str]:
@@ -91,6 +92,7 @@ class BotPool:
         self._tasks: set[asyncio.Task[None]] = set()
         self.watch = watch or LimitWatch()
         self.started = 0
+        self._running = False  # start() has checked that every bot starts
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -104,6 +106,7 @@ class BotPool:
         for name in self.commands:
             first = await self._get_ready(name)
             self._ready[name].put_nowait(first)  # back in line: it was only a check
+        self._running = True
 
     async def close(self) -> None:
         """Stop every process still alive (also on failure or interrupt)."""
@@ -116,11 +119,28 @@ class BotPool:
 
     # --------------------------------------------------------------- use
     async def take(self, name: str) -> WarmBot:
-        """A connected process of `name` for one match; its replacement starts now."""
-        warm = await self._get_ready(name)
+        """A connected process of `name` for one match; its replacement starts now.
+
+        After `start()`, a bot whose processes keep failing to start is written off:
+        `take` then hands out a seat that is not connected, whose match records a
+        disconnect fault quoting why (the seat forfeits, the others play on).
+        """
+        try:
+            warm = await self._get_ready(name)
+        except BotStartError as exc:
+            if not self._running:
+                raise
+            return self._written_off(name, str(exc))
         if self._unstarted.get(name, 0) > 0:
             await self._spawn(name)
         return warm
+
+    def _written_off(self, name: str, reason: str) -> WarmBot:
+        seat_pass = SeatPass(name, "")
+        connection = BotConnection(name, 1, _NoStream(), closed=True,
+                                   close_reason=(FaultKind.DISCONNECT, f"not connected: {reason}"))
+        process = BotProcess(f"{name}#-", [], {}, sandbox=False)
+        return WarmBot(name, process, seat_pass, connection, written_off=reason)
 
     async def release(self, warm: WarmBot) -> None:
         """Stop a process after its match (its whole sandbox)."""
@@ -243,6 +263,13 @@ class BotPool:
             warm.connection.close(FaultKind.DISCONNECT, "bot process stopped")
         await warm.process.stop()
         self._live.discard(warm)
+
+
+class _NoStream:
+    """The stream of a seat whose bot could not be started: nothing is ever written."""
+
+    async def write(self, message: object) -> None:
+        raise ConnectionError("not connected")
 
 
 def needed_processes(seatings: Sequence[Sequence[str]]) -> dict[str, int]:

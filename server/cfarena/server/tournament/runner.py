@@ -333,8 +333,9 @@ async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 1.0)
     for index, fault in enumerate(record.faults):
-        process = warms[fault.seat].process
-        if fault.kind is not FaultKind.DISCONNECT or process.breach:
+        warm = warms[fault.seat]
+        process = warm.process
+        if fault.kind is not FaultKind.DISCONNECT or process.breach or warm.written_off:
             continue
         if process.returncode is not None and fault.detail in _GENERIC_DISCONNECTS:
             record.faults[index] = dataclasses.replace(
@@ -350,7 +351,7 @@ def _store(db: Database, record: MatchRecord, warms: Sequence[WarmBot],
     stored = to_stored(record)
     for seat, warm in enumerate(warms):
         process = warm.process
-        exit_line = process.breach or (
+        exit_line = warm.written_off or process.breach or (
             process.exit_summary() if process.exited_by_itself else "stopped after the match")
         stored.seat_logs.append(
             SeatLog(seat, process.output.text(), process.output.total, exit_line))

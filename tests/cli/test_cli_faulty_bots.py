@@ -1,0 +1,114 @@
+"""Bots that crash do not stop a tournament: their seats forfeit, the rest is played."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from cfarena.server.storage import open_database
+
+from .helpers import CFARENA, run_json, sandboxed_processes
+
+CRASH_AT_FIRST_TURN = """
+import os
+import sys
+from cfarena.sdk import Bot
+from cfarena.sdk.cli import run_main
+
+class Crash(Bot):
+    def choose(self, turn):
+        print("segfault in my evaluation function", file=sys.stderr, flush=True)
+        os._exit(4)  # as a native crash would: no Python clean-up
+
+raise SystemExit(run_main(Crash))
+"""
+
+# starts normally until the file `poison` appears in its (bound, read-only) directory
+POISONED_LATER = """
+import sys
+from pathlib import Path
+from cfarena.sdk import Bot
+from cfarena.sdk.cli import run_main
+
+if (Path(sys.argv[1]) / "poison").exists():
+    print("poisoned: cannot load my model", file=sys.stderr, flush=True)
+    sys.exit(5)
+
+class Fine(Bot):
+    def choose(self, turn):
+        return turn.legal_moves[0]
+
+raise SystemExit(run_main(Fine, sys.argv[2:]))
+"""
+
+
+def _faults(db: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "select b.name, f.kind, f.detail from faults f join bots b on b.id = f.bot_id"
+        ).fetchall()
+
+
+def test_a_bot_crashing_in_every_match_forfeits_each_and_the_tournament_finishes(
+        tmp_path: Path) -> None:
+    bot = tmp_path / "crash.py"
+    bot.write_text(CRASH_AT_FIRST_TURN)
+    data = run_json("run-tournament", "--bot", f"crash=python {bot}", "--bot", "random",
+                    "--players", "2", "--games", "2", "--rule", "rounds=single", cwd=tmp_path)
+    assert data["status"] == "finished" and data["matches"] == 4
+    faults = _faults(tmp_path / "cfarena.db")
+    assert len(faults) == 4  # one per match, none of an earlier attempt
+    for name, kind, detail in faults:
+        assert (name, kind) == ("crash", "disconnect")
+        assert detail == ("stream ended: bot process exited with code 4: "
+                          "segfault in my evaluation function")
+    rows = {row["bot"]: row for row in data["standings"]}
+    assert rows["crash"]["forfeits"] == 4 and rows["random"]["forfeits"] == 0
+    assert sandboxed_processes(tmp_path) == []
+
+
+def test_a_bot_that_stops_starting_is_written_off_and_the_rest_is_played(tmp_path: Path
+                                                                        ) -> None:
+    home = tmp_path / "poisoned"
+    home.mkdir()
+    (home / "bot.py").write_text(POISONED_LATER)
+    db = tmp_path / "cfarena.db"
+    proc = subprocess.Popen(
+        [CFARENA, "run-tournament", "--bot", f"flaky=python {home / 'bot.py'} {home}",
+         "--bot", "random", "--players", "2", "--games", "4", "--concurrency", "1",
+         "--timeout-ms", "3000", "--json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # poison it once its first match is stored
+            time.sleep(0.2)
+            if db.exists() and _count(db, "select count(*) from matches "
+                                          "where status = 'finished'") >= 1:
+                (home / "poison").write_text("")
+                break
+        _out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    with open_database(f"sqlite:///{db}") as database:
+        matches = database.list_matches()
+        assert len(matches) == 8 and all(m.status == "finished" for m in matches)
+    written_off = [f for f in _faults(db) if f[2].startswith("not connected:")]
+    assert written_off, _faults(db)
+    assert all(f == ("flaky", "disconnect", "not connected: bot 'flaky' exited with code 5: "
+                     "poisoned: cannot load my model before connecting") for f in written_off)
+    assert sandboxed_processes(tmp_path) == []
+
+
+def _count(db: Path, sql: str) -> int:
+    try:
+        with sqlite3.connect(db) as conn:
+            return int(conn.execute(sql).fetchone()[0])
+    except sqlite3.Error:
+        return 0
