@@ -80,12 +80,13 @@ def sandboxed_processes(cwd: Path | None = None) -> list[int]:
     return found
 
 
-def wait_no_processes(mark: str, timeout: float = 15.0) -> list[int]:
+def wait_no_processes(mark: str, cwd: Path | None = None, timeout: float = 15.0) -> list[int]:
     """Wait until no process carries the marker (the cfarena command and anything that
-    inherited its environment) and no sandboxed bot process is alive; those left."""
+    inherited its environment) and no sandboxed bot process (of the run in `cwd`, or of
+    any run) is alive; those left."""
     deadline = time.monotonic() + timeout
     while True:
-        left = processes_with_marker(mark) + sandboxed_processes()
+        left = processes_with_marker(mark) + sandboxed_processes(cwd)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)

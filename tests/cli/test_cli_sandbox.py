@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from cfarena.server.storage import open_database
 
-from .helpers import run_cli, run_json, sandboxed_processes
+from .helpers import CFARENA, run_cli, run_json, sandboxed_processes
 
 TINY = ["--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
         "--rule", "rounds=single"]
@@ -56,10 +59,16 @@ def test_sandboxed_run_stores_each_seats_output_and_an_unpredictable_seed(tmp_pa
                 # the SDK's own log lines, from inside the sandbox
                 assert "connected to unix:/run/cfarena/arena.sock" in log.output
                 assert log.output_bytes == len(log.output.encode())
-                assert log.exit == "stopped after the match"
-    # the same command once more: a finished tournament is not replayed with the same
-    # deals, and without --seed the new one's seed is drawn afresh
-    second = run_json("run-tournament", *TINY, cwd=tmp_path)
+                # its stream was ended after its MatchEnd and it exited by itself
+                assert log.exit is not None
+                assert log.exit.startswith("exited with code 0: "), log.exit
+                assert "the referee closed the stream; stopping" in log.output
+    # the same command once more reports the finished tournament, plays nothing
+    again = run_json("run-tournament", *TINY, cwd=tmp_path)
+    assert again["tournament_id"] == first["tournament_id"]
+    assert again["played_now"] == 0 and again["already_finished"] is True
+    # --new plays another, and without --seed its seed is drawn afresh
+    second = run_json("run-tournament", *TINY, "--new", cwd=tmp_path)
     assert second["tournament_id"] != first["tournament_id"]
     seeds = [_config(db, t["tournament_id"])["seed"] for t in (first, second)]
     assert seeds[0] != seeds[1]
@@ -106,3 +115,42 @@ def test_a_bot_that_dies_at_start_is_quoted_from_its_sandbox(tmp_path: Path) -> 
 def _no_matches(db: Path) -> bool:
     with sqlite3.connect(db) as conn:
         return conn.execute("select count(*) from matches").fetchone()[0] == 0
+
+
+def test_a_second_run_of_a_tournament_being_played_is_refused(tmp_path: Path) -> None:
+    args = ["run-tournament", "--bot", "random", "--bot", "greedy", "--players", "2",
+            "--games", "3", "--rule", "rounds=3", "--concurrency", "1", "--seed", "7"]
+    db = tmp_path / "cfarena.db"
+    first = subprocess.Popen([CFARENA, *args, "--json"], cwd=tmp_path, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not _finished_some(db):
+            assert first.poll() is None
+            time.sleep(0.1)
+        second = run_cli(*args, cwd=tmp_path)
+        assert second.returncode == 2
+        assert second.stderr.strip().splitlines()[-1] == (
+            "error: tournament 1 is being played by another cfarena process; wait for it to "
+            "end, or stop it and run again to resume")
+        out, err = first.communicate(timeout=180)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, 9)
+            first.wait()
+    assert first.returncode == 0, err[-2000:]
+    data = json.loads(out)
+    assert data["matches"] == 6 and data["played_now"] == 6  # nobody else played any
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from matches where status = 'finished'"
+                            ).fetchone()[0] == 6
+
+
+def _finished_some(db: Path) -> bool:
+    try:
+        with sqlite3.connect(db) as conn:
+            return bool(conn.execute(
+                "select count(*) from matches where status = 'finished'").fetchone()[0])
+    except sqlite3.Error:
+        return False

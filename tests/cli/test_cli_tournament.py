@@ -36,7 +36,7 @@ def test_default_run_with_no_arguments(tmp_path: Path) -> None:
         assert bot in result.stdout
     assert "Tournament #1" in result.stdout
     assert "8/8" in result.stderr  # the progress bar reached the end
-    assert wait_no_processes(mark) == []
+    assert wait_no_processes(mark, tmp_path) == []
     # everything went to the database
     with sqlite3.connect(tmp_path / "cfarena.db") as db:
         rows = db.execute("select status, count(*) from matches group by status").fetchall()
@@ -121,12 +121,15 @@ def test_resume_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert "Traceback" not in stderr, stderr
     if sig == signal.SIGINT:
         assert proc.returncode == 130
+        assert "interrupted: finished matches are stored" in stderr
         # the cut match was stored as aborted, not left running
         assert _count(db, "running") == 0
     # no bot process outlives the referee, even after kill -9
-    assert wait_no_processes(mark) == [], processes_with_marker(mark)
+    assert wait_no_processes(mark, tmp_path) == [], processes_with_marker(mark)
     before = _finished_rows(db)
     assert 3 <= len(before) < total
 

@@ -302,11 +302,12 @@ class BotProcess:
         while True:
             chunk = await self.proc.stdout.read(65536)
             if not chunk:
-                return
+                return  # read to the end: the pipe is closed with the process
+            if self.output.total > limit:
+                continue  # over the limit: the sandbox is being stopped; discard
             self.output.add(chunk)
             if self.sandbox and self.output.total > limit:
                 self.breached(f"output limit {self.limits.output_mib} MiB exceeded")
-                return
 
     def breached(self, reason: str) -> None:
         """Record the first limit breached and stop the sandbox."""
@@ -381,7 +382,7 @@ def _read_child_namespace(fd: int) -> str | None:
 class _Usage:
     rss_kib: int = 0
     cpu_ticks: int = 0
-    processes: int = 0
+    tasks: int = 0  # processes and threads, as RLIMIT_NPROC counts them (bwrap's init too)
 
 
 class LimitWatch:
@@ -396,6 +397,7 @@ class LimitWatch:
         self._watched: dict[str, BotProcess] = {}
         self._task: asyncio.Task[None] | None = None
         self._ticks = os.sysconf("SC_CLK_TCK")
+        self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
 
     def watch(self, proc: BotProcess) -> None:
         if proc.pid_namespace is None:
@@ -436,18 +438,20 @@ class LimitWatch:
                 continue
             # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17, rss=24
             found.cpu_ticks += sum(int(f) for f in fields[11:15])
-            found.rss_kib += int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
-            found.processes += 1
+            found.rss_kib += int(fields[21]) * self._page_kib
+            found.tasks += int(fields[17])  # field 20: num_threads
         for ns, seen in usage.items():
             proc = self._watched.get(ns)
-            if proc is None or seen.processes == 0:
+            if proc is None or seen.tasks == 0:
                 continue
             limits = proc.limits
             if seen.rss_kib > limits.memory_mib * 1024:
                 proc.breached(f"memory limit {limits.memory_mib} MiB exceeded")
             elif seen.cpu_ticks / self._ticks > limits.cpu_seconds:
                 proc.breached(f"CPU time limit {limits.cpu_seconds} s exceeded")
-            elif seen.processes > limits.processes:  # bwrap's init is one of them
+            elif seen.tasks > limits.processes:  # bwrap's init is one of them
+                # RLIMIT_NPROC counts threads too: the bot's uid is at its limit and
+                # its next fork (or thread) fails
                 proc.breached(f"process limit {limits.processes} reached")
             if proc.breach:
                 self._watched.pop(ns, None)

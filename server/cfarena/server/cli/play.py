@@ -116,6 +116,9 @@ def run_tournament_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print final standings as JSON")
                         ] = False,
     resume: Annotated[int | None, typer.Option("--resume", help="resume tournament ID")] = None,
+    new: Annotated[bool, typer.Option(
+        "--new", help="play a new tournament even if this configuration was played before "
+        "(by default an unfinished one is resumed and a finished one is reported)")] = False,
     log_dir: Annotated[Path | None, typer.Option(
         "--log-dir", help="also write each seat's output here (it is always stored: "
         "`cfarena show MATCH --logs`)")] = None,
@@ -191,7 +194,7 @@ def run_tournament_cmd(
         try:
             result = asyncio.run(run_tournament(
                 config, db, concurrency=concurrency, progress=bar, resume_id=resume,
-                log_dir=log_dir, connect_timeout=connect_timeout, launch=launch,
+                log_dir=log_dir, connect_timeout=connect_timeout, launch=launch, new=new,
             ))
         except KeyboardInterrupt:
             bar.stop()
@@ -213,10 +216,14 @@ def run_tournament_cmd(
                 "resumed": result.resumed,
                 "matches": result.total,
                 "played_now": result.played,
+                "already_finished": result.already_finished,
                 "wall_s": round(result.wall_s, 2),
                 "standings": rows,
             })
         else:
+            if result.already_finished:
+                err.print(f"tournament #{result.tournament_id} with this configuration is "
+                          "finished; its standings follow (--new plays another)")
             out.print(standings_table(
                 rows, f"Tournament #{result.tournament_id}: {rule_set.name}, "
                 f"{players}-player tables, {result.total} matches ({result.wall_s:.1f} s)"))

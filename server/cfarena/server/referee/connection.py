@@ -66,6 +66,7 @@ class BotConnection:
     _outbox: deque[tuple[Any, asyncio.Future[None] | None]] = field(default_factory=deque)
     _drainer: asyncio.Task[None] | None = None
     _closed_event: asyncio.Event = field(default_factory=asyncio.Event)
+    _retired: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def free(self) -> int:
@@ -173,3 +174,14 @@ class BotConnection:
 
     async def wait_closed(self) -> None:
         await self._closed_event.wait()
+
+    def retire(self) -> None:
+        """The one match of a pass connection is over: end its stream (status OK) once
+        what is queued (the MatchEnd) is written, so the bot can exit by itself."""
+        self._retired.set()
+
+    async def wait_retired(self) -> None:
+        await self._retired.wait()
+        while (self._outbox or (self._drainer is not None and not self._drainer.done())) \
+                and not self.closed:
+            await asyncio.sleep(0.005)

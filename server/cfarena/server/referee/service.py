@@ -134,7 +134,7 @@ class ArenaService:
         self.server.register(conn)
         log.info("bot %s connected (conn %d, capacity %d)", name, conn.conn_id, capacity)
         try:
-            await self._read_actions(conn, requests, context)
+            await self._serve(conn, requests, context)
         except asyncio.CancelledError:
             conn.close(FaultKind.DISCONNECT, "stream cancelled")
             raise
@@ -144,6 +144,24 @@ class ArenaService:
             conn.close(FaultKind.DISCONNECT, "stream ended")
             self.server.unregister(conn)
             log.info("bot %s disconnected (conn %d)", name, conn.conn_id)
+
+    async def _serve(self, conn: BotConnection, requests: AsyncIterator[Incoming],
+                     context: Any) -> None:
+        """Read the bot's Actions until its stream ends; a connection made with a
+        one-time pass also ends, with status OK, once its match is over (`retire`)."""
+        if conn.seat_pass is None:
+            await self._read_actions(conn, requests, context)
+            return
+        reader = asyncio.ensure_future(self._read_actions(conn, requests, context))
+        retired = asyncio.ensure_future(conn.wait_retired())
+        try:
+            await asyncio.wait({reader, retired}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (reader, retired):
+                task.cancel()
+            await asyncio.gather(reader, retired, return_exceptions=True)
+        if reader.done() and not reader.cancelled() and reader.exception() is not None:
+            raise reader.exception()  # type: ignore[misc]
 
     async def _read_hello(
         self, requests: AsyncIterator[Incoming], context: Any

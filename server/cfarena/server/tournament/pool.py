@@ -64,6 +64,9 @@ class WarmBot:
     connection: BotConnection | None = None
     failure: str | None = None  # why it never became ready
     written_off: str | None = None  # the bot cannot be started: why (its seat forfeits)
+    # deals its bot played while this process was alive: it never plays one of them
+    # (it could have listened to the other process through anything they share)
+    tainted: set[int] = field(default_factory=set)
 
 
 def bot_argv(name: str, command: str | None) -> list[str]:
@@ -93,6 +96,7 @@ class BotPool:
         self.watch = watch or LimitWatch()
         self.started = 0
         self._running = False  # start() has checked that every bot starts
+        self._playing: dict[str, dict[int, int]] = {}  # bot -> deal -> matches running
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -118,19 +122,41 @@ class BotPool:
         await self.watch.close()
 
     # --------------------------------------------------------------- use
-    async def take(self, name: str) -> WarmBot:
-        """A connected process of `name` for one match; its replacement starts now.
+    def begin(self, name: str, deal: int) -> None:
+        """`name` starts playing `deal`: no process of it alive now may ever play it."""
+        self._playing.setdefault(name, {})[deal] = self._playing.get(name, {}).get(deal, 0) + 1
+        for warm in self._live:
+            if warm.bot == name:
+                warm.tainted.add(deal)
+
+    def end(self, name: str, deal: int) -> None:
+        """`name` has finished a match of `deal` (its processes are stopped)."""
+        playing = self._playing.get(name, {})
+        playing[deal] = playing.get(deal, 1) - 1
+        if playing[deal] <= 0:
+            del playing[deal]
+
+    async def take(self, name: str, deal: int | None = None) -> WarmBot:
+        """A connected process of `name` for one match (of `deal`); its replacement
+        starts now. A process that was alive while `name` played `deal` is never
+        used for it: it is stopped and a fresh one started instead.
 
         After `start()`, a bot whose processes keep failing to start is written off:
         `take` then hands out a seat that is not connected, whose match records a
         disconnect fault quoting why (the seat forfeits, the others play on).
         """
-        try:
-            warm = await self._get_ready(name)
-        except BotStartError as exc:
-            if not self._running:
-                raise
-            return self._written_off(name, str(exc))
+        while True:
+            try:
+                warm = await self._get_ready(name)
+            except BotStartError as exc:
+                if not self._running:
+                    raise
+                return self._written_off(name, str(exc))
+            if deal is None or deal not in warm.tainted:
+                break
+            await self._stop(warm)  # alive during another rotation of this deal
+            self._unstarted[name] = self._unstarted.get(name, 0) + 1
+            await self._spawn(name)
         if self._unstarted.get(name, 0) > 0:
             await self._spawn(name)
         return warm
@@ -191,7 +217,7 @@ class BotPool:
             binds=binds, hide=launch.hide, limits=launch.limits, sandbox=launch.sandbox,
             workdir=launch.cwd,
         )
-        warm = WarmBot(name, process, seat_pass)
+        warm = WarmBot(name, process, seat_pass, tainted=set(self._playing.get(name, {})))
         process.on_breach = lambda _proc, reason: self._on_breach(warm, reason)
         self._live.add(warm)
         try:

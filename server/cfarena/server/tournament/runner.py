@@ -42,11 +42,13 @@ from cfarena.server.storage import (
     MatchPlan,
     ScheduledMatch,
     SeatLog,
+    TournamentInfo,
     TournamentStatus,
     config_hash,
     hash_token,
 )
 from cfarena.server.storage import MatchRecord as StoredMatch
+from cfarena.server.storage.locks import TournamentBusy, tournament_lock
 from cfarena.server.tournament.pool import (
     BotPool,
     BotStartError,
@@ -140,6 +142,7 @@ class TournamentRun:
     total: int
     status: str
     wall_s: float
+    already_finished: bool = False  # found finished: reported, nothing played
 
 
 def to_stored(record: MatchRecord) -> StoredMatch:
@@ -187,8 +190,14 @@ async def run_tournament(
     connect_timeout: float = 30.0,
     on_server: Callable[[RefereeServer], None] | None = None,
     launch: Launch | None = None,
+    new: bool = False,
 ) -> TournamentRun:
-    """Play (or resume) a tournament; see the module docstring."""
+    """Play (or resume) a tournament; see the module docstring.
+
+    The same configuration again resumes its unfinished tournament, or, once that
+    is finished, only reports it (`already_finished`); `new=True` always starts
+    another. A tournament another process is playing is refused (TournamentError).
+    """
     sink = progress or _Quiet()
     config.rules.resolve(config.players)  # RulesError before anything starts
     launch = launch or Launch(connect_timeout=connect_timeout)
@@ -204,12 +213,25 @@ async def run_tournament(
     resumed = False
     total = 0
     pool: BotPool | None = None
+    locks = contextlib.ExitStack()
     try:
-        found = _find_tournament(config, db, resume_id, launch)
+        found = None if new else _find_tournament(config, db, resume_id, launch)
+        if found is not None and found.status is TournamentStatus.FINISHED:
+            status = TournamentStatus.FINISHED
+            tournament_id = found.id
+            total = len(db.finished_keys(found.id))
+            return TournamentRun(found.id, False, 0, total, status.value,
+                                 time.monotonic() - started, already_finished=True)
         if found is not None:
+            _lock(locks, db, found.id)
+            found_id: int | None = found.id
+        else:
+            found_id = None
+        if found_id is not None:
             ids = {b.name: b.id for b in db.list_bots()}
             names = {bot_id: name for name, bot_id in ids.items()}
-            seatings = [[names[i] for i in m.seat_bot_ids] for m in db.pending_matches(found)]
+            seatings = [[names[i] for i in m.seat_bot_ids]
+                        for m in db.pending_matches(found_id)]
         else:
             seatings = [list(m.seats) for m in round_robin(
                 [b.name for b in config.bots], config.players, config.games, 0)]
@@ -225,8 +247,10 @@ async def run_tournament(
             await pool.start()
         except BotStartError as exc:
             raise TournamentError(str(exc)) from None
-        tournament_id, pending = _open_tournament(config, db, found, launch)
-        resumed = found is not None
+        tournament_id, pending = _open_tournament(config, db, found_id, launch)
+        if found_id is None:
+            _lock(locks, db, tournament_id)
+        resumed = found_id is not None
         names = {bot_id: name for name, bot_id in _bot_ids(db, config).items()}
         total = len(db.finished_keys(tournament_id)) + len(pending)
         sink.started(tournament_id, total, total - len(pending), resumed)
@@ -245,9 +269,10 @@ async def run_tournament(
         await _play_all(pending, play, concurrency)
         status = TournamentStatus.FINISHED
     finally:
-        if tournament_id is not None:
+        if tournament_id is not None and locks_held(locks):
             with contextlib.suppress(Exception):
                 db.set_tournament_status(tournament_id, status)
+        locks.close()
         if pool is not None:  # bots first, so their streams end before the server stops
             await pool.close()
         await server.stop(grace=0.5)
@@ -262,7 +287,7 @@ async def _play_all(pending: Sequence[ScheduledMatch],
     """Play every match, `concurrency` at once, in schedule order as far as the rule allows:
     two matches with the same deal never run at the same time for the same bot (two live
     processes of one bot could signal each other what they hold)."""
-    queue = list(pending)
+    queue = _rotation_major(pending)
     busy: set[tuple[int, int]] = set()
     running: dict[asyncio.Task[None], ScheduledMatch] = {}
     try:
@@ -286,6 +311,18 @@ async def _play_all(pending: Sequence[ScheduledMatch],
         await asyncio.gather(*running, return_exceptions=True)
 
 
+def _rotation_major(pending: Sequence[ScheduledMatch]) -> list[ScheduledMatch]:
+    """Play rotation r of every game before rotation r+1 of any: consecutive matches of
+    one bot then hold different deals, so the processes started ahead of need during
+    one match can play the next (see BotPool.take: a process alive while its bot played
+    a deal never plays that deal)."""
+    def order(m: ScheduledMatch) -> tuple[int, int]:
+        rotation = m.key.rsplit("-r", 1)[-1]
+        return (int(rotation) if rotation.isdigit() else 0, pending.index(m))
+
+    return sorted(pending, key=order)
+
+
 async def _play_match(server: RefereeServer, pool: BotPool, db: Database,
                       config: TournamentConfig, match: ScheduledMatch, seat_bots: list[str],
                       tournament_id: int, log_dir: Path | None) -> MatchRecord:
@@ -293,10 +330,24 @@ async def _play_match(server: RefereeServer, pool: BotPool, db: Database,
     warms: list[WarmBot] = []
     try:
         for name in seat_bots:
-            warms.append(await pool.take(name))
+            warms.append(await pool.take(name, match.seed))
     except BaseException:
         await asyncio.gather(*(pool.release(w) for w in warms), return_exceptions=True)
         raise
+    for name in set(seat_bots):
+        pool.begin(name, match.seed)
+    try:
+        return await _run_seated(server, pool, db, config, match, seat_bots, warms,
+                                 tournament_id, log_dir)
+    finally:
+        for name in set(seat_bots):
+            pool.end(name, match.seed)
+
+
+async def _run_seated(server: RefereeServer, pool: BotPool, db: Database,
+                      config: TournamentConfig, match: ScheduledMatch, seat_bots: list[str],
+                      warms: list[WarmBot], tournament_id: int, log_dir: Path | None
+                      ) -> MatchRecord:
     db.mark_running(match.id)
     handed: list[MatchRecord] = []
     # bots see an opaque id: the key (game, rotation) is the organiser's business
@@ -319,6 +370,7 @@ async def _play_match(server: RefereeServer, pool: BotPool, db: Database,
         raise
     record.match_id = match.id
     await _settle(warms, record)
+    await _let_exit(warms)
     await asyncio.gather(*(pool.release(w) for w in warms))
     _store(db, record, warms, log_dir)
     return record
@@ -339,10 +391,24 @@ async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
             continue
         if process.returncode is not None and fault.detail in _GENERIC_DISCONNECTS:
             record.faults[index] = dataclasses.replace(
-                fault, detail=f"{fault.detail}: bot process {process.exit_summary()}")
+                fault, detail=f"bot process {process.exit_summary()}")
 
 
 _GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
+_EXIT_GRACE_S = 2.0
+
+
+async def _let_exit(warms: Sequence[WarmBot]) -> None:
+    """End each seat's stream once its MatchEnd is written, and give its process a
+    moment to read it and exit by itself (it is killed after that anyway)."""
+    for warm in warms:
+        if warm.connection is not None:
+            warm.connection.retire()
+    waits = [w.process.proc.wait() for w in warms
+             if w.process.proc is not None and w.process.returncode is None]
+    if waits:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*waits), _EXIT_GRACE_S)
 
 
 def _store(db: Database, record: MatchRecord, warms: Sequence[WarmBot],
@@ -362,13 +428,28 @@ def _store(db: Database, record: MatchRecord, warms: Sequence[WarmBot],
     db.record_match(stored)
 
 
+def _lock(locks: contextlib.ExitStack, db: Database, tournament_id: int) -> None:
+    """Hold the tournament's lock until the run ends; TournamentError if another has it."""
+    try:
+        locks.enter_context(tournament_lock(db.engine, tournament_id))
+    except TournamentBusy as exc:
+        raise TournamentError(str(exc)) from None
+    locks.callback(lambda: None)  # marks the stack as holding a lock (see locks_held)
+
+
+def locks_held(locks: contextlib.ExitStack) -> bool:
+    """Whether this run holds its tournament's lock (only then may it write its status)."""
+    return bool(getattr(locks, "_exit_callbacks", None))
+
+
 def _find_tournament(config: TournamentConfig, db: Database, resume_id: int | None,
-                     launch: Launch) -> int | None:
-    """The unfinished tournament this configuration resumes, if any (reads only)."""
+                     launch: Launch) -> TournamentInfo | None:
+    """The tournament this configuration plays: the newest with the same identity, finished
+    or not (or the one `--resume` names); None for a new one. Reads only."""
     identity = config_hash(config.to_json(launch))
     if resume_id is None:
-        found = db.find_resumable_tournament(identity)
-        return None if found is None else found.id
+        same = [t for t in db.list_tournaments() if t.config_hash == identity]
+        return max(same, key=lambda t: t.id) if same else None
     existing = db.get_tournament(resume_id)
     if existing is None:
         raise TournamentError(f"no tournament {resume_id} to resume")
@@ -377,7 +458,7 @@ def _find_tournament(config: TournamentConfig, db: Database, resume_id: int | No
             f"tournament {resume_id} was run with a different configuration; "
             "resume it with the same options (see `cfarena tournaments`)"
         )
-    return resume_id
+    return existing
 
 
 def _open_tournament(config: TournamentConfig, db: Database, found: int | None,

@@ -1,0 +1,379 @@
+"""Real tournaments with hostile bots, run through the real CLI, for tests/fairplay.
+
+Each scenario is one tiny `cfarena run-tournament` (a hostile bot `evil`
+against the bundled `random`, 2 players, 1 game: the two rotations of one
+deal; one scenario plays 3 games) in its own directory, with the database
+(`cfarena.db`) and `--log-dir logs` there: the referee's working directory,
+the first place an attacker looks. The bots print `PROBE <name>: <json>`
+lines; the referee stores each seat's output, which `Outcome` reads back
+from the database with the matches, their faults and game logs.
+
+The session's `Arena` starts every scenario the selected tests need at once
+(a few at a time), so the whole suite costs about as much as its slowest
+tournaments; a test waits only for its own. Checks that concern the whole
+machine (no sandboxed process left) wait for every scenario to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cfarena.server.storage import open_database
+from cfarena.server.storage.records import FaultInfo, MatchDetail, MatchInfo, SeatLog
+from tests.cli.helpers import marker, processes_with_marker, run_cli
+
+BOTS = Path(__file__).resolve().parent / "bots"
+SANDBOX_UID_MIN = 1_000_000  # sandboxed bot processes run as a random uid at least this
+PARALLEL = 5  # tournaments at once
+RUN_TIMEOUT = 240.0
+
+
+def bot(name: str, file: str, *args: str) -> str:
+    """A `--bot` value: NAME=python -m cfarena.sdk run <abs path of a hostile bot> ARGS."""
+    return f"{name}=" + shlex.join(["python", "-m", "cfarena.sdk", "run", str(BOTS / file),
+                                    *args])
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    bots: tuple[str, ...]
+    options: tuple[str, ...] = ()
+    hostile: tuple[str, ...] = ("evil",)  # bot names whose seats attack
+    timeout_ms: int = 20000  # generous: only the attack under test should fault
+    games: int = 1  # deals; each is played in both rotations
+
+
+def scenarios(port: int, mark: str) -> dict[str, Scenario]:
+    """Every scenario, by name. `port` is the test's TCP listener; `mark` the daemon marker."""
+    def evil(file: str, *args: str, options: tuple[str, ...] = (), timeout_ms: int = 20000,
+             name: str | None = None, games: int = 1) -> Scenario:
+        return Scenario(name or file.removesuffix(".py"), (bot("evil", file, *args), "random"),
+                        options, timeout_ms=timeout_ms, games=games)
+
+    found = [
+        evil("snoop_proc.py"),
+        evil("hunt_files.py", options=("--connect-timeout", "150")),
+        evil("steal_seat.py", options=("--connect-timeout", "90")),
+        evil("network.py", "--name", f"fairplay-port-{port}"),
+        evil("fork_bomb.py", options=("--max-processes", "32")),
+        evil("memory_hog.py", options=("--memory-mb", "256")),
+        evil("output_flood.py"),
+        evil("daemon.py", "--name", mark),
+        evil("rotation_spy.py"),
+        # more matches, for more MatchEnds to inspect: the referee does not always
+        # deliver one before it stops the bot's process
+        evil("rotation_spy.py", name="match_end", games=3),
+        evil("cpu_spinner.py", options=("--cpu-seconds", "5"), timeout_ms=120000),
+        Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),
+                 ("--no-sandbox",), hostile=("snoop", "hunt")),
+    ]
+    return {s.name: s for s in found}
+
+
+# ------------------------------------------------------------------ outcomes
+def parse_probes(text: str) -> list[tuple[str, Any]]:
+    """The `PROBE <name>: <json>` lines of a seat's output, in order."""
+    found: list[tuple[str, Any]] = []
+    for line in text.splitlines():
+        if not line.startswith("PROBE "):
+            continue
+        name, _, rest = line[len("PROBE "):].partition(": ")
+        try:
+            found.append((name, json.loads(rest)))
+        except ValueError:
+            found.append((name, rest))
+    return found
+
+
+@dataclass
+class Seat:
+    """One seat of one stored match: the bot, its captured output and its probes."""
+
+    match: MatchInfo
+    detail: MatchDetail
+    seat: int
+    bot: str
+    log: SeatLog | None
+
+    @property
+    def probes(self) -> list[tuple[str, Any]]:
+        return parse_probes(self.log.output) if self.log else []
+
+    def all(self, name: str, **where: Any) -> list[Any]:
+        """Every outcome of probe `name` (dict outcomes filtered by `where`)."""
+        return [out for n, out in self.probes if n == name and all(
+            isinstance(out, dict) and out.get(k) == v for k, v in where.items())]
+
+    def one(self, name: str, **where: Any) -> Any:
+        found = self.all(name, **where)
+        assert found, (f"seat {self.seat} ({self.bot}) of {self.match.key} printed no probe "
+                       f"{name!r} {where or ''}; output:\n{self.output_tail()}")
+        return found[0]
+
+    @property
+    def faults(self) -> list[FaultInfo]:
+        return [f for f in self.detail.faults if f.seat == self.seat]
+
+    def output_tail(self, chars: int = 3000) -> str:
+        return self.log.output[-chars:] if self.log else "(no stored output)"
+
+
+@dataclass
+class Outcome:
+    """What one scenario's tournament did: the CLI's result and everything stored."""
+
+    scenario: Scenario
+    tmp: Path
+    db_path: Path
+    log_dir: Path
+    mark: str
+    result: subprocess.CompletedProcess[str]
+    wall_s: float
+    matches: list[MatchInfo] = field(default_factory=list)  # by start time
+    details: dict[str, MatchDetail] = field(default_factory=dict)
+    logs: dict[str, list[SeatLog]] = field(default_factory=dict)
+    game_logs: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    load_error: str | None = None
+
+    def seats(self, bot_name: str) -> list[Seat]:
+        """The seats `bot_name` held, in the order their matches started."""
+        out = []
+        for m in self.matches:
+            logs = {log.seat: log for log in self.logs.get(m.id, [])}
+            out += [Seat(m, self.details[m.id], s.seat, s.bot_name, logs.get(s.seat))
+                    for s in m.seats if s.bot_name == bot_name]
+        return out
+
+    def describe(self) -> str:
+        return (f"scenario {self.scenario.name}: exit {self.result.returncode}, "
+                f"{self.wall_s:.1f} s\nstderr (tail):\n{self.result.stderr[-2500:]}")
+
+
+_LOADING = threading.Lock()  # open_database runs alembic, whose context is process-global
+
+
+def load(outcome: Outcome) -> None:
+    if not outcome.db_path.exists():
+        outcome.load_error = "no database"
+        return
+    with _LOADING:
+        db = open_database(f"sqlite:///{outcome.db_path}")
+    try:
+        matches = db.list_matches(limit=None)
+        outcome.matches = sorted(
+            matches, key=lambda m: (m.started_at is None, m.started_at or m.created_at))
+        for m in matches:
+            detail = db.get_match(m.id)
+            assert detail is not None
+            outcome.details[m.id] = detail
+            outcome.logs[m.id] = db.seat_logs(m.id)
+            outcome.game_logs[m.id] = db.get_log(m.id)
+    finally:
+        db.close()
+
+
+# ----------------------------------------------------------- the machine
+def sandbox_uid_processes() -> list[str]:
+    """Live processes (zombies too) running as a sandbox uid, described."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            uid = entry.stat().st_uid
+            if uid < SANDBOX_UID_MIN:
+                continue
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        found.append(f"pid {entry.name} uid {uid} state {state}: {argv[:200]}")
+    return found
+
+
+def cmdline_processes(text: str) -> list[str]:
+    """Live processes whose command line contains `text`, described."""
+    needle = text.encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or entry.name == str(os.getpid()):
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in argv:
+            shown = argv.replace(b"\0", b" ")[:200].decode(errors="replace")
+            found.append(f"pid {entry.name}: {shown}")
+    return found
+
+
+@dataclass
+class DaemonSighting:
+    nonce: str
+    phase: str
+    first_seen: float
+    last_seen: float  # start time of the last scan that saw it alive
+
+
+class DaemonWatch:
+    """Samples the machine for the daemon bot's daemons (argv: python -c CODE MARK NONCE PHASE)."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark.encode()
+        self.seen: dict[int, DaemonSighting] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.scan()
+            time.sleep(0.05)
+
+    def scan(self) -> None:
+        now = time.time()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if len(argv) < 6 or argv[1] != b"-c" or argv[3] != self.mark:
+                continue
+            pid = int(entry.name)
+            sighting = self.seen.get(pid)
+            if sighting is None:
+                self.seen[pid] = DaemonSighting(argv[4].decode(), argv[5].decode(), now, now)
+            else:
+                sighting.last_seen = now
+
+
+class Arena:
+    """Runs the scenarios the selected tests need, several at once (see the module docstring)."""
+
+    def __init__(self, base: Path, wanted: Iterable[str]) -> None:
+        self.base = base
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.setblocking(False)
+        port = self.listener.getsockname()[1]
+        self.daemon_mark = "fairplay-mark-" + marker().rsplit("-", 1)[1]
+        self.daemon_watch = DaemonWatch(self.daemon_mark)
+        self.all = scenarios(port, self.daemon_mark)
+        unknown = set(wanted) - set(self.all)
+        assert not unknown, f"unknown scenarios {unknown}"
+        # the slow ones first
+        order = ["hunt_files", "cpu_spinner", "steal_seat", "control", "memory_hog"]
+        chosen = sorted(set(wanted), key=lambda n: (order.index(n) if n in order else 99, n))
+        self._pool = ThreadPoolExecutor(PARALLEL, thread_name_prefix="fairplay")
+        self._futures: dict[str, Future[Outcome]] = {
+            name: self._pool.submit(self._run, self.all[name]) for name in chosen}
+        self._leftovers: list[str] | None = None
+
+    def outcome(self, name: str) -> Outcome:
+        return self._futures[name].result(timeout=RUN_TIMEOUT * 3)
+
+    def _run(self, scenario: Scenario) -> Outcome:
+        tmp = self.base / scenario.name
+        tmp.mkdir()
+        db_path, log_dir = tmp / "cfarena.db", tmp / "logs"
+        mark = marker()
+        args = ["run-tournament", *(a for b in scenario.bots for a in ("--bot", b)),
+                "--players", "2", "--games", str(scenario.games), "--db", f"sqlite:///{db_path}",
+                "--log-dir", str(log_dir), "--timeout-ms", str(scenario.timeout_ms),
+                *scenario.options]
+        if scenario.name == "daemon":
+            self.daemon_watch.start()
+        started = time.monotonic()
+        try:
+            result = run_cli(*args, cwd=tmp, timeout=RUN_TIMEOUT,
+                             env={"CFARENA_TEST_MARK": mark})
+        finally:
+            if scenario.name == "daemon":
+                time.sleep(1.0)
+                self.daemon_watch.stop()
+        outcome = Outcome(scenario, tmp, db_path, log_dir, mark, result,
+                          time.monotonic() - started)
+        try:
+            load(outcome)
+        except Exception as exc:  # reported by the tests, with the CLI's output
+            outcome.load_error = f"{type(exc).__name__}: {exc}"
+        return outcome
+
+    def leftovers(self) -> list[str]:
+        """After every scenario ended: sandboxed processes still alive anywhere (waits 15 s)."""
+        if self._leftovers is None:
+            for future in self._futures.values():
+                future.exception(timeout=RUN_TIMEOUT * 3)
+            deadline = time.monotonic() + 15
+            while True:
+                left = sandbox_uid_processes()
+                if not left or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            self._leftovers = left
+        return self._leftovers
+
+    def tcp_connections(self) -> int:
+        """Connections made to the test's TCP listener so far."""
+        count = 0
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except BlockingIOError:
+                return count
+            conn.close()
+            count += 1
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._pool.shutdown(wait=True)
+        self.listener.close()
+
+
+# ---------------------------------------------------------- shared checks
+def assert_fair_run(outcome: Outcome, arena: Arena) -> None:
+    """What every scenario must show, whatever the attack:
+
+    the CLI succeeded without a traceback; all matches (both rotations of
+    each deal) are stored as finished with totals and ranks for every seat; the bots that do not
+    attack had no fault; and no process of the run survives it (no process
+    with a sandbox uid anywhere, nothing carrying the run's marker).
+    """
+    assert outcome.result.returncode == 0, outcome.describe()
+    assert "Traceback" not in outcome.result.stderr, outcome.describe()
+    assert outcome.load_error is None, f"{outcome.load_error}\n{outcome.describe()}"
+    assert len(outcome.matches) == 2 * outcome.scenario.games, outcome.describe()
+    for m in outcome.matches:
+        assert m.status.value == "finished", (m.key, m.status, m.reason)
+        assert len(m.seats) == 2
+        for s in m.seats:
+            assert s.total is not None and s.rank is not None, (m.key, s)
+        detail = outcome.details[m.id]
+        for f in detail.faults:
+            assert f.bot_name in outcome.scenario.hostile, \
+                f"{m.key}: a fault of a bot that does not attack: {f}"
+    assert arena.leftovers() == [], "sandboxed processes survived:\n" + \
+        "\n".join(arena.leftovers())
+    assert processes_with_marker(outcome.mark) == []
+    assert cmdline_processes(outcome.mark) == []

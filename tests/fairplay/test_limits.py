@@ -1,0 +1,83 @@
+"""Attacks 7, 8, 9 and 12: a bot exhausts processes, memory, output or CPU.
+
+Each attack starts when the bot's match starts, in every process of the bot:
+
+- `bots/fork_bomb.py` starts 100 children that sleep (`--max-processes 32`);
+- `bots/memory_hog.py` allocates 16 MiB blocks without end (`--memory-mb 256`);
+- `bots/output_flood.py` writes 4 GiB to stdout (the output limit is 16 MiB);
+- `bots/cpu_spinner.py` busy-loops in four children, so no single process
+  reaches RLIMIT_CPU first (`--cpu-seconds 5`; a 120 s move time, so only the
+  CPU limit can stop it).
+
+What must hold, per match: the bot's seat has exactly one fault, of kind
+"limit", whose detail names the limit ("process limit 32 reached", "memory
+limit 256 MiB exceeded", "output limit 16 MiB exceeded", "CPU time limit 5 s
+exceeded"), and so does the exit line stored with its output; the seat
+forfeited and the match finished with the fallback for it. The fork bomb
+also sees fork fail (EAGAIN) at the limit. The flood's stored log (and its
+--log-dir copy) stays under 100 KiB and says how many bytes were not kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.fairplay.arena import Arena, Outcome, Seat, assert_fair_run
+
+SCENARIOS = ("fork_bomb", "memory_hog", "output_flood", "cpu_spinner")
+MIB = 1024 * 1024
+
+
+def _limit_faults(outcome: Outcome, detail: str) -> list[Seat]:
+    seats = outcome.seats("evil")
+    assert len(seats) == 2, outcome.describe()
+    for seat in seats:
+        faults = [(f.kind.value, f.detail) for f in seat.faults]
+        assert faults == [("limit", detail)], (seat.match.key, faults, seat.output_tail())
+        assert seat.log is not None and seat.log.exit == detail, seat.log
+        assert seat.match.seats[seat.seat].forfeited  # played out with the fallback
+    return seats
+
+
+def test_fork_bomb_hits_the_process_limit(arena: Arena) -> None:
+    outcome = arena.outcome("fork_bomb")
+    assert len(outcome.seats("evil")) == 2, outcome.describe()
+    for seat in outcome.seats("evil"):
+        failed = seat.one("fork-failed")  # fork fails at the limit...
+        assert failed["error"] == "EAGAIN", failed
+        assert failed["after"] < 32, failed
+    _limit_faults(outcome, "process limit 32 reached")  # ...and reaching it is a fault
+    assert_fair_run(outcome, arena)
+
+
+def test_memory_hog_hits_the_memory_limit(arena: Arena) -> None:
+    outcome = arena.outcome("memory_hog")
+    for seat in _limit_faults(outcome, "memory limit 256 MiB exceeded"):
+        reached = max(p["allocated_mib"] for p in seat.all("memory"))
+        assert reached >= 128, seat.output_tail()  # it was allocating when stopped
+        assert seat.all("memory-error") == []  # the watchdog, not the RLIMIT_AS backstop
+    assert_fair_run(outcome, arena)
+
+
+def test_output_flood_hits_the_output_limit(arena: Arena) -> None:
+    outcome = arena.outcome("output_flood")
+    for seat in _limit_faults(outcome, "output limit 16 MiB exceeded"):
+        assert seat.log is not None
+        assert seat.log.output_bytes > 16 * MIB
+        stored = seat.log.output
+        assert len(stored.encode()) < 100 * 1024
+        dropped = re.search(r"\[\.\.\. (\d+) bytes not kept \.\.\.\]", stored)
+        assert dropped is not None, stored[:500]
+        assert int(dropped.group(1)) > 16 * MIB - 100 * 1024
+        assert seat.one("output")["planned_bytes"] == 4096 * MIB
+        assert seat.all("output-done") == []
+        copy = outcome.log_dir / f"{seat.match.key}-seat{seat.seat}-evil.log"
+        assert copy.stat().st_size < 100 * 1024
+    assert_fair_run(outcome, arena)
+
+
+def test_cpu_spinner_hits_the_cpu_limit(arena: Arena) -> None:
+    outcome = arena.outcome("cpu_spinner")
+    for seat in _limit_faults(outcome, "CPU time limit 5 s exceeded"):
+        assert seat.one("cpu")["spinners"] == 4
+    assert_fair_run(outcome, arena)

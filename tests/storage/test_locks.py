@@ -1,0 +1,58 @@
+"""A tournament's lock: exclusive between processes, freed when its holder dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from cfarena.server.storage import open_database
+from cfarena.server.storage.locks import TournamentBusy, tournament_lock
+
+HOLD = """
+import sys, time
+from cfarena.server.storage import open_database
+from cfarena.server.storage.locks import tournament_lock
+db = open_database(sys.argv[1])
+with tournament_lock(db.engine, int(sys.argv[2])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def _holder(url: str, tournament_id: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, url, str(tournament_id)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_another_process_holding_it_refuses_until_it_dies(db_url: str) -> None:
+    with open_database(db_url) as db:
+        holder = _holder(db_url, 5)
+        try:
+            with pytest.raises(TournamentBusy, match="tournament 5 is being played"), \
+                    tournament_lock(db.engine, 5):
+                pass
+            with tournament_lock(db.engine, 6):  # another tournament is free
+                pass
+        finally:
+            os.killpg(holder.pid, signal.SIGKILL)  # kill -9: no chance to unlock
+            holder.wait()
+        with tournament_lock(db.engine, 5):  # freed by the system with its holder
+            pass
+
+
+@pytest.mark.postgres
+def test_a_postgres_lock_is_released_with_the_block(pg_url: str) -> None:
+    """On PostgreSQL a second connection of the same process is refused too, and the lock
+    goes when the block ends (the connection is dropped, not pooled with its session)."""
+    with open_database(pg_url) as first, open_database(pg_url) as second:
+        with tournament_lock(first.engine, 9), pytest.raises(TournamentBusy), \
+                tournament_lock(second.engine, 9):
+            pass
+        with tournament_lock(second.engine, 9):
+            pass
