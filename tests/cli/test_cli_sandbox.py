@@ -118,8 +118,13 @@ def _no_matches(db: Path) -> bool:
 
 
 def test_a_second_run_of_a_tournament_being_played_is_refused(tmp_path: Path) -> None:
-    args = ["run-tournament", "--bot", "random", "--bot", "greedy", "--players", "2",
-            "--games", "3", "--rule", "rounds=3", "--concurrency", "1", "--seed", "7"]
+    slow = tmp_path / "slow.py"  # 50 ms a decision: the first run lasts long enough
+    slow.write_text("import time\nfrom cfarena.sdk import Bot\n\nclass Slow(Bot):\n"
+                    "    def choose(self, turn):\n        time.sleep(0.05)\n"
+                    "        return turn.legal_moves[0]\n")
+    args = ["run-tournament", "--bot", f"slow=python -m cfarena.sdk run {slow}", "--bot",
+            "random", "--players", "2", "--games", "3", "--rule", "rounds=3",
+            "--concurrency", "1", "--seed", "7"]
     db = tmp_path / "cfarena.db"
     first = subprocess.Popen([CFARENA, *args, "--json"], cwd=tmp_path, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -154,3 +159,20 @@ def _finished_some(db: Path) -> bool:
                 "select count(*) from matches where status = 'finished'").fetchone()[0])
     except sqlite3.Error:
         return False
+
+
+def test_a_bot_that_would_see_the_database_is_refused(tmp_path: Path) -> None:
+    """A bot named with its directory, where the database also lies: the run refuses
+    (also when the directory is reached through a symlink), and writes nothing."""
+    (tmp_path / "mybot").mkdir()
+    (tmp_path / "mybot" / "bot.py").write_text("print('hi')\n")
+    (tmp_path / "alias").symlink_to(tmp_path)
+    for shown in (".", str(tmp_path / "alias")):
+        result = run_cli("run-tournament", "--bot", f"mine=python -m cfarena.sdk run {shown}",
+                         "--bot", "random", "--players", "2", cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"error: bot 'mine' would be able to read {tmp_path}/cfarena.db"
+                               f" (it is shown {tmp_path})"), last
+        assert "Traceback" not in result.stderr
+    assert _no_matches(tmp_path / "cfarena.db") if (tmp_path / "cfarena.db").exists() else True

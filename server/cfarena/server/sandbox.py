@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import functools
 import json
 import os
 import secrets
@@ -32,6 +34,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +79,13 @@ def sandbox_problem() -> str | None:
         return f"no sandbox: bwrap not found; {INSTALL_HINT}"
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         return "no sandbox: setpriv (util-linux) not found; install util-linux"
-    probe = _bwrap_argv(["/bin/true"], binds=[], socket=None, tmp_mib=1, uid=_random_uid(),
-                        extra=[])
+    try:
+        seccomp_program()
+    except (ImportError, OSError, RuntimeError) as exc:
+        return (f"no sandbox: cannot build the seccomp filter ({exc}); install libseccomp "
+                "(Debian/Ubuntu: `apt-get install libseccomp2`)")
+    probe = [*_bwrap_options(binds=[], socket=None, tmp_mib=1, extra=[]),
+             *_as_bot_user(_random_uid()), "/bin/true"]
     try:
         done = subprocess.run(probe, capture_output=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -140,9 +148,64 @@ def _dirs_for(dest: str, made: set[str]) -> list[str]:
     return out
 
 
-def _bwrap_argv(command: Sequence[str], *, binds: Iterable[Path], socket: Path | None,
-                tmp_mib: int, uid: int, extra: Sequence[str],
-                hide: Iterable[Path] = (), workdir: str = "/tmp") -> list[str]:
+def shown_roots(binds: Iterable[Path]) -> list[str]:
+    """Every host directory or file a sandbox with these binds can read (resolved)."""
+    roots = [os.path.realpath(d) for d in _SYSTEM_DIRS if os.path.exists(d)]
+    roots += [os.path.realpath(f"/etc/{name}") for name in _ETC_FILES
+              if os.path.lexists(f"/etc/{name}")]
+    return roots + [os.path.realpath(p) for p in binds]
+
+
+def exposed(binds: Iterable[Path], secrets_: Iterable[Path]) -> tuple[str, str] | None:
+    """(secret, shown root) for the first secret a sandbox with these binds could read.
+
+    The organiser's database and log directory must lie outside everything a bot is
+    shown; rather than mask them inside a shown directory (which misses files created
+    later and paths reached through another name), the run refuses to start.
+    """
+    roots = shown_roots(binds)
+    for secret in secrets_:
+        real = os.path.realpath(secret)
+        for root in roots:
+            if real == root or real.startswith(root.rstrip("/") + "/") or \
+                    root.startswith(real.rstrip("/") + "/"):
+                return str(secret), root
+    return None
+
+
+@functools.cache
+def seccomp_program() -> bytes:
+    """The sandbox's seccomp filter (BPF, built with libseccomp): everything is allowed
+    but what would let a bot keep or pass data past its sandbox or escape its limits.
+
+    - the kernel keyring (`add_key`, `keyctl`, `request_key`): keys outlive a process
+      and are visible to other sandboxes through /proc/keys;
+    - new namespaces (`unshare`, `clone` with CLONE_NEWUSER, `clone3`, whose flags a
+      filter cannot read; glibc falls back to `clone`): a nested PID namespace
+      hides its processes from the limit watchdog;
+    - `memfd_create`: memory no process maps is in nobody's resident set.
+    """
+    import pyseccomp as sc  # libseccomp through ctypes
+
+    program = sc.SyscallFilter(defaction=sc.ALLOW)
+    for name in ("add_key", "keyctl", "request_key", "unshare", "setns"):
+        program.add_rule(sc.ERRNO(errno.EPERM), name)
+    program.add_rule(sc.ERRNO(errno.EPERM), "clone",
+                     sc.Arg(0, sc.MASKED_EQ, _CLONE_NEWUSER, _CLONE_NEWUSER))
+    for name in ("clone3", "memfd_create"):
+        program.add_rule(sc.ERRNO(errno.ENOSYS), name)
+    with tempfile.TemporaryFile() as out:
+        program.export_bpf(out)
+        out.seek(0)
+        return out.read()
+
+
+_CLONE_NEWUSER = 0x10000000
+
+
+def _bwrap_options(*, binds: Iterable[Path], socket: Path | None, tmp_mib: int,
+                   extra: Sequence[str], workdir: str = "/tmp") -> list[str]:
+    """`bwrap` and its options (the command, run as the bot's user, follows them)."""
     argv = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "cfarena-bot"]
@@ -152,7 +215,8 @@ def _bwrap_argv(command: Sequence[str], *, binds: Iterable[Path], socket: Path |
     made: set[str] = {"/usr", "/tmp", "/proc", "/dev", "/run"}
     # first the private /tmp, so that bound paths below /tmp lie on top of it
     argv += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(tmp_mib * _MIB), "--perms", "1777", "--tmpfs", "/tmp"]
+             "--size", str(tmp_mib * _MIB), "--perms", "1777", "--tmpfs", "/tmp",
+             "--size", str(tmp_mib * _MIB), "--perms", "1777", "--tmpfs", "/dev/shm"]
     for system in _SYSTEM_DIRS:
         if os.path.islink(system):
             argv += ["--symlink", os.readlink(system), system]
@@ -165,38 +229,38 @@ def _bwrap_argv(command: Sequence[str], *, binds: Iterable[Path], socket: Path |
         if os.path.lexists(path):
             argv += [*_dirs_for(path, made), "--ro-bind", path, path]
     seen: set[str] = set()
-    for path in sorted({str(p) for p in binds}, key=len):
+    # resolved, so that what is shown is exactly what `exposed` checked
+    for path in sorted({os.path.realpath(p) for p in binds}, key=len):
         if any(path == s or path.startswith(s.rstrip("/") + "/") for s in seen):
             continue  # inside a directory already shown
         if any(path == d or path.startswith(d + "/") for d in _SYSTEM_DIRS if d in made):
             continue
         seen.add(path)
         argv += [*_dirs_for(path, made), "--ro-bind", path, path]
-    for hidden in hide:  # never shown, even inside a bound directory
-        text = str(hidden)
-        if any(text == s or text.startswith(s.rstrip("/") + "/") for s in seen) and \
-                os.path.exists(text):
-            if os.path.isdir(text):
-                argv += ["--tmpfs", text]
-            else:
-                argv += ["--ro-bind", "/dev/null", text]
     if not any(workdir == s or workdir.startswith(s.rstrip("/") + "/") for s in seen) \
             and workdir not in made:
         argv += [*_dirs_for(workdir, made), "--perms", "0755", "--dir", workdir]
     argv += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/cfarena"]
     if socket is not None:
         argv += ["--bind", str(socket), SOCKET_IN_SANDBOX]
-    argv += ["--chdir", workdir, *extra]
-    if root:
-        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-    return [*argv, *command]
+    return [*argv, "--chdir", workdir, *extra]
+
+
+def _as_bot_user(uid: int) -> list[str]:
+    """As root, the command runs as `uid` with no capabilities (else bwrap's user
+    namespace has already made it uid 65534)."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
 
 
 def _limits_prefix(limits: SandboxLimits) -> list[str]:
     """`prlimit` run inside the sandbox, as the bot's user, before the bot starts."""
     address_space = limits.memory_mib * _MIB + _ADDRESS_SPACE_SLACK
-    return ["prlimit", f"--nproc={limits.processes}", f"--cpu={limits.cpu_seconds}",
+    # the kernel's CPU limit lies a little above the watchdog's, so that the watchdog
+    # stops the sandbox first and the fault says why
+    return ["prlimit", f"--nproc={limits.processes}", f"--cpu={limits.cpu_seconds + 5}",
             f"--as={address_space}", f"--fsize={limits.tmp_mib * _MIB}", "--core=0", "--"]
 
 
@@ -231,7 +295,13 @@ class CapturedOutput:
         """The last line of output that is not a gRPC/absl runtime log line."""
         lines = [ln for ln in self.text().splitlines() if ln.strip()]
         own = [ln for ln in lines if not _is_runtime_log(ln)]
-        return (own or lines or [""])[-1][:200]
+        return printable((own or lines or [""])[-1][:200])
+
+
+def printable(text: str) -> str:
+    """`text` with control characters (terminal escapes among them) shown as \\xNN:
+    a bot's words are quoted to the organiser's terminal and stored."""
+    return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in text)
 
 
 def _is_runtime_log(line: str) -> bool:
@@ -253,7 +323,6 @@ class BotProcess:
     env: Mapping[str, str]
     socket: Path | None = None
     binds: Sequence[Path] = ()
-    hide: Sequence[Path] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     sandbox: bool = True
     workdir: Path | None = None
@@ -271,21 +340,30 @@ class BotProcess:
         if self.sandbox:
             self.uid = _random_uid()
             read_fd, write_fd = os.pipe()
+            filter_fd = _pipe_with(seccomp_program())
             workdir = str(self.workdir) if self.workdir else "/tmp"
-            argv = _bwrap_argv(
-                [*_limits_prefix(self.limits), *self.command],
+            command = [*_as_bot_user(self.uid), *_limits_prefix(self.limits), *self.command]
+            argv = _bwrap_options(
                 binds=self.binds, socket=self.socket, tmp_mib=self.limits.tmp_mib,
-                uid=self.uid, extra=["--info-fd", str(write_fd)], hide=self.hide,
                 workdir=workdir,
+                extra=["--info-fd", str(write_fd), "--seccomp", str(filter_fd)],
             )
-            argv = [*_pdeathsig(), *argv]
+            # bwrap's options go through a pipe: the sandbox's /proc/1/cmdline then
+            # shows `bwrap --args N` and the command, not the organiser's paths
+            args_fd = _pipe_with(b"".join(a.encode() + b"\0" for a in argv[1:]))
             try:
                 self.proc = await asyncio.create_subprocess_exec(
-                    *argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, start_new_session=True, pass_fds=(write_fd,),
+                    *_pdeathsig(), argv[0], "--args", str(args_fd), *command, env=env,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                    pass_fds=(write_fd, filter_fd, args_fd),
                 )
+            except BaseException:
+                os.close(read_fd)
+                raise
             finally:
-                os.close(write_fd)
+                for fd in (write_fd, filter_fd, args_fd):
+                    os.close(fd)
             self.pid_namespace = await asyncio.get_running_loop().run_in_executor(
                 None, _read_child_namespace, read_fd)
         else:
@@ -361,6 +439,18 @@ class BotProcess:
         return f"{what}: {last}" if last else what
 
 
+def _pipe_with(data: bytes) -> int:
+    """The read end of a pipe holding `data` (written whole, then closed)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        if len(data) > 60_000:  # a pipe holds 64 KiB without a reader
+            raise ValueError("too much data for a pipe")
+        os.write(write_fd, data)
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
 def _pdeathsig() -> list[str]:
     """`setpriv --pdeathsig KILL --`: the child dies with the referee (util-linux)."""
     setpriv = shutil.which("setpriv")
@@ -383,6 +473,7 @@ class _Usage:
     rss_kib: int = 0
     cpu_ticks: int = 0
     tasks: int = 0  # processes and threads, as RLIMIT_NPROC counts them (bwrap's init too)
+    own: dict[int, int] = field(default_factory=dict)  # pid -> its own CPU ticks
 
 
 class LimitWatch:
@@ -398,6 +489,9 @@ class LimitWatch:
         self._task: asyncio.Task[None] | None = None
         self._ticks = os.sysconf("SC_CLK_TCK")
         self._page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+        # per sandbox: pid -> the most CPU ticks it was seen with, so that a child
+        # reaped unseen by its parent (SIGCHLD ignored) still counts what it used
+        self._cpu_seen: dict[int, dict[int, int]] = {}
 
     def watch(self, proc: BotProcess) -> None:
         if proc.pid_namespace is None:
@@ -407,8 +501,10 @@ class LimitWatch:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     def forget(self, proc: BotProcess) -> None:
-        if proc.pid_namespace is not None:
-            self._watched.pop(proc.pid_namespace, None)
+        # only its own entry: a namespace number is reused once its sandbox is gone
+        if proc.pid_namespace is not None and self._watched.get(proc.pid_namespace) is proc:
+            del self._watched[proc.pid_namespace]
+        self._cpu_seen.pop(id(proc), None)
 
     async def close(self) -> None:
         if self._task is not None:
@@ -437,7 +533,9 @@ class LimitWatch:
             except OSError:
                 continue
             # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17, rss=24
-            found.cpu_ticks += sum(int(f) for f in fields[11:15])
+            own = int(fields[11]) + int(fields[12])
+            found.cpu_ticks += own + int(fields[13]) + int(fields[14])
+            found.own[int(entry.name)] = own
             found.rss_kib += int(fields[21]) * self._page_kib
             found.tasks += int(fields[17])  # field 20: num_threads
         for ns, seen in usage.items():
@@ -445,6 +543,12 @@ class LimitWatch:
             if proc is None or seen.tasks == 0:
                 continue
             limits = proc.limits
+            ever = self._cpu_seen.setdefault(id(proc), {})
+            for pid, ticks in seen.own.items():
+                ever[pid] = max(ever.get(pid, 0), ticks)
+            # both are lower bounds of what the sandbox used: reaped children are in
+            # their parent's cutime, and every process ever seen is in `ever`
+            seen.cpu_ticks = max(seen.cpu_ticks, sum(ever.values()))
             if seen.rss_kib > limits.memory_mib * 1024:
                 proc.breached(f"memory limit {limits.memory_mib} MiB exceeded")
             elif seen.cpu_ticks / self._ticks > limits.cpu_seconds:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,6 +17,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from cfarena.engine import RulesError
 from cfarena.server.botproc import BUNDLED_BOTS
@@ -203,7 +206,7 @@ def run_tournament_cmd(
             raise typer.Exit(130) from None
         except TournamentError as exc:
             bar.stop()
-            fail(str(exc))
+            fail(escape(str(exc)))  # it may quote a bot's output
         except StorageError as exc:
             bar.stop()
             fail(str(exc), code=1)
@@ -230,12 +233,16 @@ def run_tournament_cmd(
 
 
 def _sqlite_files(url: str) -> list[Path]:
-    """The files of a SQLite database (hidden from every sandbox), or none."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix) or url == prefix + ":memory:":
+    """The files of a SQLite database (kept out of every sandbox's view), or none."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
         return []
-    path = Path(url[len(prefix):]).resolve()
-    return [path, *(path.with_name(path.name + end) for end in ("-wal", "-shm", "-journal"))]
+    if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
+        return []
+    path = Path(parsed.database).resolve()
+    return [path, *(path.with_name(path.name + end)
+                    for end in ("-wal", "-shm", "-journal", ".locks"))]
 
 
 def register(app: typer.Typer) -> None:

@@ -29,6 +29,7 @@ from cfarena.server.sandbox import (
     LimitWatch,
     SandboxLimits,
     command_paths,
+    exposed,
     python_paths,
 )
 
@@ -49,7 +50,9 @@ class Launch:
     sandbox: bool = True
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     binds: tuple[Path, ...] = ()  # extra read-only paths for every sandbox
-    hide: tuple[Path, ...] = ()  # never shown (the database, the log directory)
+    # what no sandbox may be shown (the database files, the log directory): a run
+    # whose bots would see one refuses to start
+    hide: tuple[Path, ...] = ()
     cwd: Path = field(default_factory=Path.cwd)
     connect_timeout: float = 30.0
 
@@ -102,8 +105,18 @@ class BotPool:
     async def start(self) -> None:
         """Start the warm processes and wait for each bot's first one to connect.
 
-        BotStartError naming the bot and quoting its output if one cannot start.
+        BotStartError naming the bot and quoting its output if one cannot start, or
+        naming what it would be shown of the organiser's secrets (`Launch.hide`).
         """
+        if self.launch.sandbox:
+            for name in self.commands:
+                found = exposed(self.binds(name), self.launch.hide)
+                if found is not None:
+                    secret, root = found
+                    raise BotStartError(
+                        f"bot {name!r} would be able to read {secret} (it is shown {root}): "
+                        "keep the database and the log directory outside the bot's "
+                        "directories, the system directories and Python's")
         for name in self.commands:
             for _ in range(max(1, min(self.warm.get(name, 1), self._unstarted.get(name, 1)))):
                 await self._spawn(name)
@@ -176,6 +189,14 @@ class BotPool:
         """Processes started and not yet stopped."""
         return len(self._live)
 
+    def binds(self, name: str) -> list[Path]:
+        """What a sandbox of `name` is shown besides the system: the Python it runs on,
+        the paths on its command line, the organiser's `--sandbox-bind`s."""
+        command = bot_argv(name, self.commands[name])
+        shown = command if self.commands[name] is None else \
+            shlex.split(self.commands[name] or "")
+        return [*python_paths(), *command_paths(shown, self.launch.cwd), *self.launch.binds]
+
     # ---------------------------------------------------------- internals
     async def _get_ready(self, name: str) -> WarmBot:
         while True:
@@ -204,17 +225,14 @@ class BotPool:
         }
         if launch.sandbox:
             env["CFARENA_SERVER"] = f"unix:{SOCKET_IN_SANDBOX}"
-            shown = command if self.commands[name] is None else \
-                shlex.split(self.commands[name] or "")
-            binds = [*python_paths(), *command_paths(shown, launch.cwd), *launch.binds]
         else:
             env["CFARENA_SERVER"] = self.server.address
-            binds = []
+        binds = self.binds(name) if launch.sandbox else []
         self._unstarted[name] = self._unstarted.get(name, 1) - 1
         self.started += 1
         process = BotProcess(
             f"{name}#{self.started}", command, env, socket=self.server.unix_socket,
-            binds=binds, hide=launch.hide, limits=launch.limits, sandbox=launch.sandbox,
+            binds=binds, limits=launch.limits, sandbox=launch.sandbox,
             workdir=launch.cwd,
         )
         warm = WarmBot(name, process, seat_pass, tainted=set(self._playing.get(name, {})))
