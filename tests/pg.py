@@ -7,6 +7,8 @@ postmaster.pid if that fails) and removes the dir. As root (CI), the server
 runs as an unprivileged user (`CFARENA_PG_USER`, default `nobody`) through
 `runuser`, since postgres refuses to run as root. Any failure raises
 `PgError` with the reason (and the server log tail): tests never skip.
+`PgCluster.stop()` / `start()` take the server down and bring it back on the
+same port (for tests of a database that goes away).
 """
 
 from __future__ import annotations
@@ -55,6 +57,25 @@ class PgCluster:
     port: int
     socket_dir: Path
     data_dir: Path
+    log: Path | None = None
+    options: str = ""  # the server options it was started with (pg_ctl -o)
+
+    def stop(self) -> None:
+        """Stop the server (fast: open connections are cut), waiting until it is down."""
+        prefix, _user = _runner()
+        _run([*prefix, _bin("pg_ctl"), "stop", "-D", str(self.data_dir), "-m", "fast", "-w",
+              "-t", "30"], "pg_ctl stop", timeout=40)
+
+    def start(self) -> None:
+        """Start the server again after `stop()`, on the same port, waiting until it is up."""
+        prefix, _user = _runner()
+        log = ["-l", str(self.log)] if self.log is not None else []
+        try:
+            _run([*prefix, _bin("pg_ctl"), "start", "-D", str(self.data_dir), *log, "-w",
+                  "-t", "60", "-o", self.options], "pg_ctl start", timeout=90)
+        except PgError as exc:
+            tail = _tail(self.log) if self.log is not None else ""
+            raise PgError(f"{exc}; server log: {tail}") from exc
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://{SUPERUSER}@{self.host}:{self.port}/{database}"
@@ -154,7 +175,8 @@ def postgres_cluster(attempts: int = 3) -> Iterator[PgCluster]:
                 last = f"{exc}; server log: {_tail(log)}"
                 _stop(prefix, pg_ctl, data)
                 continue
-            cluster = PgCluster(host="127.0.0.1", port=port, socket_dir=sockets, data_dir=data)
+            cluster = PgCluster(host="127.0.0.1", port=port, socket_dir=sockets, data_dir=data,
+                                log=log, options=options)
             yield cluster
             return
         raise PgError(f"PostgreSQL did not start after {attempts} attempts: {last}")

@@ -17,7 +17,7 @@ CFARENA = shutil.which("cfarena") or str(Path(sys.executable).with_name("cfarena
 
 def run_cli(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
-    full_env = dict(os.environ, COLUMNS="120", **(env or {}))
+    full_env = {**os.environ, "COLUMNS": "120", **(env or {})}
     proc = subprocess.Popen(
         [CFARENA, *args], cwd=cwd, env=full_env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,

@@ -111,3 +111,97 @@ def _count(db: Path, sql: str) -> int:
             return int(conn.execute(sql).fetchone()[0])
     except sqlite3.Error:
         return 0
+
+
+# connects, drops its stream at its first Turn, then stays alive doing nothing
+DROPS_AND_LINGERS = """
+import os, queue, time
+import grpc
+from cfarena.v1 import arena_pb2 as pb
+from cfarena.v1.arena_pb2_grpc import ArenaStub
+
+outbox = queue.Queue()
+outbox.put(pb.BotMessage(hello=pb.Hello(token=os.environ["CFARENA_TOKEN"],
+                                        protocol="cfarena.v1", capacity=1)))
+channel = grpc.insecure_channel(os.environ["CFARENA_SERVER"])
+call = ArenaStub(channel).Play(iter(outbox.get, None))
+for message in call:
+    if message.WhichOneof("kind") == "turn":
+        call.cancel()
+        break
+print("dropped my stream; staying alive", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_bot_that_drops_its_stream_and_stays_alive_forfeits_and_is_stopped(
+        tmp_path: Path) -> None:
+    bot = tmp_path / "linger.py"
+    bot.write_text(DROPS_AND_LINGERS)
+    started = time.monotonic()
+    data = run_json("run-tournament", "--bot", f"linger=python {bot}", "--bot", "random",
+                    "--players", "2", "--games", "1", "--rule", "rounds=single", cwd=tmp_path)
+    assert time.monotonic() - started < 60  # nobody waited for the lingering process
+    assert data["status"] == "finished" and data["matches"] == 2
+    faults = _faults(tmp_path / "cfarena.db")
+    assert [(n, k) for n, k, _ in faults] == [("linger", "disconnect")] * 2
+    with open_database(f"sqlite:///{tmp_path / 'cfarena.db'}") as database:
+        for match in database.list_matches():
+            logs = {log.seat: log for log in database.seat_logs(match.id)}
+            lingering = [log for log in logs.values() if "staying alive" in log.output]
+            assert len(lingering) == 1 and lingering[0].exit == "stopped after the match"
+    assert sandboxed_processes(tmp_path) == []
+
+
+# plays normally, but at its first Turn hammers the referee with 200 reconnections
+# with its own (already used) credential from a second thread
+RECONNECT_STORM = """
+import os, threading, queue
+import grpc
+from cfarena.sdk import Bot
+from cfarena.sdk.cli import run_main
+from cfarena.v1 import arena_pb2 as pb
+from cfarena.v1.arena_pb2_grpc import ArenaStub
+
+def storm():
+    codes = {}
+    for _ in range(200):
+        channel = grpc.insecure_channel(os.environ["CFARENA_SERVER"])
+        hello = pb.BotMessage(hello=pb.Hello(token=os.environ["CFARENA_TOKEN"],
+                                             protocol="cfarena.v1", capacity=1))
+        try:
+            for _message in ArenaStub(channel).Play(iter([hello])):
+                pass
+            codes["OK"] = codes.get("OK", 0) + 1
+        except grpc.RpcError as err:
+            codes[err.code().name] = codes.get(err.code().name, 0) + 1
+        channel.close()
+    print("STORM", sorted(codes.items()), flush=True)
+
+class Stormy(Bot):
+    started = False
+    def choose(self, turn):
+        if not Stormy.started:
+            Stormy.started = True
+            threading.Thread(target=storm).start()
+        return turn.legal_moves[0]
+
+raise SystemExit(run_main(Stormy))
+"""
+
+
+def test_a_reconnect_storm_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    bot = tmp_path / "storm.py"
+    bot.write_text(RECONNECT_STORM)
+    data = run_json("run-tournament", "--bot", f"stormy=python {bot}", "--bot", "random",
+                    "--players", "2", "--games", "1", "--rule", "rounds=2",
+                    "--timeout-ms", "5000", cwd=tmp_path)
+    assert data["status"] == "finished" and data["matches"] == 2
+    assert _faults(tmp_path / "cfarena.db") == []  # its own match went on undisturbed
+    with open_database(f"sqlite:///{tmp_path / 'cfarena.db'}") as database:
+        storms = [line for match in database.list_matches()
+                  for log in database.seat_logs(match.id)
+                  for line in log.output.splitlines() if line.startswith("STORM")]
+    assert storms, "the storm never ran"
+    for line in storms:  # every reconnection was refused
+        assert line == "STORM [('PERMISSION_DENIED', 200)]", line

@@ -87,6 +87,10 @@ def test_a_fixed_seed_reproduces_the_deals(tmp_path: Path) -> None:
         with sqlite3.connect(where / "cfarena.db") as conn:
             runs.append(conn.execute("select key, seed from matches order by key").fetchall())
         assert _config(where / "cfarena.db", data["tournament_id"])["seed_fixed"] is True
+        with sqlite3.connect(where / "cfarena.db") as conn:
+            # the default name says which options differ from the preset
+            assert conn.execute("select name from tournaments").fetchone()[0] == \
+                "standard rounds=single 2p round-robin"
     assert runs[0] == runs[1] and len(runs[0]) == 2
 
 

@@ -57,7 +57,8 @@ def test_serve_pairs_registered_bots_and_stops_cleanly(
     # registering the same name with another token is refused
     clash = run_cli("bots", "add", "random", "--token", "another-token", "--db", db,
                     cwd=tmp_path)
-    assert clash.returncode == 2 and "different token" in clash.stderr
+    assert clash.returncode == 2, clash.stderr
+    assert clash.stderr.startswith("error: bot 'random' ") and clash.stderr.count("\n") == 1
 
     port = _free_port()
     serve = _start([CFARENA, "serve", "--port", str(port), "--players", "4", "--rule",

@@ -193,3 +193,40 @@ async def _a_token_seats_only_its_own_bot(tmp_path: Path) -> None:
         assert all(s.match_id != "m3" for s in alice.starts)
         await alice.stop()
         await bob.stop()
+
+
+def test_streams_that_never_say_hello_are_bounded(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client opening stream after stream without a Hello holds referee memory that no
+    bot can be blamed for: past the bound, new streams are refused at once."""
+    from cfarena.server.referee import service
+
+    monkeypatch.setattr(service, "MAX_HANDSHAKING", 3)
+    asyncio.run(_silent_streams(tmp_path))
+
+
+async def _silent_streams(tmp_path: Path) -> None:
+    async with referee(tmp_path, TokenRegistry()) as server, \
+            grpc.aio.insecure_channel(server.address) as channel:
+        stub = ArenaStub(channel)
+        never: asyncio.Event = asyncio.Event()
+
+        async def silence() -> AsyncIterator[pb.BotMessage]:
+            await never.wait()
+            yield pb.BotMessage()
+
+        silent = [stub.Play(silence()) for _ in range(3)]
+        await asyncio.sleep(0.5)  # the three are waiting for their Hello
+        refused = stub.Play(silence())
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await refused.read()
+        assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "waiting to say Hello" in (caught.value.details() or "")
+        for call in silent:
+            call.cancel()
+        # once they are gone, a real bot is welcome again
+        secret, _ = server.passes.issue("alpha")
+        client = Client(server.address, secret)
+        await client.start()
+        assert client.welcome is not None
+        await client.stop()

@@ -73,7 +73,10 @@ MUTATIONS: list[tuple[str, Callable[[Log], None], str, str]] = [
     ("missing seed", _delete(["seed"]), "$: missing key 'seed'", ""),
     ("extra key", _set(["extra"], 1), "extra: unknown key", ""),
     ("players", _set(["players"], 9), "players", ".players"),
-    ("seed type", _set(["seed"], "42"), "seed", ".seed"),
+    ("seed type", _set(["seed"], 42), "seed", ".seed"),  # format 2: a string
+    ("seed digits", _set(["seed"], "4e2"), "seed", ".seed"),
+    ("seed zero", _set(["seed"], "042"), "seed", ".seed"),
+    ("seed space", _set(["seed"], " 42"), "seed", ".seed"),
     ("move", _set(["actions", 3, "move"], "9-4 on 3"), "actions[3].move", ".actions[3].move"),
     ("action seat", _set(["actions", 2, "seat"], -1), "actions[2].seat", ".actions[2].seat"),
     ("action key", _set(["actions", 2, "why"], "x"), "actions[2].why", ".actions[2]"),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cfarena.engine import Move, Rules, apply_move, legal_moves, new_match
-from cfarena.server.gamelog import verify_log
+from cfarena.server.gamelog import log_seed, verify_log
 from cfarena.server.replay import log_sha256, verify_logs
 
 from .conftest import CASES, IDS, make_log
@@ -18,7 +18,7 @@ Log = dict[str, Any]
 
 def _decision_with_alternative(log: Log, after: int = 10) -> tuple[int, str]:
     """An action index >= `after` where another legal move existed, and that move."""
-    state = new_match(Rules.from_options(log["rules"]), log["players"], log["seed"])
+    state = new_match(Rules.from_options(log["rules"]), log["players"], log_seed(log))
     for i, action in enumerate(log["actions"]):
         moves = legal_moves(state)
         if i >= after and len(moves) > 1 and not action.get("fallback"):
@@ -84,7 +84,7 @@ def _change_hidden_draw(log: Log) -> str:
 
 
 def _change_seed(log: Log) -> str:
-    log["seed"] += 1
+    log["seed"] = str(int(log["seed"]) + 1)  # format 2: a decimal string
     return "seed: the recorded deals are not those of seed"
 
 

@@ -262,6 +262,49 @@ def test_non_welcome_first_message_is_fatal() -> None:
     run(main())
 
 
+def _shutdown_script(sessions: list[int]) -> Callable[[Session], Awaitable[None]]:
+    """A referee that shuts down under the first connection (as `RefereeServer.stop`
+    ends it) and closes the second one plainly."""
+
+    async def script(s: Session) -> None:
+        await s.hello()
+        await s.send(welcome())
+        sessions.append(1)
+        if len(sessions) == 1:
+            s.context.set_trailing_metadata((("cfarena-close", "shutdown"),))
+            s.context.set_details("referee shutting down")
+
+    return script
+
+
+def test_a_referee_shutting_down_ends_the_run() -> None:
+    sessions: list[int] = []
+
+    async def main() -> None:
+        ref = FakeReferee(_shutdown_script(sessions))
+        await ref.start()
+        await client(Recorder(), ref, max_retries=3).run()  # returns: no retry
+        await ref.stop()
+
+    run(main())
+    assert sessions == [1]
+
+
+def test_with_unlimited_retries_a_referee_shutting_down_is_waited_for() -> None:
+    sessions: list[int] = []
+
+    async def main() -> None:
+        ref = FakeReferee(_shutdown_script(sessions))
+        await ref.start()
+        c = client(Recorder(), ref, max_retries=None)
+        await c.run()  # reconnects after the shutdown; the second close ends it
+        assert c.connections == 2
+        await ref.stop()
+
+    run(main())
+    assert sessions == [1, 1]
+
+
 def test_backoff_doubles_to_the_cap_with_jitter() -> None:
     c = BotClient(Recorder(), "127.0.0.1:1", "t")
     for failures, ceiling in ((1, 0.2), (2, 0.4), (3, 0.8), (6, 5.0), (30, 5.0)):

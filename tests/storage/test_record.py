@@ -177,7 +177,7 @@ def test_a_played_game_log_is_stored_whole_to_its_last_action(db: Database) -> N
     log = simulate_log({"preset": "standard"}, 4, 11, timeouts=(3,))
     players = log["players"]
     ids = bots(db, *log["seats"])
-    [mid] = db.schedule_matches(None, [plan("played", ids, seed=log["seed"])])
+    [mid] = db.schedule_matches(None, [plan("played", ids, seed=int(log["seed"]))])
     res = log["result"]
     assert db.record_match(MatchRecord(
         mid, round_scores=res["round_scores"], totals=res["totals"], ranks=res["ranks"],

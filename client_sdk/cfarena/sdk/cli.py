@@ -6,9 +6,11 @@ define exactly one Bot subclass. `--server` and `--token` default to the
 environment variables CFARENA_SERVER and CFARENA_TOKEN (how a local tournament
 hands them to the bots it spawns), then to 127.0.0.1:50051 and nothing.
 
-Exit status: 0 when the referee closed the stream or on SIGTERM/SIGINT, 1 when
-the connection failed (refused by the referee, or retries exhausted), 2 for
-usage errors (bad arguments, a target that cannot be loaded, no token).
+Exit status: 0 when the referee closed the stream (a referee shutting down
+does; with `--retries -1` the bot waits for it to come back instead) or on
+SIGTERM/SIGINT, 1 when the connection failed (refused by the referee, or
+retries exhausted), 2 for usage errors (bad arguments, a target that cannot be
+loaded, no token).
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ def _add_connection_args(parser: argparse.ArgumentParser) -> None:
         "--retries",
         type=int,
         default=10,
-        help="consecutive failed connection attempts before giving up; -1 = never (default 10)",
+        help="consecutive failed connection attempts before giving up; -1 = never, and "
+        "wait for a referee that shuts down to come back (default 10)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only")

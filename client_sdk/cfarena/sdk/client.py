@@ -15,8 +15,12 @@ after every successful Welcome. It gives up with `BotConnectionError` after
 `reconnect=False`, and at once on UNAUTHENTICATED, PERMISSION_DENIED,
 INVALID_ARGUMENT, FAILED_PRECONDITION, UNIMPLEMENTED or RESOURCE_EXHAUSTED
 (retrying cannot help). A stream the referee ends with status OK makes `run()`
-return, unless `reconnect_on_close=True`. Matches running when a connection is
-lost are lost (the referee faults them as disconnects).
+return, unless `reconnect_on_close=True`. So does a referee that shuts down: it
+ends every stream with status OK and the trailing metadata `cfarena-close:
+shutdown` (details "referee shutting down"); with `max_retries=None` (retry
+forever) the client instead keeps reconnecting, with the same back-off, until
+a referee is back. Matches running when a connection is lost are lost (the
+referee faults them as disconnects).
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ from cfarena.v1.arena_pb2_grpc import ArenaStub
 
 PROTOCOL = "cfarena.v1"
 SDK_VERSION = "0.1.0"
+# the trailing metadata (and details) of a stream ended because the referee shuts down
+SHUTDOWN_METADATA = ("cfarena-close", "shutdown")
+SHUTDOWN_DETAILS = "referee shutting down"
 
 log = logging.getLogger("cfarena.sdk")
 
@@ -145,7 +152,8 @@ class BotClient:
 
     # ------------------------------------------------------------------ running
     async def run(self) -> None:
-        """Connect and play; returns when the referee ends the stream with OK.
+        """Connect and play; returns when the referee ends the stream with OK (also
+        when it shuts down, unless `max_retries` is None: then it waits for it).
 
         Raises `BotConnectionError` on a fatal status or when retries run out.
         """
@@ -156,11 +164,15 @@ class BotClient:
             while True:
                 welcomed_before = self.connections
                 try:
-                    await self._session()
-                    if not self.reconnect_on_close:
-                        log.info("the referee closed the stream; stopping")
+                    shutdown = await self._session()
+                    if shutdown and self.reconnect and self.max_retries is None:
+                        reason = "the referee is shutting down"  # wait for it to be back
+                    elif not self.reconnect_on_close:
+                        log.info("the referee %s; stopping",
+                                 "is shutting down" if shutdown else "closed the stream")
                         return
-                    reason = "the referee closed the stream"
+                    else:
+                        reason = "the referee closed the stream"
                 except grpc.aio.AioRpcError as err:
                     code = err.code()
                     details = err.details() or ""
@@ -197,8 +209,9 @@ class BotClient:
             return grpc.aio.secure_channel(self.server, self.credentials, self.channel_options)
         return grpc.aio.insecure_channel(self.server, self.channel_options)
 
-    async def _session(self) -> None:
-        """One connection: returns when the stream ends with OK; AioRpcError otherwise."""
+    async def _session(self) -> bool:
+        """One connection: returns when the stream ends with OK (True if the referee
+        said it is shutting down); AioRpcError otherwise."""
         async with self._channel() as channel:
             call = ArenaStub(channel).Play()
             self._call = call
@@ -236,6 +249,7 @@ class BotClient:
                         break
                     self._dispatch(msg, time.monotonic())
                 await self._raise_status(call)
+                return await self._shutting_down(call)
             finally:
                 self._closed = True
                 await self._stop_workers(cancel=not self._call_ok(call))
@@ -245,6 +259,13 @@ class BotClient:
     @staticmethod
     def _call_ok(call: Any) -> bool:
         return bool(call.done()) and not call.cancelled()
+
+    @staticmethod
+    async def _shutting_down(call: Any) -> bool:
+        """Whether a stream that ended with OK was ended by a referee shutting down."""
+        trailing = await call.trailing_metadata()
+        marked = any((key, value) == SHUTDOWN_METADATA for key, value in trailing or ())
+        return marked or await call.details() == SHUTDOWN_DETAILS
 
     @staticmethod
     async def _raise_status(call: Any) -> None:

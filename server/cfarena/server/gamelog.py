@@ -8,11 +8,17 @@ engine, which is how `verify_log` detects a tampered log.
 Logs are written in format 2. Format 1 logs (written before turn ids counted
 each seat's own Turns: there one counter ran over the whole match) are still
 read and verified by the numbering they were written with.
+
+Format 2 writes the seed as a decimal string ("7422398311987148012"): seeds
+are 64-bit, and a JSON number above 2**53 is rounded by JavaScript (the HTML
+viewer) and other readers that hold numbers as doubles. Format 1 wrote it as a
+JSON number, and is still read that way (`log_seed`).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,9 +47,48 @@ LOG_FORMAT = 2  # the format written
 READABLE_FORMATS = (1, 2)  # 1: turn ids count the match's decisions; 2: each seat's own
 
 
+SEED_PATTERN = r"^-?(0|[1-9][0-9]*)$"  # a format-2 seed: a decimal integer string
+_SEED_RE = re.compile(SEED_PATTERN)
+SEED_BITS = 64  # a seed fits a signed 64-bit integer (how the database stores it)
+
+
 def per_seat_turn_ids(log: Mapping[str, Any]) -> bool:
     """Whether a log numbers turn ids per seat (format 2 on) or over the match (format 1)."""
     return log.get("format") != 1
+
+
+def seed_to_json(seed: int) -> str:
+    """A seed as format 2 writes it: a decimal string, exact for any JSON reader."""
+    return str(seed)
+
+
+def seed_problem(log: Mapping[str, Any]) -> str | None:
+    """Why a log's `seed` is not one its format allows (None: it is).
+
+    Format 1: a JSON integer. Format 2 on: a decimal integer string, no sign
+    but `-`, no leading zeros, no spaces. Either way it fits 64 bits.
+    """
+    seed = log.get("seed")
+    if log.get("format") == 1:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            return f"a format-1 seed is an integer, got {seed!r}"
+        value = seed
+    else:
+        if not isinstance(seed, str) or not _SEED_RE.match(seed):
+            return f"must be a decimal integer string such as \"42\", got {seed!r}"
+        value = int(seed)
+    if not -(2 ** (SEED_BITS - 1)) <= value < 2 ** (SEED_BITS - 1):
+        return f"must fit a signed {SEED_BITS}-bit integer, got {value}"
+    return None
+
+
+def log_seed(log: Mapping[str, Any]) -> int:
+    """The seed of a log (a string in format 2, a number in format 1); ValueError if the
+    log's format does not allow what it holds."""
+    problem = seed_problem(log)
+    if problem is not None:
+        raise ValueError(f"seed: {problem}")
+    return int(log["seed"])
 
 
 # --------------------------------------------------------------- JSON forms
@@ -105,7 +150,7 @@ def record_to_log(record: MatchRecord) -> dict[str, Any]:
         "key": record.key,
         "rules": record.rules.to_options(),
         "players": record.players,
-        "seed": record.seed,
+        "seed": seed_to_json(record.seed),
         "seats": list(record.seat_bots),
         "time_control": {
             "move_timeout_ms": tc.move_timeout_ms,
@@ -157,7 +202,7 @@ def start_match(log: Mapping[str, Any]) -> MatchState:
     """A new match from a log's rules, players and seed (LogError naming what is wrong)."""
     try:
         rules = Rules.from_options(log["rules"])
-        return new_match(rules, int(log["players"]), int(log["seed"]))
+        return new_match(rules, int(log["players"]), log_seed(log))
     except (KeyError, TypeError, ValueError, AttributeError, RulesError) as exc:
         raise LogError(f"rules/players/seed: cannot start the match: {exc}") from exc
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import typer
+import typer.main
 
 from cfarena.server.cli import inspect, play, replay, serve
 
@@ -21,9 +23,29 @@ inspect.register(app)
 replay.register(app)
 
 
+def command() -> Any:
+    """The click command of `app`, its flags shown bare in --help (`--json`, not
+    `--json <bool>`: a flag takes no value)."""
+    cmd = typer.main.get_command(app)
+    _bare_flags(cmd)
+    return cmd
+
+
+def _bare_flags(cmd: Any) -> None:
+    params = list(cmd.params)
+    help_option = cmd.get_help_option(cmd.context_class(cmd))  # made once, then reused
+    if help_option is not None:
+        params.append(help_option)
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""  # what the help shows in place of the type
+    for sub in getattr(cmd, "commands", {}).values():
+        _bare_flags(sub)
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    app()
+    command()(prog_name="cfarena")
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "command", "main"]

@@ -22,7 +22,8 @@ err = Console(stderr=True, highlight=False)
 
 DbOption = typer.Option(
     DEFAULT_URL, "--db", envvar="CFARENA_DB",
-    help="database URL: sqlite:///FILE or postgresql+psycopg://USER:PW@HOST/DB",
+    help="database URL: sqlite:///FILE or postgresql://USER:PW@HOST[:PORT]/DB "
+    "(postgres:// and postgresql+psycopg:// work too)",
 )
 
 
@@ -33,10 +34,14 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
 
 
 @contextmanager
-def database(url: str) -> Iterator[Database]:
-    """Open the database or exit 2 with a one-line message."""
+def database(url: str, *, create: bool = True) -> Iterator[Database]:
+    """Open the database or exit 2 with a one-line message.
+
+    Commands that only read pass `create=False`: a database that does not exist
+    is then an error ("no database at PATH"), not a new empty one.
+    """
     try:
-        db = open_database(url)
+        db = open_database(url, create=create)
     except StorageError as exc:
         fail(str(exc))
     except Exception as exc:  # e.g. a malformed URL raising in SQLAlchemy
@@ -89,3 +94,9 @@ def build_rules(preset: str | None, overrides: Sequence[str], rules_file: Path |
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def seed_json(seed: int | None) -> str | None:
+    """A seed as JSON writes it: a decimal string, since seeds are 64-bit and a JSON
+    number above 2**53 is rounded by JavaScript (and by other doubles-only readers)."""
+    return None if seed is None else str(seed)

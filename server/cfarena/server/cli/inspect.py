@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cfarena.server.cli.common import DbOption, database, fail, out, print_json
+from cfarena.server.cli.common import DbOption, database, fail, out, print_json, seed_json
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import new_token
 from cfarena.server.replay import export_log
-from cfarena.server.storage import MatchStatus, SeatLog, StorageError, hash_token
+from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog, StorageError, hash_token
 
 bots_app = typer.Typer(help="Register and list bots (for `cfarena serve`).", no_args_is_help=True)
 
@@ -37,11 +39,19 @@ def bots_add(
         fail("--token must be at least 8 characters")
     secret = token or new_token()
     with database(db_url) as db:
+        existing = next((b for b in db.list_bots() if b.name == name), None)
+        if existing is not None and existing.token_hash != hash_token(secret):
+            _bot_exists(name)
         try:
             bot_id = db.ensure_bot(name, hash_token(secret), command)
-        except StorageError as exc:
-            fail(f"{exc} (bot names are unique)")
+        except StorageError:
+            if any(b.name == name for b in db.list_bots()):  # added meanwhile by another
+                _bot_exists(name)
+            raise
     if quiet:
+        return
+    if existing is not None:  # the same name and --token again: nothing to do
+        out.print(f"bot {name!r} is already registered with this token (id {bot_id}).")
         return
     out.print(f"bot {name!r} registered (id {bot_id}).")
     if token is None:
@@ -49,10 +59,16 @@ def bots_add(
         print(secret)
 
 
+def _bot_exists(name: str) -> NoReturn:
+    # its token is only stored hashed: it cannot be shown again, nor a new one issued yet
+    fail(f"bot {name!r} already exists (its token was shown when it was added and cannot "
+         "be shown again): remove it or pick another name")
+
+
 @bots_app.command("list")
 def bots_list(db_url: str = DbOption) -> None:
     """List registered bots."""
-    with database(db_url) as db:
+    with database(db_url, create=False) as db:
         table = Table("id", "name", "command", "registered")
         for b in db.list_bots():
             table.add_row(str(b.id), b.name, b.command or "", f"{b.created_at:%Y-%m-%d %H:%M}")
@@ -64,11 +80,11 @@ def standings_cmd(
                                                    help="one tournament")] = None,
     pool: Annotated[str | None, typer.Option("--pool", help='rating pool, e.g. "standard/4p"')
                     ] = None,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     db_url: str = DbOption,
 ) -> None:
     """Standings: ratings, matches, wins, points per round, faults."""
-    with database(db_url) as db:
+    with database(db_url, create=False) as db:
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")
         rows = standings_rows(db, tournament, pool)
@@ -80,15 +96,18 @@ def standings_cmd(
 
 
 def tournaments_cmd(db_url: str = DbOption,
-                    json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+                    json_out: Annotated[bool, typer.Option(
+                        "--json", help="print JSON (seeds as decimal strings)")] = False) -> None:
     """List tournaments."""
-    with database(db_url) as db:
+    with database(db_url, create=False) as db:
         items = db.list_tournaments()
     if json_out:
         print_json([{"id": t.id, "name": t.name, "status": t.status.value,
-                     "created_at": t.created_at, "config": t.config} for t in items])
+                     "created_at": t.created_at, "config": _config_json(t.config)}
+                    for t in items])
         return
     table = Table("id", "name", "status", "bots", "created")
+    table.columns[1].overflow = table.columns[3].overflow = "fold"
     for t in items:
         bots = ", ".join(b["name"] for b in t.config.get("bots", []))
         table.add_row(str(t.id), t.name, t.status.value, bots, f"{t.created_at:%Y-%m-%d %H:%M}")
@@ -101,33 +120,79 @@ def matches_cmd(
     status: Annotated[str | None, typer.Option(
         "--status", help="scheduled, running, finished or aborted")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="print JSON (seeds as decimal strings)")] = False,
     db_url: str = DbOption,
 ) -> None:
-    """List matches, newest first."""
+    """List matches, newest first.
+
+    A result reads "1. greedy 112, 2. random 130": rank, bot and total points
+    (lower is better).
+    """
     if status is not None and status not in {s.value for s in MatchStatus}:
         fail(f"--status must be one of {', '.join(s.value for s in MatchStatus)}")
-    with database(db_url) as db:
+    with database(db_url, create=False) as db:
         items = db.list_matches(tournament, bot, status, limit)
     if json_out:
         print_json([{
             "id": m.id, "tournament_id": m.tournament_id, "status": m.status.value,
-            "seed": m.seed, "players": m.players, "reason": m.reason,
+            "seed": seed_json(m.seed), "players": m.players, "reason": m.reason,
             "seats": [{"seat": s.seat, "bot": s.bot_name, "total": s.total, "rank": s.rank,
                        "forfeited": s.forfeited, "faults": s.faults} for s in m.seats],
         } for m in items])
         return
-    table = Table("match", "status", "seats (rank: bot total)", "faults", "finished")
-    for m in items:
-        seats = "  ".join(
-            f"{s.rank if s.rank is not None else '-'}: {s.bot_name} "
-            f"{s.total if s.total is not None else ''}".strip()
-            for s in m.seats
-        )
-        faults = sum(s.faults for s in m.seats)
-        done = f"{m.finished_at:%H:%M:%S}" if m.finished_at else ""
-        table.add_row(m.id, m.status.value, seats, str(faults or ""), done)
+    headers = ("match", "status", "result", "faults", "finished")
+    rows = [(m.id, m.status.value, result_parts(m.seats), str(sum(s.faults for s in m.seats)
+                                                                or ""),
+             f"{m.finished_at:%H:%M:%S}" if m.finished_at else "") for m in items]
+    # the result column gets what the others leave (a heavy-box table spends 3
+    # characters per column and 1 more), its entries are never split over lines
+    others = sum(max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+                 for i, h in enumerate(headers) if i != 2)
+    room = max(out.width - others - 3 * len(headers) - 1, 1)
+    table = Table(*headers)
+    table.columns[0].overflow = table.columns[2].overflow = "fold"  # never cut a name
+    for match, state, parts, faults, done in rows:
+        table.add_row(match, state, Text(pack(parts, room)), faults, done)
     out.print(table)
+
+
+def result_parts(seats: Sequence[SeatInfo]) -> list[str]:
+    """["1. greedy 112", "2. random 130"]: by rank, then seat; a match without a result
+    lists its bots in seat order (["greedy", "random"])."""
+    if all(s.rank is None for s in seats):
+        return [s.bot_name for s in sorted(seats, key=lambda s: s.seat)]
+    ordered = sorted(seats, key=lambda s: (s.rank is None, s.rank or 0, s.seat))
+    parts = []
+    for s in ordered:
+        text = s.bot_name if s.rank is None else f"{s.rank}. {s.bot_name}"
+        if s.total is not None:
+            text += f" {s.total}"
+        if s.forfeited:
+            text += " (forfeit)"
+        parts.append(text)
+    return parts
+
+
+def pack(parts: Sequence[str], width: int) -> str:
+    """`parts` joined by ", ", a new line rather than a part split between two."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += ", " + part
+        else:
+            if lines:
+                lines[-1] += ","
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def _config_json(config: dict[str, Any]) -> dict[str, Any]:
+    """A tournament config for --json: its seed as a decimal string (it is 63-bit)."""
+    seed = config.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        return {**config, "seed": seed_json(seed)}
+    return config
 
 
 def show_cmd(
@@ -138,23 +203,18 @@ def show_cmd(
     db_url: str = DbOption,
 ) -> None:
     """One match: result, scores per round, faults; each seat's output with --logs."""
-    with database(db_url) as db:
+    with database(db_url, create=False) as db:
         detail = db.get_match(match_id)
         seat_logs = db.seat_logs(match_id) if detail is not None else []
     if detail is None:
         fail(f"no match {match_id!r} (see `cfarena matches`)")
     m = detail.match
-    out.print(f"[bold]match {escape(m.id)}[/]  {m.status.value}  seed {m.seed}  "
-              f"rules {escape(str(detail.rules))}"
-              + (f"  reason: {escape(m.reason)}" if m.reason else ""))
-    table = Table("seat", "bot", *(f"R{i + 1}" for i in range(len(detail.round_scores or []))),
-                  "total", "rank")
-    for s in m.seats:
-        scores = [str(r[s.seat]) for r in detail.round_scores or []]
-        rank = "-" if s.rank is None else str(s.rank) + (" (forfeit)" if s.forfeited else "")
-        table.add_row(str(s.seat), Text(s.bot_name), *scores,
-                      "-" if s.total is None else str(s.total), rank)
-    out.print(table)
+    out.print(Text.assemble((f"match {m.id}", "bold"), f"  {m.status.value}  seed {m.seed}"))
+    out.print(Text(f"rules: {rules_text(detail.rules)}"))  # wrapped between the pairs
+    if m.reason:
+        out.print(Text(f"reason: {printable(m.reason)}"))
+    for table in score_tables(m.seats, detail.round_scores or [], out.width):
+        out.print(table)
     for f in detail.faults:  # the detail is the bot's own input: no markup in it
         out.print(f"[red]fault[/] seat {f.seat} ({escape(f.bot_name)}) {f.kind.value} at turn "
                   f"{f.at_turn}: {escape(printable(f.detail))}")
@@ -170,6 +230,54 @@ def show_cmd(
         out.print("no seat output stored for this match")
     for x in seat_logs:
         _print_seat_log(x, names.get(x.seat, "?"))
+
+
+def rules_text(options: Mapping[str, Any]) -> str:
+    """Rule options as `key=value` pairs, the preset first: "preset=standard, spokes=4"."""
+    keys = sorted(options, key=lambda k: (k != "preset", str(k)))
+    return ", ".join(f"{k}={_plain(options[k])}" for k in keys) or "-"
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def score_tables(seats: Sequence[SeatInfo], round_scores: Sequence[Sequence[int]],
+                 width: int) -> list[Table]:
+    """The result with each round's points: one table (a row per seat, a column per
+    round) when that fits `width` whole; else the result, then the rounds as rows
+    (a column per seat). Bot names are never shortened."""
+    ordered = sorted(seats, key=lambda s: s.seat)
+    rounds = len(round_scores)
+
+    def rank(s: SeatInfo) -> str:
+        return "-" if s.rank is None else str(s.rank) + (" (forfeit)" if s.forfeited else "")
+
+    def total(s: SeatInfo) -> str:
+        return "-" if s.total is None else str(s.total)
+
+    wide = Table("seat")
+    wide.add_column("bot", overflow="fold")
+    for name in (*(f"R{i + 1}" for i in range(rounds)), "total", "rank"):
+        wide.add_column(name)
+    for s in ordered:
+        wide.add_row(str(s.seat), Text(s.bot_name), *(str(r[s.seat]) for r in round_scores),
+                     total(s), rank(s))
+    if rounds == 0 or Console(width=10**4).measure(wide).maximum <= width:
+        return [wide]
+    result = Table("seat", "bot", "total", "rank")
+    result.columns[1].overflow = "fold"
+    for s in ordered:
+        result.add_row(str(s.seat), Text(s.bot_name), total(s), rank(s))
+    by_round = Table("round", *(f"seat {s.seat}" for s in ordered),
+                     title="points per round", title_justify="left")
+    for i, row in enumerate(round_scores):
+        by_round.add_row(f"R{i + 1}", *(str(row[s.seat]) for s in ordered))
+    return [result, by_round]
 
 
 def _print_seat_log(log: SeatLog, bot: str) -> None:
@@ -223,7 +331,7 @@ def export_cmd(
     """Write a match's game log as JSON (format: docs/gamelog.md), or as HTML/text."""
     if fmt is not None and fmt not in ("json", "html", "txt"):
         fail("--format must be json, html or txt")
-    with database(db_url) as db:
+    with database(db_url, create=False) as db:
         log = db.get_log(match_id)
     if log is None:
         fail(f"no game log for match {match_id!r}")

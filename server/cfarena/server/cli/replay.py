@@ -28,7 +28,7 @@ def _load(match_id: str | None, file: Path | None, db_url: str) -> dict[str, Any
         except LogFileError as exc:
             fail(str(exc))
     assert match_id is not None
-    with database(db_url) as db:
+    with database(db_url, create=False) as db:
         log = db.get_log(match_id)
     if log is None:
         fail(f"no game log for match {match_id!r} (see `cfarena matches`)")
@@ -70,7 +70,8 @@ def verify_cmd(
                                                    help="every match of a tournament")] = None,
     file: Annotated[list[Path] | None, typer.Option(
         "--file", "-f", help="exported log file(s) instead of the database")] = None,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")
+                        ] = False,
     db_url: str = DbOption,
 ) -> None:
     """Re-simulate logged matches from seed, rules and decisions; report any difference.
@@ -90,7 +91,7 @@ def verify_cmd(
             except LogFileError as exc:
                 broken[str(path)] = str(exc)
     else:
-        with database(db_url) as db:
+        with database(db_url, create=False) as db:
             if match_id is not None:
                 ids = [match_id]
             else:

@@ -44,7 +44,7 @@ def standings_rows(
 def standings_table(rows: list[dict[str, Any]], title: str) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
-    table.add_column("bot", no_wrap=True)
+    table.add_column("bot", overflow="fold")  # a long name wraps, never cut
     table.add_column("rating (95% CI)", justify="right", no_wrap=True)
     table.add_column("Elo", justify="right")
     table.add_column("games", justify="right")

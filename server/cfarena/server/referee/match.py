@@ -294,6 +294,11 @@ class MatchRunner:
     def _finish(self) -> None:
         self.record.finish(self.state, self._forfeited)
 
+    def abort(self, reason: str) -> None:
+        """Mark the record aborted (if it has not ended): for a match cancelled before
+        `run` ever started, which therefore could not mark it itself."""
+        self._abort(reason)
+
     def _abort(self, reason: str) -> None:
         rec, state = self.record, self.state
         if rec.status != "running":

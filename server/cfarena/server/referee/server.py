@@ -74,13 +74,21 @@ class RefereeServer:
                  max(GRPC_RECEIVE_LIMIT, self.max_message_bytes)),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
                 ("grpc.so_reuseport", 0),
+                # streams one client connection may hold open (a bot needs one per
+                # Play connection it makes, at most max_connections_per_bot)
+                ("grpc.max_concurrent_streams", 2 * self.max_connections_per_bot),
             ]
         )
-        server.add_generic_rpc_handlers((method_handlers(ArenaService(self)),))
+        self._service = ArenaService(self)
+        server.add_generic_rpc_handlers((method_handlers(self._service),))
         if self.port is not None:
-            self.port = server.add_insecure_port(f"{self.host}:{self.port}")
+            address = f"{self.host}:{self.port}"
+            try:
+                self.port = server.add_insecure_port(address)
+            except RuntimeError:  # grpc raises (after logging why) on a port it cannot bind
+                self.port = 0
             if self.port == 0:
-                raise OSError(f"cannot listen on {self.host}")
+                raise OSError(f"cannot listen on {address}")
         if self.unix_socket is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.unix_socket.unlink()
@@ -104,15 +112,25 @@ class RefereeServer:
 
     async def stop(self, grace: float = 5.0) -> None:
         """Graceful shutdown: no new matches; running ones get `grace` seconds to
-        finish, then are cancelled (recorded as aborted by their runners)."""
+        finish, then are cancelled (recorded as aborted by their runners); then every
+        bot stream is ended with the shutdown status, and the server stops."""
         self._accepting = False
         if self._matches:
             _done, pending = await asyncio.wait(set(self._matches), timeout=grace)
+            deciding = any(conn.pending for conn in self.connections())
             for task in pending:
                 task.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+            if pending and deciding:
+                # a bot deciding a Turn of a match just cut off answers it soon: let the
+                # answer in before its stream ends (a client write racing the end of its
+                # stream makes the status it sees INTERNAL, which it would retry)
+                await asyncio.sleep(1.0)
         if self._server is not None:
+            # tell every bot, so that it need not retry: its stream ends with status
+            # OK, "referee shutting down" (service.SHUTDOWN_DETAILS / _METADATA)
+            self._service.close_streams()
             await self._server.stop(grace=1.0)
             self._server = None
 
@@ -279,6 +297,8 @@ class RefereeServer:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+            # cancelled before its first step, `run` never saw the cancellation
+            runner.abort("aborted: referee shutting down")
             if on_record is not None:
                 on_record(runner.record)
             raise

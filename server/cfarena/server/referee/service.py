@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,11 @@ log = logging.getLogger("cfarena.referee")
 PROTOCOL = "cfarena.v1"
 SERVER_VERSION = "cfarena 0.1.0"
 MAX_CAPACITY = 64
+MAX_HANDSHAKING = 256  # streams at once between opening and their Hello
+# how the referee ends every bot stream when it shuts down: status OK with these
+# details and this trailing metadata (see REFEREE.md, "Shutdown")
+SHUTDOWN_DETAILS = "referee shutting down"
+SHUTDOWN_METADATA = (("cfarena-close", "shutdown"),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +82,13 @@ class ArenaService:
 
     def __init__(self, server: RefereeServer) -> None:
         self.server = server
+        self._handshaking = 0
+        self._closing = asyncio.Event()
+
+    def close_streams(self) -> None:
+        """Shutdown: end every bot stream past its handshake (and each one that gets
+        there from now on) with status OK, `SHUTDOWN_DETAILS` and `SHUTDOWN_METADATA`."""
+        self._closing.set()
 
     async def GetInfo(self, request: pb.GetInfoRequest, context: Any) -> pb.ServerInfo:
         return pb.ServerInfo(
@@ -99,7 +111,16 @@ class ArenaService:
     async def _play(
         self, requests: AsyncIterator[Incoming], context: Any
     ) -> None:
-        hello = await self._read_hello(requests, context)
+        # streams that have not said Hello yet hold memory and cannot be traced to any
+        # bot: beyond a bound, a new one is refused at once
+        if self._handshaking >= MAX_HANDSHAKING:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"too many connections waiting to say Hello (> {MAX_HANDSHAKING})")
+        self._handshaking += 1
+        try:
+            hello = await self._read_hello(requests, context)
+        finally:
+            self._handshaking -= 1
         try:
             seat_pass = self.server.passes.redeem(hello.token)
         except PassUsed:
@@ -134,7 +155,7 @@ class ArenaService:
         self.server.register(conn)
         log.info("bot %s connected (conn %d, capacity %d)", name, conn.conn_id, capacity)
         try:
-            await self._serve(conn, requests, context)
+            await self._until_shutdown(self._serve(conn, requests, context), context)
         except asyncio.CancelledError:
             conn.close(FaultKind.DISCONNECT, "stream cancelled")
             raise
@@ -162,6 +183,24 @@ class ArenaService:
             await asyncio.gather(reader, retired, return_exceptions=True)
         if reader.done() and not reader.cancelled() and reader.exception() is not None:
             raise reader.exception()  # type: ignore[misc]
+
+    async def _until_shutdown(self, serving: Coroutine[Any, Any, None], context: Any) -> None:
+        """Run `serving` until it ends, or until `close_streams`: then end the stream
+        with the shutdown status (the bot need not reconnect to this referee)."""
+        task = asyncio.ensure_future(serving)
+        closing = asyncio.ensure_future(self._closing.wait())
+        try:
+            await asyncio.wait({task, closing}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closing.cancel()
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, closing, return_exceptions=True)
+        if task.cancelled() and self._closing.is_set():
+            context.set_trailing_metadata(SHUTDOWN_METADATA)
+            context.set_details(SHUTDOWN_DETAILS)
+            return
+        await task  # it ended by itself: its result (or exception) as if awaited here
 
     async def _read_hello(
         self, requests: AsyncIterator[Incoming], context: Any

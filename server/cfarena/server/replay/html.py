@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Event
-from cfarena.server.gamelog import start_match
+from cfarena.server.gamelog import log_seed, start_match
 from cfarena.server.replay.frames import Frame, StepKind, build_views
 
 _KINDS = {StepKind.ROUND_START: 0, StepKind.ACTION: 1, StepKind.ROUND_END: 2}
@@ -135,7 +135,8 @@ def build_viewer_data(log: Mapping[str, Any]) -> dict[str, Any]:
         "names": names,
         "rules": rules,
         "resolved": start_match(log).rules.to_dict(),
-        "seed": log.get("seed"),
+        # a string: a JSON number above 2**53 would be rounded by the page's JavaScript
+        "seed": str(log_seed(log)),
         "status": log.get("status"),
         "reason": log.get("reason"),
         "result": result if isinstance(result, dict) else {},

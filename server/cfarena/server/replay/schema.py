@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine.rules import OPTION_KEYS, PRESETS
-from cfarena.server.gamelog import READABLE_FORMATS
+from cfarena.server.gamelog import READABLE_FORMATS, seed_problem
 
 TILE_RE = re.compile(r"^(0|[1-9][0-9]?)-(0|[1-9][0-9]?)$")
 MOVE_RE = re.compile(r"^((0|[1-9][0-9]?)-(0|[1-9][0-9]?)@(0|[1-9][0-9]*)|draw|pass)$")
@@ -144,8 +144,9 @@ def _check_rules(c: _Checker, v: Any) -> None:
 def validate_log(log: Any) -> list[str]:
     """Form problems of a log, each "JSON.path: problem" ([] = well-formed).
 
-    Formats 1 and 2 have the same shape; they differ in how turn ids are
-    numbered, which `verify_log` checks.
+    Formats 1 and 2 have the same shape but for the seed (a JSON integer in
+    format 1, a decimal string in format 2); they also differ in how turn ids
+    are numbered, which `verify_log` checks.
     """
     c = _Checker()
     if not c.obj("$", log, TOP_KEYS):
@@ -158,7 +159,8 @@ def validate_log(log: Any) -> list[str]:
     _check_rules(c, log.get("rules"))
     ok_players = c.int_("players", log.get("players"), 2, 8)
     players = log["players"] if ok_players else None
-    c.int_("seed", log.get("seed"))
+    if "seed" in log and (problem := seed_problem(log)) is not None:
+        c.fail("seed", problem)
     c.array("seats", log.get("seats"), lambda p, x: c.str_(p, x), players)
     tc = log.get("time_control")
     tc_keys = ("move_timeout_ms", "bank_ms", "increment_ms", "strikes")

@@ -82,15 +82,23 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def open_database(url: str = DEFAULT_URL) -> Database:
+def open_database(url: str = DEFAULT_URL, *, create: bool = True) -> Database:
     """Open (creating or upgrading the schema to the latest migration) the database at `url`.
+
+    With `create=False` (commands that only read) the database must exist
+    already: a SQLite file that does not is refused ("no database at PATH")
+    without being created, and so is a database without cfarena's tables; a
+    PostgreSQL server refuses a database that does not exist by itself.
 
     Raises `StorageError` with a one-line message when the URL is invalid or the
     database cannot be reached or migrated.
     """
-    engine = make_engine(url)
+    engine = make_engine(url, create=create)
     try:
-        upgrade(engine)
+        upgrade(engine, create=create)
+    except StorageError:
+        engine.dispose()
+        raise
     except (SQLAlchemyError, OSError) as exc:
         engine.dispose()
         shown = engine.url.render_as_string(hide_password=True)
@@ -287,6 +295,25 @@ class Database:
             if getattr(done, "rowcount", 0) != 1:
                 state = "finished" if s.get(Match, match_id) else "unknown"
                 raise StorageError(f"cannot start match {match_id!r}: {state}")
+
+    def abort_running_matches(self, reason: str, tournament_id: int | None = None) -> int:
+        """Mark the matches still `running` of a tournament (None: those outside any
+        tournament) as `aborted` with `reason`; returns how many.
+
+        For a referee starting again after it was killed: nothing will ever finish
+        the matches it was running. Results, seats and logs are left as they are
+        (a running match has none); recording the match later still works (an
+        aborted match is recorded afresh).
+        """
+        with self._session(write=True) as s:
+            done = s.execute(
+                update(Match)
+                .where(_same_tournament(tournament_id),
+                       Match.status == MatchStatus.RUNNING.value)
+                .values(status=MatchStatus.ABORTED.value, reason=_storable_text(reason),
+                        finished_at=_now())
+            )
+            return int(getattr(done, "rowcount", 0) or 0)
 
     # -- results ------------------------------------------------------------
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
@@ -19,6 +20,7 @@ PG_CONNECT_TIMEOUT_S = 10
 # execution option naming the SQLite BEGIN mode ("IMMEDIATE" for writers)
 SQLITE_BEGIN = "cfarena_sqlite_begin"
 _MIGRATION_LOCK = 0x6366_6172  # pg advisory lock key ("cfar")
+_VERSION_TABLE = "alembic_version"  # alembic's: present in every cfarena database
 
 
 class StorageError(Exception):
@@ -33,11 +35,57 @@ def one_line(exc: BaseException) -> str:
     return first.strip()
 
 
+# The URL forms cfarena accepts; `postgres://` and `postgresql://` (what hosting
+# providers hand out) mean the psycopg 3 driver, a dependency of cfarena.
+URL_FORMS = "sqlite:///FILE or postgresql://USER:PASSWORD@HOST[:PORT]/DB"
+_SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite")
+_POSTGRES_DRIVERS = ("postgres", "postgresql", "postgresql+psycopg")
+PG_DRIVER = "postgresql+psycopg"
+
+
 def parse_url(url: str | URL) -> URL:
+    """`url` parsed, with `postgres://` and `postgresql://` meaning `postgresql+psycopg://`.
+
+    `StorageError` (one line naming the accepted forms) for a URL that does not
+    parse or whose scheme cfarena does not speak.
+    """
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:
-        raise StorageError(f"invalid database URL {str(url)!r}: {one_line(exc)}") from exc
+        raise StorageError(
+            f"invalid database URL {_shown(url)!r}: {one_line(exc)}; use {URL_FORMS}"
+        ) from exc
+    scheme = parsed.drivername
+    if scheme in _POSTGRES_DRIVERS:
+        return parsed.set(drivername=PG_DRIVER)
+    if scheme not in _SQLITE_DRIVERS:
+        raise StorageError(
+            f"unsupported database URL scheme {scheme + '://'!r} in {_shown(parsed)!r}: use "
+            f"{URL_FORMS} (postgres:// and postgresql+psycopg:// work too)"
+        )
+    return parsed
+
+
+def _shown(url: str | URL) -> str:
+    """A URL for a message: its password hidden when it parses."""
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return url
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite URL, or None (an in-memory database, or not SQLite)."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    name = url.database
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):  # sqlite:///file:NAME?uri=true
+        name = name.removeprefix("file:")
+        if name in ("", ":memory:") or url.query.get("mode") == "memory":
+            return None
+    return Path(name)
 
 
 def _sqlite_setup(engine: Engine) -> None:
@@ -59,9 +107,20 @@ def _sqlite_setup(engine: Engine) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-def make_engine(url: str | URL) -> Engine:
-    """An engine for `url` (not connected yet); SQLite gets WAL, foreign keys, a busy timeout."""
+def make_engine(url: str | URL, *, create: bool = True) -> Engine:
+    """An engine for `url` (not connected yet); SQLite gets WAL, foreign keys, a busy timeout.
+
+    With `create=False` a SQLite file that does not exist is refused (`StorageError`
+    "no database at PATH") before anything could create it; a PostgreSQL server
+    says itself whether the database exists, when the engine connects.
+    """
     parsed = parse_url(url)
+    if not create:
+        path = sqlite_file(parsed)
+        if path is not None and not path.exists():
+            raise StorageError(f"no database at {path}")
+        if path is not None and _sqlite_has_schema(path) is False:  # nor write to it
+            raise StorageError(_no_schema(parsed))
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -81,19 +140,47 @@ def make_engine(url: str | URL) -> Engine:
     return engine
 
 
+def _sqlite_has_schema(path: Path) -> bool | None:
+    """Whether a SQLite file holds cfarena's tables, looked at read-only (opening it
+    the usual way would turn it into a WAL database); None if it cannot be read so."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, ValueError):
+        return None
+    try:
+        row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                           (_VERSION_TABLE,)).fetchone()
+    except sqlite3.Error:
+        return None  # not a database, say: the usual way names the problem
+    finally:
+        conn.close()
+    return row is not None
+
+
+def _no_schema(url: URL) -> str:
+    return (f"no cfarena database at {url.render_as_string(hide_password=True)} (it has no "
+            "cfarena tables; `cfarena run-tournament` or `cfarena bots add` creates them)")
+
+
 def alembic_config() -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database to `revision` in one transaction (a no-op when already there)."""
+def upgrade(engine: Engine, revision: str = "head", *, create: bool = True) -> None:
+    """Migrate the database to `revision` in one transaction (a no-op when already there).
+
+    With `create=False` a database without cfarena's tables (an empty one, or
+    another program's) is refused with `StorageError` instead of given them.
+    """
     config = alembic_config()
     writer = engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
     with writer.begin() as conn:
         if conn.dialect.name == "postgresql":
             # concurrent openers of a fresh database: one migrates, the others wait
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+        if not create and not inspect(conn).has_table(_VERSION_TABLE):
+            raise StorageError(_no_schema(engine.url))
         config.attributes["connection"] = conn
         command.upgrade(config, revision)

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from cfarena.engine import Rules
 from cfarena.server.gamelog import LOG_FORMAT, record_to_log
+from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage
 from cfarena.server.referee import (
     FaultKind,
     MatchRecord,
@@ -40,8 +41,10 @@ from cfarena.server.storage import (
     Database,
     FaultRecord,
     MatchPlan,
+    MatchStatus,
     ScheduledMatch,
     SeatLog,
+    StorageError,
     TournamentInfo,
     TournamentStatus,
     config_hash,
@@ -213,6 +216,8 @@ async def run_tournament(
     resumed = False
     total = 0
     pool: BotPool | None = None
+    writer: MatchWriter | None = None
+    unsaved: str | None = None
     locks = contextlib.ExitStack()
     try:
         found = None if new else _find_tournament(config, db, resume_id, launch)
@@ -255,20 +260,29 @@ async def run_tournament(
         total = len(db.finished_keys(tournament_id)) + len(pending)
         sink.started(tournament_id, total, total - len(pending), resumed)
         lock = asyncio.Lock()
+        writer = MatchWriter(db, log.warning)
+        writer.start()
 
         async def play(match: ScheduledMatch) -> None:
             nonlocal played
-            assert pool is not None and tournament_id is not None
-            record = await _play_match(server, pool, db, config, match,
+            assert pool is not None and tournament_id is not None and writer is not None
+            record = await _play_match(server, pool, writer, config, match,
                                        [names[i] for i in match.seat_bot_ids],
                                        tournament_id, log_dir)
             async with lock:
                 played += 1
-                sink.match_done(record, _leader(db, tournament_id))
+                sink.match_done(record, None if writer.outage else _leader(db, tournament_id))
 
         await _play_all(pending, play, concurrency)
         status = TournamentStatus.FINISHED
     finally:
+        if writer is not None:  # what is played is stored before the status says so
+            left = await writer.close(_FLUSH_TIMEOUT_S)
+            if left:
+                where = dump_unsaved(left, Path.cwd())
+                status = TournamentStatus.INTERRUPTED
+                unsaved = (f"{len(left)} finished match(es) could not be stored (the "
+                           f"database is away); they are in {where}")
         if tournament_id is not None and locks_held(locks):
             with contextlib.suppress(Exception):
                 db.set_tournament_status(tournament_id, status)
@@ -277,6 +291,8 @@ async def run_tournament(
             await pool.close()
         await server.stop(grace=0.5)
         shutil.rmtree(socket_dir, ignore_errors=True)
+    if unsaved is not None:
+        raise TournamentError(unsaved)
     assert tournament_id is not None
     return TournamentRun(tournament_id, resumed, played, total, status.value,
                          time.monotonic() - started)
@@ -323,7 +339,7 @@ def _rotation_major(pending: Sequence[ScheduledMatch]) -> list[ScheduledMatch]:
     return sorted(pending, key=order)
 
 
-async def _play_match(server: RefereeServer, pool: BotPool, db: Database,
+async def _play_match(server: RefereeServer, pool: BotPool, writer: MatchWriter,
                       config: TournamentConfig, match: ScheduledMatch, seat_bots: list[str],
                       tournament_id: int, log_dir: Path | None) -> MatchRecord:
     """One match: fresh processes for its seats, played, explained, stored, stopped."""
@@ -337,18 +353,28 @@ async def _play_match(server: RefereeServer, pool: BotPool, db: Database,
     for name in set(seat_bots):
         pool.begin(name, match.seed)
     try:
-        return await _run_seated(server, pool, db, config, match, seat_bots, warms,
+        return await _run_seated(server, pool, writer, config, match, seat_bots, warms,
                                  tournament_id, log_dir)
     finally:
         for name in set(seat_bots):
             pool.end(name, match.seed)
 
 
-async def _run_seated(server: RefereeServer, pool: BotPool, db: Database,
+async def _run_seated(server: RefereeServer, pool: BotPool, writer: MatchWriter,
                       config: TournamentConfig, match: ScheduledMatch, seat_bots: list[str],
                       warms: list[WarmBot], tournament_id: int, log_dir: Path | None
                       ) -> MatchRecord:
-    db.mark_running(match.id)
+    try:
+        writer.db.mark_running(match.id)  # no await: a Ctrl-C cannot land half-way
+    except StorageError as exc:
+        if not is_outage(exc):
+            raise
+        try:
+            await _while_away(writer, writer.db.mark_running, match.id)
+        except BaseException:  # interrupted while waiting: it may have been marked
+            writer.submit(StoredMatch(match.id, status=MatchStatus.ABORTED,
+                                      reason="aborted: interrupted before it started"))
+            raise
     handed: list[MatchRecord] = []
     # bots see an opaque id: the key (game, rotation) is the organiser's business
     wire_id = secrets.token_hex(8)
@@ -366,14 +392,30 @@ async def _run_seated(server: RefereeServer, pool: BotPool, db: Database,
         if handed:
             handed[0].match_id = match.id
             with contextlib.suppress(Exception):
-                _store(db, handed[0], warms, log_dir)
+                _store(writer, handed[0], warms, log_dir)
         raise
     record.match_id = match.id
-    await _settle(warms, record)
-    await _let_exit(warms)
-    await asyncio.gather(*(pool.release(w) for w in warms))
-    _store(db, record, warms, log_dir)
+    try:
+        await _settle(warms, record)
+        await _let_exit(warms)
+        await asyncio.gather(*(pool.release(w) for w in warms))
+    finally:  # a Ctrl-C now still stores the match: it is played
+        _store(writer, record, warms, log_dir)
     return record
+
+
+async def _while_away(writer: MatchWriter, call: Callable[..., object], *args: object) -> None:
+    """A storage call, retried with back-off while the database is away (an outage)."""
+    delay = 0.5
+    while True:
+        try:
+            await writer.call(call, *args)
+            return
+        except StorageError as exc:
+            if not is_outage(exc):
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 30.0)
 
 
 async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
@@ -396,6 +438,7 @@ async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
 
 _GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
 _EXIT_GRACE_S = 2.0
+_FLUSH_TIMEOUT_S = 60.0  # at the end, how long stored matches may wait for the database
 
 
 async def _let_exit(warms: Sequence[WarmBot]) -> None:
@@ -411,9 +454,10 @@ async def _let_exit(warms: Sequence[WarmBot]) -> None:
             await asyncio.wait_for(asyncio.gather(*waits), _EXIT_GRACE_S)
 
 
-def _store(db: Database, record: MatchRecord, warms: Sequence[WarmBot],
+def _store(writer: MatchWriter, record: MatchRecord, warms: Sequence[WarmBot],
            log_dir: Path | None) -> None:
-    """Store the match with each seat's captured output (and a copy in `log_dir`)."""
+    """Queue the match, with each seat's captured output, for storing (and write the
+    output to `log_dir`); the writer keeps retrying while the database is away."""
     stored = to_stored(record)
     for seat, warm in enumerate(warms):
         process = warm.process
@@ -425,7 +469,7 @@ def _store(db: Database, record: MatchRecord, warms: Sequence[WarmBot],
             with contextlib.suppress(OSError):
                 (log_dir / f"{record.key or record.match_id}-seat{seat}-{warm.bot}.log"
                  ).write_text(process.output.text())
-    db.record_match(stored)
+    writer.submit(stored)
 
 
 def _lock(locks: contextlib.ExitStack, db: Database, tournament_id: int) -> None:
@@ -471,11 +515,19 @@ def _open_tournament(config: TournamentConfig, db: Database, found: int | None,
         return found, db.pending_matches(found)
     identity = config.to_json(launch)
     seed = config.seed if config.seed is not None else secrets.randbits(62)
-    name = config.name or f"{config.rules.name} {config.players}p round-robin"
+    name = config.name or f"{_rules_label(config.rules)} {config.players}p round-robin"
     stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None}
     tournament_id = db.create_tournament(name, stored, identity=identity)
     db.schedule_matches(tournament_id, plan_matches(config, _bot_ids(db, config), seed))
     return tournament_id, db.pending_matches(tournament_id)
+
+
+def _rules_label(rules: Rules) -> str:
+    """The preset and the options that differ from it: "standard spokes=4 rounds=half"."""
+    preset = Rules.preset(rules.name).to_options()
+    changed = [f"{key}={value}" for key, value in rules.to_options().items()
+               if key != "preset" and preset.get(key) != value]
+    return " ".join([rules.name, *changed])
 
 
 def _bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
@@ -486,5 +538,8 @@ def _bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
 
 
 def _leader(db: Database, tournament_id: int) -> str | None:
-    table = db.standings(tournament_id)
+    try:
+        table = db.standings(tournament_id)
+    except StorageError:  # the database is away: the progress line goes without
+        return None
     return f"{table[0].name} ({table[0].elo:.0f})" if table else None

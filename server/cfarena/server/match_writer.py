@@ -1,0 +1,204 @@
+"""Storing finished matches off the event loop, in order, through database outages.
+
+`cfarena serve` hands every match record to a `MatchWriter`: an asyncio queue
+drained by one task that calls the synchronous `Database.record_match` in a
+worker thread. While the database cannot be reached the writer retries the
+record at the head of the queue with exponential back-off (0.5 s doubling to
+30 s), keeping the order; `record_match` is a no-op for a match already
+finished, so a retried write never stores (or rates) a match twice. One line
+says when storage starts failing, one when it is back.
+
+`MatchWriter.close` flushes for a bounded time; `dump_unsaved` writes what is
+left as JSON lines, so that nothing finished is lost silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import enum
+import json
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from cfarena.server.storage import Database, MatchRecord, StorageError
+
+FIRST_DELAY_S = 0.5
+MAX_DELAY_S = 30.0
+# while closing, the database gets retried this often (the flush has a deadline)
+CLOSING_DELAY_S = 0.5
+
+_T = TypeVar("_T")
+
+
+def is_outage(exc: BaseException) -> bool:
+    """A database that cannot be reached (down, restarting, the network, locked), as
+    opposed to a write it refuses (a bug, a constraint): only outages are retried."""
+    return isinstance(exc, StorageError) and isinstance(
+        exc.__cause__, OperationalError | InterfaceError)
+
+
+class MatchWriter:
+    """Stores `MatchRecord`s in submission order, in a worker thread, retrying outages.
+
+    `say` prints one line for the organiser. `call` runs any other storage call the
+    same way (in a thread, outages reported in the same two lines), without queueing.
+    """
+
+    def __init__(self, db: Database, say: Callable[[str], None], *,
+                 first_delay: float = FIRST_DELAY_S, max_delay: float = MAX_DELAY_S) -> None:
+        self.db = db
+        self.say = say
+        self.first_delay = first_delay
+        self.max_delay = max_delay
+        self.written = 0
+        self.failed: list[tuple[MatchRecord, str]] = []  # refused records, with why
+        self._queue: asyncio.Queue[MatchRecord] = asyncio.Queue()
+        self._current: MatchRecord | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._nudge = asyncio.Event()
+        self._closing = False
+        self._outage_since: float | None = None
+
+    # ----------------------------------------------------------- the state
+    @property
+    def waiting(self) -> int:
+        """Records submitted and not written yet."""
+        return self._queue.qsize() + (self._current is not None)
+
+    @property
+    def outage(self) -> bool:
+        """Whether the last storage call failed because the database was away."""
+        return self._outage_since is not None
+
+    def _failing(self, exc: BaseException) -> None:
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+            self.say(f"storage unavailable ({exc}); retrying, {self.waiting} "
+                     f"match{'' if self.waiting == 1 else 'es'} waiting")
+
+    def _working(self, just_written: int = 0) -> None:
+        if self._outage_since is not None:
+            away = time.monotonic() - self._outage_since
+            self._outage_since = None
+            left = self.waiting - just_written
+            self.say(f"storage available again after {away:.0f} s; writing "
+                     f"{left} waiting match{'' if left == 1 else 'es'}")
+            self._nudge.set()  # the writer may be sleeping in its back-off
+
+    # ------------------------------------------------------------- the API
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._drain())
+
+    def submit(self, record: MatchRecord) -> None:
+        """Queue a finished (or aborted) match; it is stored after every earlier one."""
+        self._queue.put_nowait(record)
+
+    async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """`fn(*args)` in a worker thread; an outage is reported (and re-raised)."""
+        return await self._call(fn, args, 0)
+
+    async def _call(self, fn: Callable[..., _T], args: tuple[Any, ...], writes: int) -> _T:
+        try:
+            result = await asyncio.to_thread(fn, *args)
+        except StorageError as exc:
+            if is_outage(exc):
+                self._failing(exc)
+            raise
+        self._working(writes)
+        return result
+
+    async def close(self, timeout: float) -> list[MatchRecord]:
+        """Try for up to `timeout` s to write what is queued; the records left unwritten
+        (those the database refused first, then the queue in order)."""
+        self._closing = True
+        self._nudge.set()
+        task = self._task
+        if task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._queue.join(), timeout)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            self._task = None
+        left = [record for record, _ in self.failed]
+        if self._current is not None:
+            left.append(self._current)
+            self._current = None
+        while not self._queue.empty():
+            left.append(self._queue.get_nowait())
+            self._queue.task_done()
+        return left
+
+    # ---------------------------------------------------------- the writer
+    async def _drain(self) -> None:
+        while True:
+            record = await self._queue.get()
+            # cancelled while writing (close's deadline): it stays current, so unsaved
+            self._current = record
+            await self._write(record)
+            self._current = None
+            self._queue.task_done()
+
+    async def _write(self, record: MatchRecord) -> None:
+        delay = self.first_delay
+        while True:
+            self._nudge.clear()  # set from now on: the database is back, or closing
+            try:
+                await self._call(self.db.record_match, (record,), 1)
+            except Exception as exc:  # any failure is reported, none stops serve
+                if not is_outage(exc):
+                    why = f"{type(exc).__name__}: {exc}"
+                    self.say(f"error: cannot store match {record.match_id}: {why}; "
+                             "kept for the unsaved-records file")
+                    self.failed.append((record, why))
+                    return
+                wait = min(delay, CLOSING_DELAY_S) if self._closing else delay
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._nudge.wait(), wait)
+                delay = min(delay * 2, self.max_delay)
+                continue
+            self.written += 1
+            return
+
+
+# ------------------------------------------------------------- unsaved records
+
+
+def record_json(record: MatchRecord) -> dict[str, Any]:
+    """A `MatchRecord` as plain JSON values (enums by value, times in ISO 8601)."""
+    plain: dict[str, Any] = _plain(dataclasses.asdict(record))
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def dump_unsaved(records: Sequence[MatchRecord], directory: Path) -> Path:
+    """Write `records` to `directory/cfarena-unsaved-<UTC timestamp>.jsonl`, one JSON
+    object (the fields of `storage.MatchRecord`) per line; returns the path."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = directory / f"cfarena-unsaved-{stamp}.jsonl"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"cfarena-unsaved-{stamp}-{n}.jsonl"
+    with path.open("x", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record_json(record), ensure_ascii=False, sort_keys=True) + "\n")
+    return path

@@ -1,0 +1,83 @@
+"""`run-tournament` on PostgreSQL survives the database going away and coming back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cfarena.server.storage import open_database
+from tests.pg import PgCluster, postgres_cluster
+
+from .helpers import CFARENA
+
+pytestmark = pytest.mark.postgres
+
+SLOW = """
+import time
+from cfarena.sdk import Bot
+
+class Slow(Bot):
+    def choose(self, turn):
+        time.sleep(0.03)
+        return turn.legal_moves[0]
+"""
+
+
+@pytest.fixture(scope="module")
+def own_pg() -> Iterator[PgCluster]:
+    """A cluster of this module's own, so that stopping it disturbs no other test."""
+    with postgres_cluster() as cluster:
+        yield cluster
+
+
+def _finished(url: str) -> int:
+    try:
+        with open_database(url, create=False) as db:
+            return len([m for m in db.list_matches(limit=None) if m.status == "finished"])
+    except Exception:  # the database is away
+        return -1
+
+
+def test_matches_finished_while_postgres_is_down_are_stored_when_it_returns(
+        own_pg: PgCluster, tmp_path: Path) -> None:
+    url = own_pg.create_database("outage")
+    bot = tmp_path / "slow.py"
+    bot.write_text(SLOW)
+    args = [CFARENA, "run-tournament", "--bot", f"slow=python -m cfarena.sdk run {bot}",
+            "--bot", "random", "--players", "2", "--games", "4", "--rule", "rounds=2",
+            "--concurrency", "2", "--db", url, "--json"]
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _finished(url) < 1:
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            time.sleep(0.2)
+        own_pg.stop()  # matches go on; their records wait
+        time.sleep(6)
+        assert proc.poll() is None, "the run died with its database"
+        own_pg.start()
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    assert "storage unavailable" in err and "storage available again" in err
+    data = json.loads(out)
+    assert data["status"] == "finished" and data["matches"] == 8
+    with open_database(url, create=False) as db:
+        matches = db.list_matches(limit=None)
+        assert len(matches) == 8 and all(m.status == "finished" for m in matches)
+        # each stored once, with both seats' output
+        for match in matches:
+            assert len(db.seat_logs(match.id)) == 2
+    assert sum(row["matches"] for row in data["standings"]) == 16
