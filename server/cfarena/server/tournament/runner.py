@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -163,6 +164,10 @@ def to_stored(record: MatchRecord) -> StoredMatch:
         log_format=LOG_FORMAT,
         duration_s=max(0.0, record.finished_at - record.started_at)
         if record.started_at
+        else None,
+        # when it ended, not when it was written (writes may wait for the database)
+        finished_at=datetime.fromtimestamp(record.finished_at, UTC)
+        if record.finished_at
         else None,
     )
 
