@@ -3,13 +3,84 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cfarena.server.botproc import BotProcess
 from cfarena.server.referee import RefereeServer, TokenRegistry
+from cfarena.server.sandbox import pdeathsig_prefix
+
+
+# A long-lived bot subprocess as these tests start it (tournaments start sandboxed,
+# one-match processes instead: cfarena.server.sandbox.BotProcess).
+@dataclass
+class BotProcess:
+    """One running bot process (its own process group).
+
+    Start it from the main thread: the parent-death signal fires when the
+    *thread* that spawned the child exits.
+    """
+
+    name: str
+    command: str | Sequence[str]
+    env: Mapping[str, str] = field(default_factory=dict)
+    log_path: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        argv: Sequence[str]
+        if isinstance(self.command, str):
+            argv = ["/bin/sh", "-c", "exec " + self.command]
+        else:
+            argv = list(self.command)
+        argv = [*pdeathsig_prefix(), *argv]
+        env = dict(os.environ)
+        env.update(self.env)
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out if self.log_path else subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            if self.log_path and not isinstance(out, int):
+                out.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def poll(self) -> int | None:
+        """The exit code if it has exited, else None."""
+        return self.proc.poll() if self.proc else None
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """SIGTERM the process group, then SIGKILL it if it lingers."""
+        proc = self.proc
+        if proc is None:
+            return
+        pgid = proc.pid  # start_new_session: the group id is the child's pid
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+        # the leader may be gone while others in its group live on
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+
 
 RAWBOT = str(Path(__file__).with_name("rawbot.py"))
 

@@ -51,7 +51,7 @@ def test_tournaments_and_resumable_lookup(db: Database) -> None:
     config = {"players": 4, "games": 10, "seed": 1, "bots": ["a", "b"]}
     digest = config_hash(config)
     assert digest == config_hash(dict(reversed(config.items())))  # key order does not matter
-    assert db.find_resumable_tournament(digest) is None
+    assert db.find_tournament(digest, unfinished_only=True) is None
     tid = db.create_tournament("first", config)
     info = db.get_tournament(tid)
     assert info is not None
@@ -59,10 +59,12 @@ def test_tournaments_and_resumable_lookup(db: Database) -> None:
                                                              TournamentStatus.RUNNING)
     assert info.finished_at is None
     db.set_tournament_status(tid, TournamentStatus.INTERRUPTED)
-    resumable = db.find_resumable_tournament(digest)
+    resumable = db.find_tournament(digest, unfinished_only=True)
     assert resumable is not None and resumable.id == tid
     db.set_tournament_status(tid, "finished")
-    assert db.find_resumable_tournament(digest) is None
+    assert db.find_tournament(digest, unfinished_only=True) is None
+    found = db.find_tournament(digest)  # what run-tournament reports when run again
+    assert found is not None and found.id == tid
     finished = db.get_tournament(tid)
     assert finished is not None and finished.finished_at is not None
     other = db.create_tournament("second", {**config, "seed": 2})

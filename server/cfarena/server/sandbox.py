@@ -353,7 +353,7 @@ class BotProcess:
             args_fd = _pipe_with(b"".join(a.encode() + b"\0" for a in argv[1:]))
             try:
                 self.proc = await asyncio.create_subprocess_exec(
-                    *_pdeathsig(), argv[0], "--args", str(args_fd), *command, env=env,
+                    *pdeathsig_prefix(), argv[0], "--args", str(args_fd), *command, env=env,
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, start_new_session=True,
                     pass_fds=(write_fd, filter_fd, args_fd),
@@ -368,7 +368,7 @@ class BotProcess:
                 None, _read_child_namespace, read_fd)
         else:
             self.proc = await asyncio.create_subprocess_exec(
-                *_pdeathsig(), *self.command, env=env, stdin=subprocess.DEVNULL,
+                *pdeathsig_prefix(), *self.command, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                 cwd=str(self.workdir) if self.workdir else None,
             )
@@ -451,7 +451,7 @@ def _pipe_with(data: bytes) -> int:
     return read_fd
 
 
-def _pdeathsig() -> list[str]:
+def pdeathsig_prefix() -> list[str]:
     """`setpriv --pdeathsig KILL --`: the child dies with the referee (util-linux)."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []

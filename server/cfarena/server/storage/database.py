@@ -197,14 +197,16 @@ class Database:
             s.flush()
             return t.id
 
-    def find_resumable_tournament(self, config_hash: str) -> TournamentInfo | None:
-        """The newest running or interrupted tournament with this config hash."""
+    def find_tournament(self, config_hash: str, *, unfinished_only: bool = False
+                        ) -> TournamentInfo | None:
+        """The newest tournament with this config hash (only a running or interrupted one
+        with `unfinished_only`)."""
         with self._session() as s:
+            query = select(Tournament).where(Tournament.config_hash == config_hash)
+            if unfinished_only:
+                query = query.where(Tournament.status != TournamentStatus.FINISHED.value)
             t = s.scalars(
-                select(Tournament)
-                .where(Tournament.config_hash == config_hash,
-                       Tournament.status != TournamentStatus.FINISHED.value)
-                .order_by(Tournament.id.desc())
+                query.order_by(Tournament.id.desc())
                 .limit(1)
             ).one_or_none()
             return None if t is None else queries.tournament_info(t)

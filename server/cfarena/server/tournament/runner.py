@@ -224,6 +224,7 @@ async def run_tournament(
     writer: MatchWriter | None = None
     unsaved: str | None = None
     locks = contextlib.ExitStack()
+    locked = False  # this run holds its tournament's lock (only then may it write its status)
     try:
         found = None if new else _find_tournament(config, db, resume_id, launch)
         if found is not None and found.status is TournamentStatus.FINISHED:
@@ -234,6 +235,7 @@ async def run_tournament(
                                  time.monotonic() - started, already_finished=True)
         if found is not None:
             _lock(locks, db, found.id)
+            locked = True
             found_id: int | None = found.id
         else:
             found_id = None
@@ -260,6 +262,7 @@ async def run_tournament(
         tournament_id, pending = _open_tournament(config, db, found_id, launch)
         if found_id is None:
             _lock(locks, db, tournament_id)
+            locked = True
         resumed = found_id is not None
         names = {bot_id: name for name, bot_id in _bot_ids(db, config).items()}
         total = len(db.finished_keys(tournament_id)) + len(pending)
@@ -288,7 +291,7 @@ async def run_tournament(
                 status = TournamentStatus.INTERRUPTED
                 unsaved = (f"{len(left)} finished match(es) could not be stored (the "
                            f"database is away); they are in {where}")
-        if tournament_id is not None and locks_held(locks):
+        if tournament_id is not None and locked:
             with contextlib.suppress(Exception):
                 db.set_tournament_status(tournament_id, status)
         locks.close()
@@ -483,12 +486,6 @@ def _lock(locks: contextlib.ExitStack, db: Database, tournament_id: int) -> None
         locks.enter_context(tournament_lock(db.engine, tournament_id))
     except TournamentBusy as exc:
         raise TournamentError(str(exc)) from None
-    locks.callback(lambda: None)  # marks the stack as holding a lock (see locks_held)
-
-
-def locks_held(locks: contextlib.ExitStack) -> bool:
-    """Whether this run holds its tournament's lock (only then may it write its status)."""
-    return bool(getattr(locks, "_exit_callbacks", None))
 
 
 def _find_tournament(config: TournamentConfig, db: Database, resume_id: int | None,
@@ -497,8 +494,7 @@ def _find_tournament(config: TournamentConfig, db: Database, resume_id: int | No
     or not (or the one `--resume` names); None for a new one. Reads only."""
     identity = config_hash(config.to_json(launch))
     if resume_id is None:
-        same = [t for t in db.list_tournaments() if t.config_hash == identity]
-        return max(same, key=lambda t: t.id) if same else None
+        return db.find_tournament(identity)
     existing = db.get_tournament(resume_id)
     if existing is None:
         raise TournamentError(f"no tournament {resume_id} to resume")
