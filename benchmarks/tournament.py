@@ -9,11 +9,17 @@
 3. a 6-bot round-robin at 4-player tables (15 tables x 4 rotations = 60 matches).
 
     python benchmarks/tournament.py [--skip-six] [--baseline PATH/TO/cfarena] [--repeat N]
+
+Besides wall time, each fast-bot run's CPU time (all its processes, the
+sandboxed bots included) is printed when cgroup v1's cpuacct controller is
+writable (as root): wall time on a shared, noisy machine follows the load of
+others, CPU time much less so.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -32,15 +38,44 @@ FAST = ["--bot", "random", "--bot", "greedy",
         "--players", "4", "--games", "6", "--seed", "5"]
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+LAST_CPU: list[float] = []  # CPU seconds of the last timed run, if measured
+
+
+def _cpu_group() -> Path | None:
+    """A fresh cpuacct cgroup (v1) for one run, or None where none can be made."""
+    group = CPUACCT / f"cfarena-bench-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    return group
+
+
 def timed(args: list[str], exe: str = CFARENA) -> tuple[float, dict[str, object]]:
     env = dict(os.environ)
     # an older cfarena's bots must run on its own interpreter
     env["PATH"] = f"{Path(exe).parent}{os.pathsep}{env.get('PATH', '')}"
-    with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
-        result = subprocess.run([exe, *args, "--json"], cwd=tmp, capture_output=True,
-                                text=True, check=False, env=env)
-        wall = time.perf_counter() - started
+    group = _cpu_group()
+
+    def join_group() -> None:  # in the child, before exec: it and all it starts are counted
+        if group is not None:
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    LAST_CPU.clear()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            result = subprocess.run([exe, *args, "--json"], cwd=tmp, capture_output=True,
+                                    text=True, check=False, env=env, preexec_fn=join_group)
+            wall = time.perf_counter() - started
+        if group is not None:
+            LAST_CPU.append(int((group / "cpuacct.usage").read_text()) / 1e9)
+    finally:
+        if group is not None:
+            time.sleep(0.2)  # the group can go once its last process has left
+            with contextlib.suppress(OSError):
+                group.rmdir()
     if result.returncode != 0:
         raise SystemExit(f"cfarena failed ({result.returncode}): {result.stderr[-2000:]}")
     return wall, json.loads(result.stdout)
@@ -64,19 +99,27 @@ def fast_bots(baseline: str | None, repeat: int) -> None:
     if baseline:
         modes["baseline"] = (["run-tournament", *FAST], baseline)
     walls: dict[str, list[float]] = {m: [] for m in modes}
+    cpus: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(repeat):
         for mode, (args, exe) in modes.items():
             wall, data = timed(args, exe)
             walls[mode].append(wall)
+            cpus[mode].extend(LAST_CPU)
     print(f"fast bots, {data['matches']} matches, median of {repeat} interleaved runs:")
     median = {m: statistics.median(w) for m, w in walls.items()}
+    cpu = {m: statistics.median(c) for m, c in cpus.items() if len(c) == repeat}
     for mode, wall in median.items():
         runs = ", ".join(f"{w:.1f}" for w in walls[mode])
-        print(f"    {mode:<13} {wall:6.1f} s  ({runs})")
+        used = f"   CPU {cpu[mode]:5.1f} s ({', '.join(f'{c:.1f}' for c in cpus[mode])})" \
+            if mode in cpu else ""
+        print(f"    {mode:<13} {wall:6.1f} s  ({runs}){used}")
     for mode in median:
         if mode != "sandboxed":
-            print(f"    sandboxed speed relative to {mode}: "
-                  f"{median[mode] / median['sandboxed']:.2f}x")
+            ratio = f"    sandboxed speed relative to {mode}: " \
+                    f"{median[mode] / median['sandboxed']:.2f}x wall"
+            if mode in cpu and "sandboxed" in cpu:
+                ratio += f", {cpu[mode] / cpu['sandboxed']:.2f}x CPU"
+            print(ratio)
 
 
 def main() -> None:

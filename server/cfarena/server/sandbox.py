@@ -85,7 +85,7 @@ def sandbox_problem() -> str | None:
         return (f"no sandbox: cannot build the seccomp filter ({exc}); install libseccomp "
                 "(Debian/Ubuntu: `apt-get install libseccomp2`)")
     probe = [*_bwrap_options(binds=[], socket=None, tmp_mib=1, extra=[]),
-             *_as_bot_user(_random_uid()), "/bin/true"]
+             *_as_bot_user(random_uid()), "/bin/true"]
     try:
         done = subprocess.run(probe, capture_output=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -130,7 +130,7 @@ def command_paths(argv: Sequence[str], cwd: Path) -> list[Path]:
     return paths
 
 
-def _random_uid() -> int:
+def random_uid() -> int:
     # far above any uid a system allocates; one per sandbox, so RLIMIT_NPROC
     # counts only that sandbox's processes and nothing else runs under it
     return 1_000_000 + secrets.randbelow(1 << 30)
@@ -246,13 +246,16 @@ def _bwrap_options(*, binds: Iterable[Path], socket: Path | None, tmp_mib: int,
     return [*argv, "--chdir", workdir, *extra]
 
 
-def _as_bot_user(uid: int) -> list[str]:
+def _as_bot_user(uid: int, switch_users: bool = False) -> list[str]:
     """As root, the command runs as `uid` with no capabilities (else bwrap's user
-    namespace has already made it uid 65534)."""
+    namespace has already made it uid 65534). A fork server (`switch_users`) keeps
+    CAP_SETUID and CAP_SETGID, and nothing else, to give each child a user of its own."""
     if os.geteuid() != 0:
         return []
+    caps = "-all,+setuid,+setgid" if switch_users else "-all"
+    ambient = [f"--ambient-caps={caps}"] if switch_users else []
     return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+            f"--inh-caps={caps}", *ambient, f"--bounding-set={caps}", "--no-new-privs", "--"]
 
 
 def _limits_prefix(limits: SandboxLimits) -> list[str]:
@@ -333,16 +336,24 @@ class BotProcess:
     pid_namespace: str | None = None
     proc: asyncio.subprocess.Process | None = None
     stopped: bool = False  # killed by the referee while still running
+    # descriptors the command inherits besides stdin/stdout/stderr (e.g. a fork
+    # server's control socket)
+    pass_fds: tuple[int, ...] = ()
+    # host PIDs the watchdog does not charge to the bot (a fork server and bwrap's
+    # init: the runtime, not the bot's own processes)
+    exempt_pids: frozenset[int] = frozenset()
+    switch_users: bool = False  # a fork server: see `_as_bot_user`
     _reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         env = dict(self.env)
         if self.sandbox:
-            self.uid = _random_uid()
+            self.uid = random_uid()
             read_fd, write_fd = os.pipe()
             filter_fd = _pipe_with(seccomp_program())
             workdir = str(self.workdir) if self.workdir else "/tmp"
-            command = [*_as_bot_user(self.uid), *_limits_prefix(self.limits), *self.command]
+            command = [*_as_bot_user(self.uid, self.switch_users),
+                       *_limits_prefix(self.limits), *self.command]
             argv = _bwrap_options(
                 binds=self.binds, socket=self.socket, tmp_mib=self.limits.tmp_mib,
                 workdir=workdir,
@@ -356,7 +367,7 @@ class BotProcess:
                     *pdeathsig_prefix(), argv[0], "--args", str(args_fd), *command, env=env,
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, start_new_session=True,
-                    pass_fds=(write_fd, filter_fd, args_fd),
+                    pass_fds=(write_fd, filter_fd, args_fd, *self.pass_fds),
                 )
             except BaseException:
                 os.close(read_fd)
@@ -370,7 +381,7 @@ class BotProcess:
             self.proc = await asyncio.create_subprocess_exec(
                 *pdeathsig_prefix(), *self.command, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                cwd=str(self.workdir) if self.workdir else None,
+                cwd=str(self.workdir) if self.workdir else None, pass_fds=self.pass_fds,
             )
         self._reader = asyncio.get_running_loop().create_task(self._read_output())
 
@@ -408,6 +419,12 @@ class BotProcess:
         """It ended on its own (crashed, or quit) rather than being stopped."""
         return self.returncode is not None and not self.stopped and self.breach is None
 
+    async def wait(self) -> int | None:
+        """Wait until it has exited; its exit code (None if it never started)."""
+        if self.proc is None:
+            return None
+        return await self.proc.wait()
+
     def kill(self) -> None:
         """SIGKILL the process group (bwrap takes its PID namespace along)."""
         proc = self.proc
@@ -428,15 +445,18 @@ class BotProcess:
                 await asyncio.wait_for(self._reader, 5.0)
 
     def exit_summary(self) -> str:
-        """"exited with code 3: <last line>" / "killed by SIGKILL" / the breach."""
-        if self.breach:
-            return self.breach
-        code = self.returncode
-        if code is None:
-            return "still running"
-        what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-        last = self.output.last_line()
-        return f"{what}: {last}" if last else what
+        return exit_summary(self.breach, self.returncode, self.output)
+
+
+def exit_summary(breach: str | None, code: int | None, output: CapturedOutput) -> str:
+    """"exited with code 3: <last line>" / "killed by SIGKILL" / the breach."""
+    if breach:
+        return breach
+    if code is None:
+        return "still running"
+    what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+    last = output.last_line()
+    return f"{what}: {last}" if last else what
 
 
 def _pipe_with(data: bytes) -> int:
@@ -500,6 +520,20 @@ class LimitWatch:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
+    def pids_of(self, proc: BotProcess) -> frozenset[int]:
+        """The host PIDs now in `proc`'s sandbox (its PID namespace)."""
+        found: set[int] = set()
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{entry.name}/ns/pid") == proc.pid_namespace:
+                        found.add(int(entry.name))
+        return frozenset(found)
+
+    def restart_cpu(self, proc: BotProcess) -> None:
+        """Count `proc`'s CPU time afresh (a fork server's next child starts)."""
+        self._cpu_seen.pop(id(proc), None)
+
     def forget(self, proc: BotProcess) -> None:
         # only its own entry: a namespace number is reused once its sandbox is gone
         if proc.pid_namespace is not None and self._watched.get(proc.pid_namespace) is proc:
@@ -532,12 +566,14 @@ class LimitWatch:
                     fields = stat.read().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
+            found.tasks += int(fields[17])  # field 20: num_threads
+            if int(entry.name) in self._watched[ns].exempt_pids:
+                continue  # the runtime's memory and CPU are not the bot's
             # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17, rss=24
             own = int(fields[11]) + int(fields[12])
             found.cpu_ticks += own + int(fields[13]) + int(fields[14])
             found.own[int(entry.name)] = own
             found.rss_kib += int(fields[21]) * self._page_kib
-            found.tasks += int(fields[17])  # field 20: num_threads
         for ns, seen in usage.items():
             proc = self._watched.get(ns)
             if proc is None or seen.tasks == 0:

@@ -6,6 +6,10 @@ costs a few hundred milliseconds, so `BotPool` keeps processes started and
 connected ahead of need: `take(bot)` hands out a process that has already
 connected with its one-time pass, and starts its replacement while the match
 runs; `release` kills a process after its match, sandbox and all.
+
+Python SDK bots (`python -m cfarena.sdk run ...`, the bundled bots among them)
+are forked instead, in a sandbox whose fork server has their runtime loaded
+(`forks.py`): a child per match, forked when the match is about to start.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cfarena.server.botproc import bundled_command
 from cfarena.server.referee import FaultKind, RefereeServer
@@ -31,6 +36,12 @@ from cfarena.server.sandbox import (
     command_paths,
     exposed,
     python_paths,
+)
+from cfarena.server.tournament.forks import (
+    ForkedProcess,
+    ForkServer,
+    ForkServerError,
+    fork_plan,
 )
 
 log = logging.getLogger("cfarena.tournament")
@@ -62,14 +73,28 @@ class WarmBot:
     """A started process of one bot, with its one-time pass and (once made) its connection."""
 
     bot: str
-    process: BotProcess
+    process: BotProcess | ForkedProcess
     seat_pass: SeatPass
     connection: BotConnection | None = None
+    server: ForkServer | None = None  # the fork server of a forked process
     failure: str | None = None  # why it never became ready
     written_off: str | None = None  # the bot cannot be started: why (its seat forfeits)
     # deals its bot played while this process was alive: it never plays one of them
     # (it could have listened to the other process through anything they share)
     tainted: set[int] = field(default_factory=set)
+
+
+_SHELL = set(";|&<>$`()*?[]{}~\\'\"\n")
+
+
+def sdk_plan(name: str, command: str | None) -> tuple[str, list[str]] | None:
+    """How a fork server runs `name` (its Python, the arguments of `python -m
+    cfarena.sdk`), or None when the command is not a plain SDK bot command."""
+    if command is None:
+        return fork_plan(bot_argv(name, None))
+    if any(c in _SHELL for c in command):
+        return None  # shell syntax: run it as written
+    return fork_plan(shlex.split(command))
 
 
 def bot_argv(name: str, command: str | None) -> list[str]:
@@ -95,11 +120,16 @@ class BotPool:
         self._failures: dict[str, int] = dict.fromkeys(commands, 0)
         self._dead: dict[str, str] = {}
         self._live: set[WarmBot] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.watch = watch or LimitWatch()
         self.started = 0
         self._running = False  # start() has checked that every bot starts
         self._playing: dict[str, dict[int, int]] = {}  # bot -> deal -> matches running
+        # bots forked from fork servers: their Python and `python -m cfarena.sdk` arguments
+        self._plans = {n: sdk_plan(n, c) if launch.sandbox else None
+                       for n, c in commands.items()}
+        self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
+        self._servers: set[ForkServer] = set()
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -118,9 +148,22 @@ class BotPool:
                         "keep the database and the log directory outside the bot's "
                         "directories, the system directories and Python's")
         for name in self.commands:
-            for _ in range(max(1, min(self.warm.get(name, 1), self._unstarted.get(name, 1)))):
+            count = max(1, min(self.warm.get(name, 1), self._unstarted.get(name, 1)))
+            if self._plans[name] is not None:
+                started = await asyncio.gather(*(self._start_server(name, count=False)
+                                                 for _ in range(count)))
+                if any(started):
+                    continue
+                log.info("bot %s: no fork server (%s); a fresh interpreter per process",
+                         name, self._dead.pop(name, "it did not start"))
+                self._plans[name] = None
+                self._failures[name] = 0
+            for _ in range(count):
                 await self._spawn(name)
         for name in self.commands:
+            if self._plans[name] is not None:
+                await self._check_forked(name)
+                continue
             first = await self._get_ready(name)
             self._ready[name].put_nowait(first)  # back in line: it was only a check
         self._running = True
@@ -132,6 +175,8 @@ class BotPool:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.gather(*(self._stop(w) for w in list(self._live)),
                              return_exceptions=True)
+        await asyncio.gather(*(s.stop() for s in list(self._servers)), return_exceptions=True)
+        self._servers.clear()
         await self.watch.close()
 
     # --------------------------------------------------------------- use
@@ -141,6 +186,9 @@ class BotPool:
         for warm in self._live:
             if warm.bot == name:
                 warm.tainted.add(deal)
+                if warm.server is not None and not warm.server.own_users:
+                    # its child could leave what it heard in the sandbox they share
+                    warm.server.tainted.add(deal)
 
     def end(self, name: str, deal: int) -> None:
         """`name` has finished a match of `deal` (its processes are stopped)."""
@@ -158,6 +206,8 @@ class BotPool:
         `take` then hands out a seat that is not connected, whose match records a
         disconnect fault quoting why (the seat forfeits, the others play on).
         """
+        if self._plans[name] is not None:
+            return await self._take_forked(name, deal)
         while True:
             try:
                 warm = await self._get_ready(name)
@@ -182,12 +232,125 @@ class BotPool:
         return WarmBot(name, process, seat_pass, connection, written_off=reason)
 
     async def release(self, warm: WarmBot) -> None:
-        """Stop a process after its match (its whole sandbox)."""
-        await self._stop(warm)
+        """Stop a process after its match (its whole sandbox). A forked process that
+        has exited by itself leaves its fork server, cleaned, for another match."""
+        server = warm.server
+        process = warm.process
+        if server is None or not process.exited_by_itself or not server.idle:
+            await self._stop(warm)
+            return
+        self.server.passes.withdraw(warm.seat_pass)
+        self._live.discard(warm)
+        idle = self._idle[warm.bot]
+        idle.append(server)
+        # kept for the deals they have not heard of, up to twice the warm count
+        while len(idle) > 2 * max(1, self.warm.get(warm.bot, 1)):
+            spare = max(idle, key=lambda s: len(s.tainted))  # the least useful one
+            idle.remove(spare)
+            await self._stop_server(spare)
 
     def alive(self) -> int:
         """Processes started and not yet stopped."""
         return len(self._live)
+
+    # ------------------------------------------------------- fork servers
+    async def _take_forked(self, name: str, deal: int | None) -> WarmBot:
+        while True:
+            if name in self._dead:
+                if not self._running:
+                    raise BotStartError(self._dead[name])
+                return self._written_off(name, self._dead[name])
+            idle = self._idle[name]
+            usable = [s for s in idle if s.idle and (deal is None or deal not in s.tainted)]
+            if usable:
+                server = usable[0]
+                idle.remove(server)
+            else:
+                started = await self._start_server(name)
+                if started is None:
+                    continue
+                server = started
+                self._idle[name].remove(server)
+            warm = await self._fork(server, name)
+            if warm is None:
+                continue
+            if deal is not None:
+                server.tainted.add(deal)  # no later child of this sandbox plays it
+            if len(self._idle[name]) < self.warm.get(name, 1) and \
+                    self._unstarted.get(name, 0) > len(self._idle[name]):
+                task = asyncio.get_running_loop().create_task(self._start_server(name))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            return warm
+
+    async def _check_forked(self, name: str) -> None:
+        """Fork one process of `name` and see it connect (BotStartError if it cannot);
+        it is told to exit at once, and its fork server is ready for a match."""
+        warm = await self._take_forked(name, None)
+        self._unstarted[name] = self._unstarted.get(name, 0) + 1  # it plays no match
+        assert warm.connection is not None
+        warm.connection.retire()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(warm.process.wait(), self.launch.connect_timeout)
+        await self.release(warm)
+
+    async def _start_server(self, name: str, count: bool = True) -> ForkServer | None:
+        """A new fork server of `name`, idle; None when it failed (counted, unless
+        `count` is false, towards writing the bot off)."""
+        plan = self._plans[name]
+        assert plan is not None
+        self.started += 1
+        server = ForkServer(
+            name, f"{name}#fork{self.started}", plan[0], self._env(""), self.watch,
+            arena_socket=self.server.unix_socket, binds=self.binds(name),
+            limits=self.launch.limits, workdir=self.launch.cwd)
+        self._servers.add(server)
+        try:
+            await server.start(self.launch.connect_timeout)
+        except (ForkServerError, OSError) as exc:
+            self._servers.discard(server)
+            reason = f"could not be started: {exc}"
+            if count:
+                self._failures[name] += 1
+            log.warning("bot %s: %s", name, reason)
+            if not count or self._failures[name] >= START_ATTEMPTS:
+                self._dead[name] = f"bot {name!r} {reason}"
+            return None
+        self._idle[name].append(server)
+        return server
+
+    async def _fork(self, server: ForkServer, name: str) -> WarmBot | None:
+        """A process forked by `server` and connected, or None (the failure counted)."""
+        plan = self._plans[name]
+        assert plan is not None
+        token, seat_pass = self.server.passes.issue(name)
+        self.started += 1
+        playing = set(self._playing.get(name, {}))
+        if not server.own_users:
+            server.tainted |= playing  # its child lives while these are played
+        process = await server.fork(f"{name}#{self.started}", plan[1], self._env(token))
+        warm = WarmBot(name, process, seat_pass, server=server,
+                       tainted=set(server.tainted) | playing)
+        process.on_breach = lambda _proc, reason: self._on_breach(warm, reason)
+        self._live.add(warm)
+        self._unstarted[name] = self._unstarted.get(name, 1) - 1
+        reason = await self._connected(warm)
+        if reason is None:
+            self._failures[name] = 0
+            return warm
+        await self._stop(warm)
+        self._unstarted[name] += 1
+        self._failures[name] += 1
+        log.warning("bot %s: process %s %s", name, process.label, reason)
+        if self._failures[name] >= START_ATTEMPTS:
+            self._dead[name] = f"bot {name!r} {reason}"
+        return None
+
+    async def _stop_server(self, server: ForkServer) -> None:
+        self._servers.discard(server)
+        if server in self._idle.get(server.bot, []):
+            self._idle[server.bot].remove(server)
+        await server.stop()
 
     def binds(self, name: str) -> list[Path]:
         """What a sandbox of `name` is shown besides the system: the Python it runs on,
@@ -215,18 +378,7 @@ class BotPool:
         token, seat_pass = self.server.passes.issue(name)
         launch = self.launch
         command = bot_argv(name, self.commands[name])
-        env = {
-            "CFARENA_TOKEN": token,
-            "CFARENA_CAPACITY": "1",
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": "/tmp" if launch.sandbox else os.environ.get("HOME", "/tmp"),
-            "LANG": "C.UTF-8",
-            "PYTHONUNBUFFERED": "1",
-        }
-        if launch.sandbox:
-            env["CFARENA_SERVER"] = f"unix:{SOCKET_IN_SANDBOX}"
-        else:
-            env["CFARENA_SERVER"] = self.server.address
+        env = self._env(token)
         binds = self.binds(name) if launch.sandbox else []
         self._unstarted[name] = self._unstarted.get(name, 1) - 1
         self.started += 1
@@ -249,6 +401,21 @@ class BotPool:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _env(self, token: str) -> dict[str, str]:
+        """A bot process's whole environment (an allow-list, nothing of the referee's)."""
+        sandbox = self.launch.sandbox
+        env = {
+            "CFARENA_CAPACITY": "1",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": "/tmp" if sandbox else os.environ.get("HOME", "/tmp"),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+            "CFARENA_SERVER": f"unix:{SOCKET_IN_SANDBOX}" if sandbox else self.server.address,
+        }
+        if token:
+            env["CFARENA_TOKEN"] = token
+        return env
+
     async def _connect(self, warm: WarmBot) -> None:
         """Wait for the process to connect (ready) or die (failed)."""
         try:
@@ -258,11 +425,19 @@ class BotPool:
             await self._failed(warm, f"could not be started: {type(exc).__name__}: {exc}")
 
     async def _await_connection(self, warm: WarmBot) -> None:
-        proc = warm.process.proc
-        assert proc is not None
+        reason = await self._connected(warm)
+        if reason is None:
+            self._failures[warm.bot] = 0
+            self._ready[warm.bot].put_nowait(warm)
+            return
+        warm.failure = reason
+        await self._failed(warm, reason)
+
+    async def _connected(self, warm: WarmBot) -> str | None:
+        """Wait for the process to connect (None) or to die or time out (why)."""
         connected = asyncio.ensure_future(
             self.server.wait_for_pass(warm.seat_pass, self.launch.connect_timeout))
-        exited = asyncio.ensure_future(proc.wait())
+        exited = asyncio.ensure_future(warm.process.wait())
         try:
             await asyncio.wait({connected, exited}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -271,16 +446,11 @@ class BotPool:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 warm.connection = await connected
         if warm.connection is not None:
-            self._failures[warm.bot] = 0
-            self._ready[warm.bot].put_nowait(warm)
-            return
-        if proc.returncode is None:
-            reason = f"did not connect within {self.launch.connect_timeout:g} s"
-        else:
-            await asyncio.sleep(0.05)  # let the output reader catch the last words
-            reason = warm.process.exit_summary() + " before connecting"
-        warm.failure = reason
-        await self._failed(warm, reason)
+            return None
+        if warm.process.returncode is None:
+            return f"did not connect within {self.launch.connect_timeout:g} s"
+        await asyncio.sleep(0.05)  # let the output reader catch the last words
+        return warm.process.exit_summary() + " before connecting"
 
     async def _failed(self, warm: WarmBot, reason: str) -> None:
         name = warm.bot
@@ -301,12 +471,15 @@ class BotPool:
             warm.connection.close(FaultKind.LIMIT, reason)
 
     async def _stop(self, warm: WarmBot) -> None:
-        self.watch.forget(warm.process)
+        if isinstance(warm.process, BotProcess):
+            self.watch.forget(warm.process)
         self.server.passes.withdraw(warm.seat_pass)
         if warm.connection is not None:
             warm.connection.close(FaultKind.DISCONNECT, "bot process stopped")
         await warm.process.stop()
         self._live.discard(warm)
+        if warm.server is not None:  # a forked process dies with its fork server
+            await self._stop_server(warm.server)
 
 
 class _NoStream:

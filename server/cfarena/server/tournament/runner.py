@@ -430,10 +430,10 @@ async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
     """Give the processes of disconnected seats a moment to exit, then say why they did."""
     lost = {f.seat for f in record.faults if f.kind is FaultKind.DISCONNECT}
     for seat in lost:
-        proc = warms[seat].process.proc
-        if proc is not None and proc.returncode is None:
+        process = warms[seat].process
+        if process.returncode is None and not warms[seat].written_off:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 1.0)
+                await asyncio.wait_for(process.wait(), 1.0)
     for index, fault in enumerate(record.faults):
         warm = warms[fault.seat]
         process = warm.process
@@ -455,8 +455,8 @@ async def _let_exit(warms: Sequence[WarmBot]) -> None:
     for warm in warms:
         if warm.connection is not None:
             warm.connection.retire()
-    waits = [w.process.proc.wait() for w in warms
-             if w.process.proc is not None and w.process.returncode is None]
+    waits = [w.process.wait() for w in warms
+             if not w.written_off and w.process.returncode is None]
     if waits:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*waits), _EXIT_GRACE_S)
