@@ -40,7 +40,7 @@ from cfarena.engine import (
 from cfarena.engine.dealing import RoundDeal, deal_round
 from cfarena.engine.match import MatchState
 from cfarena.server.law_replay import decision_differences
-from cfarena.server.match_record import MatchRecord
+from cfarena.server.match_record import MatchRecord, MatchStatus
 
 LOG_FORMAT = 2  # the format written
 READABLE_FORMATS = (1, 2)  # 1: turn ids count the match's decisions; 2: each seat's own
@@ -404,7 +404,7 @@ def verify_log(log: Mapping[str, Any]) -> list[str]:
     alignment = _align_actions(log)
     raw_events = log.get("events", [])
     recorded_events = raw_events if isinstance(raw_events, list) else []
-    finished = log.get("status") == "finished"
+    finished = log.get("status") == MatchStatus.FINISHED.value
     sim_events = sim.events if finished else sim.events[: len(recorded_events)]
     diff_events = _event_differences(recorded_events, sim_events)
     result_doc = log.get("result")
