@@ -17,6 +17,7 @@ JSON number, and is still read that way (`log_seed`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -136,7 +137,6 @@ def deal_to_dict(deal: RoundDeal) -> dict[str, Any]:
 
 def record_to_log(record: MatchRecord) -> dict[str, Any]:
     """The game log (format `LOG_FORMAT`) of a referee match record."""
-    tc = record.time_control
     return {
         "format": LOG_FORMAT,
         "match_id": record.match_id,
@@ -146,12 +146,7 @@ def record_to_log(record: MatchRecord) -> dict[str, Any]:
         "players": record.players,
         "seed": seed_to_json(record.seed),
         "seats": list(record.seat_bots),
-        "time_control": {
-            "move_timeout_ms": tc.move_timeout_ms,
-            "bank_ms": tc.bank_ms,
-            "increment_ms": tc.increment_ms,
-            "strikes": tc.strikes,
-        },
+        "time_control": dataclasses.asdict(record.time_control),
         "status": record.status.value,
         "reason": record.reason,
         "started_at": record.started_at,

@@ -119,10 +119,9 @@ class _Replay:
             keys = [m.key for m in decision.legal_moves]
             if action.get("move") not in keys:
                 raise _Stop
-            elapsed = _ms_or_none(ms)
-            if action.get("fallback"):  # no fault to replay: let the move stand, unjudged
-                elapsed = 0.0
-            reply = Answer(keys.index(str(action.get("move"))), elapsed or 0.0)
+            # a fallback with no fault to replay (reported above): let its move stand
+            elapsed = 0.0 if action.get("fallback") else (_ms_or_none(ms) or 0.0)
+            reply = Answer(keys.index(str(action.get("move"))), elapsed)
         fault = self.law.reply(reply)
         if isinstance(reply, Answer) and fault is not None:
             self.problems.append(
