@@ -3,11 +3,12 @@
     python benchmarks/bot_strength.py --matches 200          # 50 deal seeds x 4 seat rotations
     python benchmarks/bot_strength.py --matches 40 --rounds 2 --preset maltese
 
-No gRPC: every decision gets a `Turn` built exactly as the referee builds it
-(observation via `observe`, legal moves via `legal_moves`, the events since
-the seat's previous Turn via `visible_events`, the accumulated history as the
-SDK keeps it); DRAW-only and PASS-only turns are applied automatically, as the
-referee does; `on_match_start`, `on_events` and `on_match_end` are called.
+No gRPC: the match runs under the referee's own match law
+(`cfarena.server.law`: forced moves, per-seat turn ids, the time control,
+faults and fallbacks), and every decision gets a `Turn` built as the referee
+builds it (observation via `observe`, the events since the seat's previous
+Turn via `visible_events`, the accumulated history as the SDK keeps it);
+`on_match_start`, `on_events` and `on_match_end` are called.
 Each deal seed is played in all four seat rotations, so every bot gets every
 seat's hands (duplicate play). Ratings: a Bradley-Terry fit over all pairwise
 results with a 95% bootstrap interval (`cfarena.server.ratings.fit_ratings`)
@@ -24,19 +25,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from cfarena.engine import (
-    Event,
-    MatchState,
-    Rules,
-    apply_move,
-    legal_moves,
-    needs_decision,
-    new_match,
-    observe,
-    visible_events,
-)
-from cfarena.sdk import Bot, MatchInfo, MatchResult, TimeControl, Turn
+from cfarena.engine import Event, MatchState, Rules, observe, visible_events
+from cfarena.sdk import Bot, Fault, MatchInfo, MatchResult, TimeControl, Turn
 from cfarena.sdk.bot import resolve_choice
+from cfarena.server.law import Answer, Decision, MatchLaw, Reply, play_out
+from cfarena.server.match_record import MatchRecord
 
 BOT_NAMES: tuple[str, ...] = ("random", "greedy", "smart", "montecarlo")
 
@@ -71,6 +64,7 @@ class PlayedMatch:
     """What one in-process match produced."""
 
     state: MatchState
+    record: MatchRecord
     decisions: list[list[float]] = field(default_factory=list)  # per seat: seconds per choose()
     chosen: list[list[str]] = field(default_factory=list)  # per seat: move keys chosen
 
@@ -84,50 +78,48 @@ def play_match(
     names: Sequence[str] | None = None,
     on_turn: Callable[[Turn, object], None] | None = None,
 ) -> PlayedMatch:
-    """Play one match in-process, building every Turn as the referee would.
+    """Play one match in-process under the referee's match law.
 
-    Raises IllegalChoiceError if a bot returns a move that was not offered.
-    `on_turn(turn, choice)` (for tests) sees every Turn and the bot's raw answer.
+    Raises IllegalChoiceError if a bot returns a move that was not offered. A
+    bot slower than `deadline_ms` times out as it would at the referee (a fault,
+    the fallback move). `on_turn(turn, choice)` (for tests) sees every Turn and
+    the bot's raw answer.
     """
     players = len(bots)
-    state = new_match(rules, players, seed)
     seat_names = tuple(names) if names is not None else tuple(type(b).__name__ for b in bots)
     tc = TimeControl(move_timeout_ms=deadline_ms)
+    law = MatchLaw(match_id, rules, seed, seat_names, tc)
+    state = law.state
     for i, bot in enumerate(bots):
         bot.on_match_start(MatchInfo(match_id, i, state.rules, seat_names, tc))
     sent = [0] * players
     history: list[list[Event]] = [[] for _ in range(players)]
-    played = PlayedMatch(state, [[] for _ in range(players)], [[] for _ in range(players)])
-    turn_id = 0
-    while not state.is_over:
-        seat = state.current_seat
-        assert seat is not None
-        moves = legal_moves(state)
-        if not needs_decision(moves):
-            apply_move(state, moves[0])
-            continue
+    played = PlayedMatch(state, law.record, [[] for _ in range(players)],
+                         [[] for _ in range(players)])
+
+    def ask(decision: Decision) -> Reply:
+        seat, moves = decision.seat, decision.legal_moves
         events = visible_events(state, seat, sent[seat])
         sent[seat] += len(events)
         history[seat].extend(events)
-        turn_id += 1
         bot = bots[seat]
-        received = time.monotonic()
         turn = Turn(
             match_id=match_id,
-            turn_id=turn_id,
+            turn_id=decision.turn_id,
             observation=observe(state, seat),
             legal_moves=moves,
             events=tuple(events),
             history=tuple(history[seat]),
-            deadline_ms=deadline_ms,
-            bank_ms=0,
-            received_at=received,
+            deadline_ms=decision.deadline_ms,
+            bank_ms=int(decision.bank_ms),
+            received_at=time.monotonic(),
         )
         if events:
             bot.on_events(match_id, turn.events)
         start = time.perf_counter()
         choice = bot.choose(turn)
-        played.decisions[seat].append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        played.decisions[seat].append(elapsed)
         if on_turn is not None:
             on_turn(turn, choice)
         index = resolve_choice(choice, moves)
@@ -137,9 +129,10 @@ def play_match(
                 f"{[m.key for m in moves]} in match {match_id}"
             )
         played.chosen[seat].append(moves[index].key)
-        apply_move(state, moves[index])
-    outcome = state.outcome
-    assert outcome is not None
+        return Answer(index, elapsed * 1000.0)
+
+    record = play_out(law, ask)
+    faults = tuple(Fault(f.seat, f.kind, f.detail, f.turn_id) for f in record.faults)
     for i, bot in enumerate(bots):
         events = visible_events(state, i, sent[i])
         if events:
@@ -147,12 +140,12 @@ def play_match(
         bot.on_match_end(
             MatchResult(
                 match_id=match_id,
-                totals=outcome.totals,
-                ranks=outcome.ranks,
-                round_scores=tuple(r.scores for r in outcome.rounds),
-                faults=(),
-                forfeited=(),
-                reason=outcome.reason.value,
+                totals=tuple(record.totals),
+                ranks=tuple(record.ranks),
+                round_scores=tuple(tuple(r) for r in record.round_scores),
+                faults=faults,
+                forfeited=tuple(record.forfeited),
+                reason=record.reason,
                 seat=i,
             )
         )
@@ -208,13 +201,12 @@ def run_task(task: Task) -> TaskResult:
         names=names,
     )
     wall = time.perf_counter() - start
-    outcome = played.state.outcome
-    assert outcome is not None
+    record = played.record
     results = tuple(
         BotResult(
             name=names[seat],
-            rank=outcome.ranks[seat],
-            round_scores=tuple(r.scores[seat] for r in outcome.rounds),
+            rank=record.ranks[seat],
+            round_scores=tuple(r[seat] for r in record.round_scores),
             decision_seconds=tuple(played.decisions[seat]),
         )
         for seat in range(n)

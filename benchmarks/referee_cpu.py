@@ -21,8 +21,9 @@ import time
 from typing import Any
 
 from cfarena.engine import Rules
+from cfarena.server.match_record import TimeControl
 from cfarena.server.referee.connection import BotConnection
-from cfarena.server.referee.match import MatchRunner, TimeControl
+from cfarena.server.referee.match import MatchRunner
 from cfarena.v1 import arena_pb2 as pb
 
 RULES = Rules.preset("standard")

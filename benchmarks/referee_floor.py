@@ -50,7 +50,7 @@ async def floor_rate(concurrency: int, seconds: float, turn: bytes) -> tuple[flo
                 conn.matches[match_id] = seat
             while time.perf_counter() < stop_at:
                 for conn in conns:
-                    pending = conn.expect(match_id, 1, 1)
+                    pending = conn.expect(match_id, 1)
                     conn.post(match_id, data)
                     await pending.future
                     decisions += 1

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from cfarena.server.replay import simulate_log
-from cfarena.server.storage import FaultRecord, MatchPlan, MatchRecord, hash_token, open_database
+from cfarena.server.storage import FaultRecord, MatchPlan, StoredMatch, hash_token, open_database
 from tests.pg import PgCluster
 
 from .helpers import CFARENA, run_cli, run_json
@@ -85,7 +85,7 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         ])
         for key, game in (("m1", log), ("old", old)):
             res = game["result"]
-            assert db.record_match(MatchRecord(
+            assert db.record_match(StoredMatch(
                 key, reason=game["reason"], round_scores=res["round_scores"],
                 totals=res["totals"], ranks=res["ranks"], forfeited=res["forfeited"],
                 log=game, log_format=game["format"],

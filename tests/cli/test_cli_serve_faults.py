@@ -20,8 +20,8 @@ from sqlalchemy import text
 from cfarena.server.storage import (
     MatchInfo,
     MatchPlan,
-    MatchRecord,
     MatchStatus,
+    StoredMatch,
     hash_token,
     open_database,
 )
@@ -158,7 +158,7 @@ def test_abort_running_matches(db_url: str) -> None:
         db.schedule_matches(t, plans[:1])
         for key in ("m0", "m1", "m2", f"T{t}-m0"):
             db.mark_running(key)
-        db.record_match(MatchRecord("m2", totals=[3, 5], ranks=[1, 2], round_scores=[[3, 5]]))
+        db.record_match(StoredMatch("m2", totals=[3, 5], ranks=[1, 2], round_scores=[[3, 5]]))
 
         assert db.abort_running_matches("referee stopped") == 2
         status = {m.id: (m.status, m.reason) for m in db.list_matches(limit=None)}
@@ -176,7 +176,7 @@ def test_abort_running_matches(db_url: str) -> None:
         assert info[f"T{t}-m0"].reason == "tournament stopped"
         assert info["m0"].finished_at is not None
         # an aborted match can still be recorded (a late result is not refused)
-        assert db.record_match(MatchRecord("m0", totals=[1, 2], ranks=[1, 2],
+        assert db.record_match(StoredMatch("m0", totals=[1, 2], ranks=[1, 2],
                                            round_scores=[[1, 2]]))
 
 

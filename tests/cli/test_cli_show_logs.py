@@ -10,9 +10,9 @@ from cfarena.server.storage import (
     FaultKind,
     FaultRecord,
     MatchPlan,
-    MatchRecord,
     MatchStatus,
     SeatLog,
+    StoredMatch,
     hash_token,
     open_database,
 )
@@ -39,14 +39,14 @@ def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
             MatchPlan(key="m1", seed=5, rules=rules, players=3, seat_bot_ids=ids),
             MatchPlan(key="m2", seed=6, rules=rules, players=2, seat_bot_ids=ids[:2]),
         ])
-        assert db.record_match(MatchRecord(
+        assert db.record_match(StoredMatch(
             "m1", round_scores=[[0, 7, 30]], totals=[0, 7, 30], ranks=[1, 2, 3],
             forfeited=[2], faults=[FaultRecord(2, FaultKind.LIMIT, LIMIT, 4)],
             seat_logs=[
                 SeatLog(0, ALPHA_OUT, len(ALPHA_OUT), "exited with code 0"),
                 SeatLog(2, GAMMA_OUT, 2 * 2**20, LIMIT),
             ]))
-        assert db.record_match(MatchRecord("m2", status=MatchStatus.ABORTED, reason="stopped"))
+        assert db.record_match(StoredMatch("m2", status=MatchStatus.ABORTED, reason="stopped"))
     finally:
         db.close()
     return path

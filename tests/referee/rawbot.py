@@ -4,8 +4,10 @@ Used by the referee tests as a real subprocess, well-behaved or misbehaving:
 
     python rawbot.py MODE --server HOST:PORT --token T [--after N] [--other MATCH_ID]
 
-MODE: good | keep | noisy | hang | crash | garbage | illegal | disconnect |
+MODE: good | keep | noisy | slow | hang | crash | garbage | illegal | disconnect |
 wrong_token | other_match | oversized. `good` answers every Turn with move 0;
+`slow` does too, but each answer only after --delay-ms (and it prints every
+Turn's turn_id, bank_ms and deadline_ms on a TURN line);
 `keep` does too but answers PASS whenever it is offered (it keeps a drawn tile
 that fits under play_drawn = may: a hidden choice); `noisy` answers move 0
 too, but first with a wrong turn_id and then a second time. Misbehaviour starts at the (N+1)-th Turn
@@ -34,6 +36,7 @@ def main() -> int:
     ap.add_argument("--after", type=int, default=2)
     ap.add_argument("--other", default="")
     ap.add_argument("--capacity", type=int, default=1)
+    ap.add_argument("--delay-ms", type=int, default=0)
     ns = ap.parse_args()
 
     outbox: queue.Queue[bytes | None] = queue.Queue()
@@ -69,7 +72,10 @@ def main() -> int:
             elif kind == "turn":
                 turn = msg.turn
                 turns += 1
-                misbehave = ns.mode not in ("good", "keep", "noisy") and turns > ns.after
+                misbehave = ns.mode not in ("good", "keep", "noisy", "slow") and turns > ns.after
+                if ns.mode == "slow":
+                    print("TURN", turn.turn_id, turn.bank_ms, turn.deadline_ms, flush=True)
+                    time.sleep(ns.delay_ms / 1000.0)
                 index = 0
                 if ns.mode == "keep":
                     kinds = [m.kind for m in turn.legal_moves]

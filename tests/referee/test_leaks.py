@@ -274,14 +274,14 @@ def test_the_harness_catches_a_match_wide_turn_counter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Turn ids numbered over the match (as before) reveal the others' kept tiles."""
-    from cfarena.server.referee.match import MatchRunner
+    from cfarena.server.law import MatchLaw
 
     counters: dict[int, int] = defaultdict(int)
 
-    def match_wide(self: MatchRunner, seat: int) -> int:
+    def match_wide(self: MatchLaw, seat: int) -> int:
         counters[id(self)] += 1
         return counters[id(self)]
 
-    monkeypatch.setattr(MatchRunner, "_next_turn_id", match_wide)
+    monkeypatch.setattr(MatchLaw, "_next_turn_id", match_wide)
     with pytest.raises(AssertionError, match="turn 2 differs"):
         _kept_tile_cases(tmp_path, "maltese", 4)

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from cfarena.server.storage import Database, MatchPlan, MatchRecord, hash_token
+from cfarena.server.storage import Database, MatchPlan, StoredMatch, hash_token
 
 TABLES = ("bots", "tournaments", "matches", "match_seats", "faults", "seat_logs", "game_logs",
           "ratings", "rating_history")
@@ -24,9 +24,9 @@ def plan(key: str, seats: list[int], seed: int = 7, rules: dict[str, Any] | None
 
 
 def result(match_id: str, round_scores: list[list[int]], ranks: list[int],
-           **extra: Any) -> MatchRecord:
+           **extra: Any) -> StoredMatch:
     totals = [sum(r[s] for r in round_scores) for s in range(len(ranks))]
-    return MatchRecord(match_id=match_id, round_scores=round_scores, totals=totals, ranks=ranks,
+    return StoredMatch(match_id=match_id, round_scores=round_scores, totals=totals, ranks=ranks,
                        **extra)
 
 

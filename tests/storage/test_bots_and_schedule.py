@@ -10,9 +10,9 @@ from sqlalchemy import text
 from cfarena.server.storage import (
     Database,
     MatchPlan,
-    MatchRecord,
     MatchStatus,
     StorageError,
+    StoredMatch,
     TournamentStatus,
     config_hash,
     hash_token,
@@ -126,7 +126,7 @@ def test_resume_queries(db: Database) -> None:
     assert db.record_match(result(ids[0], [[1, 2]], [1, 2]))
     db.mark_running(ids[1])  # left running by a "crash"
     db.mark_running(ids[2])
-    assert db.record_match(MatchRecord(ids[2], status=MatchStatus.ABORTED, reason="bot vanished"))
+    assert db.record_match(StoredMatch(ids[2], status=MatchStatus.ABORTED, reason="bot vanished"))
     assert db.finished_keys(tid) == {"g0"}
     pending = db.pending_matches(tid)
     assert [(m.key, m.status) for m in pending] == [

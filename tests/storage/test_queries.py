@@ -10,9 +10,9 @@ from cfarena.server.ratings import elo_update
 from cfarena.server.storage import (
     Database,
     FaultRecord,
-    MatchRecord,
     MatchStatus,
     Standing,
+    StoredMatch,
 )
 
 from .helpers import bots, plan, result
@@ -28,7 +28,7 @@ def _tournament(db: Database) -> tuple[int, list[int], list[str]]:
     assert db.record_match(result(ids[1], [[3, 3, 0]], [2, 2, 1],
                                   faults=[FaultRecord(1, "timeout", "slow")]))
     assert db.record_match(result(ids[2], [[1, 1, 6], [1, 1, 0]], [1, 1, 3]))
-    assert db.record_match(MatchRecord(ids[3], status=MatchStatus.ABORTED, reason="crash",
+    assert db.record_match(StoredMatch(ids[3], status=MatchStatus.ABORTED, reason="crash",
                                        faults=[FaultRecord(1, "disconnect")]))
     return tid, [a, b, c], ids
 

@@ -15,9 +15,9 @@ from cfarena.server.storage import (
     Database,
     FaultKind,
     FaultRecord,
-    MatchRecord,
     MatchStatus,
     StorageError,
+    StoredMatch,
     canonical_json,
 )
 
@@ -70,7 +70,7 @@ def test_recording_twice_is_a_no_op(db: Database) -> None:
     # the same result again, or a different one: nothing is written, nothing re-rated
     assert not db.record_match(result(mid, [[0, 7]], [1, 2], faults=[FaultRecord(0, "protocol")]))
     assert not db.record_match(result(mid, [[9, 0]], [2, 1], log={"x": 1}))
-    assert not db.record_match(MatchRecord(mid, status=MatchStatus.ABORTED, reason="late"))
+    assert not db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="late"))
     assert snapshot(db) == before
     assert [s.elo for s in db.standings()] == [1516.0, 1484.0]
 
@@ -130,7 +130,7 @@ def test_an_aborted_match_is_not_rated_and_can_be_replayed(db: Database) -> None
     tid = db.create_tournament("t", {"n": 1})
     [mid] = db.schedule_matches(tid, [plan("g0", [a, b])])
     db.mark_running(mid)
-    assert db.record_match(MatchRecord(mid, status=MatchStatus.ABORTED, reason="referee stopped",
+    assert db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="referee stopped",
                                        faults=[FaultRecord(0, "disconnect", "EOF")],
                                        log={"attempt": 1}))
     assert count(db, "ratings") == 0
@@ -155,7 +155,7 @@ def test_invalid_records_are_refused_before_writing(db: Database) -> None:
     with pytest.raises(ValueError, match="2 seats"):
         db.record_match(result(mid, [[1, 2, 3]], [1, 2, 3]))
     with pytest.raises(ValueError, match="finished or aborted"):
-        db.record_match(MatchRecord(mid, status=MatchStatus.RUNNING))
+        db.record_match(StoredMatch(mid, status=MatchStatus.RUNNING))
     with pytest.raises(StorageError, match="schedule it first"):
         db.record_match(result("unknown", [[1, 2]], [1, 2]))
     assert count(db, "rating_history") == 0
@@ -179,7 +179,7 @@ def test_a_played_game_log_is_stored_whole_to_its_last_action(db: Database) -> N
     ids = bots(db, *log["seats"])
     [mid] = db.schedule_matches(None, [plan("played", ids, seed=int(log["seed"]))])
     res = log["result"]
-    assert db.record_match(MatchRecord(
+    assert db.record_match(StoredMatch(
         mid, round_scores=res["round_scores"], totals=res["totals"], ranks=res["ranks"],
         forfeited=res["forfeited"], log=log, log_format=log["format"],
         faults=[FaultRecord(f["seat"], f["kind"], f["detail"], f["turn_id"])

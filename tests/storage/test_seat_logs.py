@@ -10,10 +10,10 @@ from cfarena.server.storage import (
     Database,
     FaultKind,
     FaultRecord,
-    MatchRecord,
     MatchStatus,
     SeatLog,
     StorageError,
+    StoredMatch,
 )
 
 from .helpers import bots, count, plan, result, snapshot
@@ -53,7 +53,7 @@ def test_seat_logs_and_a_limit_fault_are_stored_and_read_back(db: Database) -> N
 def test_limit_is_a_fault_kind_by_its_value_too(db: Database) -> None:
     a, b = bots(db, "a", "b")
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
-    assert db.record_match(MatchRecord(mid, status=MatchStatus.ABORTED, reason="stopped",
+    assert db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="stopped",
                                        faults=[FaultRecord(1, "limit", "CPU time limit 60 s "
                                                            "exceeded")]))
     assert _faults(db, mid) == [(1, FaultKind.LIMIT, "CPU time limit 60 s exceeded", None)]
@@ -108,7 +108,7 @@ def test_a_replayed_match_keeps_only_the_last_attempts_rows(db: Database) -> Non
     tid = db.create_tournament("t", {"n": 1})
     [mid] = db.schedule_matches(tid, [plan("g0", [a, b])])
     db.mark_running(mid)
-    assert db.record_match(MatchRecord(
+    assert db.record_match(StoredMatch(
         mid, status=MatchStatus.ABORTED, reason="aborted: referee shutting down",
         faults=[FaultRecord(0, "disconnect", "stream ended", 3),
                 FaultRecord(1, "timeout", "no answer within 1000 ms", 4)],
@@ -138,10 +138,10 @@ def test_an_attempt_without_a_log_or_seat_logs_leaves_none_of_the_earlier_one(db
                                                                                ) -> None:
     a, b = bots(db, "a", "b")
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
-    assert db.record_match(MatchRecord(
+    assert db.record_match(StoredMatch(
         mid, status=MatchStatus.ABORTED, reason="first", log={"attempt": 1},
         faults=[FaultRecord(0, "protocol")], seat_logs=[SeatLog(0, "one\n", 4)]))
-    assert db.record_match(MatchRecord(mid, status=MatchStatus.ABORTED, reason="second"))
+    assert db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="second"))
     assert db.get_log(mid) is None
     assert db.seat_logs(mid) == []
     assert _faults(db, mid) == []
@@ -153,7 +153,7 @@ def test_an_attempt_without_a_log_or_seat_logs_leaves_none_of_the_earlier_one(db
 def test_a_refused_replay_keeps_the_earlier_attempt(db: Database) -> None:
     a, b = bots(db, "a", "b")
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
-    assert db.record_match(MatchRecord(
+    assert db.record_match(StoredMatch(
         mid, status=MatchStatus.ABORTED, reason="first", log={"attempt": 1},
         faults=[FaultRecord(0, "protocol")], seat_logs=[SeatLog(0, "one\n", 4)]))
     before = snapshot(db)

@@ -13,13 +13,14 @@ Run it with `python -m cfarena.sdk run path/to/bot.py --server HOST:PORT --token
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cfarena.engine.events import Event, EventKind, RoundEnd
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.rules import Draw, PlayDrawn, ResolvedRules, Start, TieBreak
 from cfarena.engine.tiles import Tile
 from cfarena.sdk.bot import Bot
-from cfarena.sdk.client import PROTOCOL, SDK_VERSION, BotClient, BotConnectionError, run_bot
 from cfarena.sdk.types import (
     Fault,
     FaultKind,
@@ -30,7 +31,23 @@ from cfarena.sdk.types import (
     Turn,
 )
 
-__version__ = SDK_VERSION
+if TYPE_CHECKING:
+    from cfarena.sdk.client import PROTOCOL, SDK_VERSION, BotClient, BotConnectionError, run_bot
+
+    __version__ = SDK_VERSION
+
+# the client (and gRPC with it) is imported on first use: the value types alone
+# (`cfarena.sdk.types`: TimeControl, FaultKind, ...) serve offline tools too
+_CLIENT_NAMES = frozenset({"PROTOCOL", "SDK_VERSION", "BotClient", "BotConnectionError",
+                           "run_bot", "__version__"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_NAMES:
+        from cfarena.sdk import client
+
+        return client.SDK_VERSION if name == "__version__" else getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "DRAW",

@@ -23,9 +23,15 @@ class ProtocolError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TimeControl:
-    """A seat's time control (see `TimeControl` in arena.proto); all times in ms."""
+    """A seat's time control (see `TimeControl` in arena.proto); all times in ms.
 
-    move_timeout_ms: int
+    Each decision must be answered within `move_timeout_ms`; time beyond it is
+    drawn from the seat's bank (`bank_ms` at the start, `increment_ms` added
+    after every answer in time). `strikes` faults forfeit the match; earlier
+    ones cost only the turn (the referee plays the fallback move).
+    """
+
+    move_timeout_ms: int = 1000
     bank_ms: int = 0
     increment_ms: int = 0
     strikes: int = 1

@@ -17,6 +17,7 @@ JSON number, and is still read that way (`log_seed`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,15 +34,14 @@ from cfarena.engine import (
     RulesError,
     Tile,
     apply_move,
-    fallback_move,
     legal_moves,
-    needs_decision,
     new_match,
     rank_seats,
 )
 from cfarena.engine.dealing import RoundDeal, deal_round
 from cfarena.engine.match import MatchState
-from cfarena.server.referee.match import MatchRecord
+from cfarena.server.law_replay import decision_differences
+from cfarena.server.match_record import MatchRecord, MatchStatus
 
 LOG_FORMAT = 2  # the format written
 READABLE_FORMATS = (1, 2)  # 1: turn ids count the match's decisions; 2: each seat's own
@@ -50,11 +50,6 @@ READABLE_FORMATS = (1, 2)  # 1: turn ids count the match's decisions; 2: each se
 SEED_PATTERN = r"^-?(0|[1-9][0-9]*)$"  # a format-2 seed: a decimal integer string
 _SEED_RE = re.compile(SEED_PATTERN)
 SEED_BITS = 64  # a seed fits a signed 64-bit integer (how the database stores it)
-
-
-def per_seat_turn_ids(log: Mapping[str, Any]) -> bool:
-    """Whether a log numbers turn ids per seat (format 2 on) or over the match (format 1)."""
-    return log.get("format") != 1
 
 
 def seed_to_json(seed: int) -> str:
@@ -142,7 +137,6 @@ def deal_to_dict(deal: RoundDeal) -> dict[str, Any]:
 
 def record_to_log(record: MatchRecord) -> dict[str, Any]:
     """The game log (format `LOG_FORMAT`) of a referee match record."""
-    tc = record.time_control
     return {
         "format": LOG_FORMAT,
         "match_id": record.match_id,
@@ -152,13 +146,8 @@ def record_to_log(record: MatchRecord) -> dict[str, Any]:
         "players": record.players,
         "seed": seed_to_json(record.seed),
         "seats": list(record.seat_bots),
-        "time_control": {
-            "move_timeout_ms": tc.move_timeout_ms,
-            "bank_ms": tc.bank_ms,
-            "increment_ms": tc.increment_ms,
-            "strikes": tc.strikes,
-        },
-        "status": record.status,
+        "time_control": dataclasses.asdict(record.time_control),
+        "status": record.status.value,
         "reason": record.reason,
         "started_at": record.started_at,
         "finished_at": record.finished_at,
@@ -184,9 +173,7 @@ class LogError(ValueError):
 class Resimulation:
     """The state after replaying a log's actions, and its derived documents.
 
-    `spans[i]` is the slice of `events` produced by `actions[i]`, `forced[i]`
-    whether that move was forced (no PLAY to choose from, so no decision) and
-    `fallbacks[i]` the referee's fallback move at that point (`Move.key`).
+    `spans[i]` is the slice of `events` produced by `actions[i]`.
     """
 
     state: MatchState
@@ -194,8 +181,6 @@ class Resimulation:
     deals: list[dict[str, Any]]
     result: dict[str, Any]
     spans: list[tuple[int, int]] = field(default_factory=list)
-    forced: list[bool] = field(default_factory=list)
-    fallbacks: list[str] = field(default_factory=list)
 
 
 def start_match(log: Mapping[str, Any]) -> MatchState:
@@ -211,8 +196,6 @@ def _replay(log: Mapping[str, Any]) -> tuple[Resimulation, LogError | None]:
     """Re-simulate as far as the actions allow; the (partial) result and the error, if any."""
     state = start_match(log)
     spans: list[tuple[int, int]] = []
-    forced: list[bool] = []
-    fallbacks: list[str] = []
     error: LogError | None = None
     actions = log.get("actions", [])
     for i, action in enumerate(actions if isinstance(actions, list) else []):
@@ -237,8 +220,6 @@ def _replay(log: Mapping[str, Any]) -> tuple[Resimulation, LogError | None]:
             error = LogError(f"{path}.move: {exc}")
             break
         spans.append((start, len(state.events)))
-        forced.append(not needs_decision(moves))
-        fallbacks.append(fallback_move(moves).key)
     result_doc = log.get("result")
     forfeited = list(result_doc.get("forfeited", [])) if isinstance(result_doc, dict) else []
     round_scores = [list(r.scores) for r in state.round_outcomes]
@@ -259,8 +240,6 @@ def _replay(log: Mapping[str, Any]) -> tuple[Resimulation, LogError | None]:
         deals=[deal_to_dict(d) for d in state.deals],
         result=result,
         spans=spans,
-        forced=forced,
-        fallbacks=fallbacks,
     )
     return sim, error
 
@@ -398,86 +377,6 @@ def _event_differences(recorded: Sequence[Any], replayed: Sequence[Any]) -> list
     return [j for j, (a, b) in enumerate(zip(recorded, replayed, strict=False)) if a != b]
 
 
-def _check_decisions(log: Mapping[str, Any], sim: Resimulation, complete: bool) -> list[str]:
-    """Turn ids, fallbacks, faults and forfeits must be what the referee would have written.
-
-    Turn ids count each seat's own decisions (format 2) or, in a format-1 log,
-    the decisions of the whole match; a fault names its decision by (seat,
-    turn id).
-    """
-    problems: list[str] = []
-    actions = [a for a in log.get("actions", []) if isinstance(a, dict)]
-    faults = [f for f in log.get("faults", []) if isinstance(f, dict)]
-    tc = log.get("time_control")
-    strikes = max(1, int(tc.get("strikes", 1))) if isinstance(tc, dict) else 1
-    per_seat = per_seat_turn_ids(log)
-    by_turn: dict[tuple[Any, Any], tuple[int, dict[str, Any]]] = {}
-    strikes_of: dict[Any, int] = {}
-    forfeit_at: dict[Any, int] = {}  # seat -> turn id of its forfeiting fault
-    for k, f in enumerate(faults):
-        seat, turn = f.get("seat"), f.get("turn_id")
-        strikes_of[seat] = strikes_of.get(seat, 0) + 1
-        should = (turn == 0 or f.get("kind") in ("disconnect", "limit")
-                  or strikes_of[seat] >= strikes)
-        if seat in forfeit_at:
-            problems.append(f"faults[{k}]: seat {seat} had already forfeited")
-        elif bool(f.get("forfeit")) != should:
-            problems.append(f"faults[{k}].forfeit: recorded {f.get('forfeit')!r}, "
-                            f"the strikes rule gives {should!r}")
-        if should and seat not in forfeit_at:
-            forfeit_at[seat] = turn if isinstance(turn, int) else 0
-        if turn != 0:
-            by_turn[(seat, turn)] = (k, f)
-    issued: dict[Any, int] = {}  # counter (a seat, or None for the match) -> last turn id
-    for i, (action, forced, fallback) in enumerate(
-        zip(actions, sim.forced, sim.fallbacks, strict=False)
-    ):
-        seat, path = action.get("seat"), f"actions[{i}]"
-        counter = seat if per_seat else None
-        last = issued.get(counter, 0)
-        gone = seat in forfeit_at and forfeit_at[seat] <= last
-        if "turn_id" in action:
-            issued[counter] = expected = last + 1
-            turn = action.get("turn_id")
-            if turn != expected:
-                whose = f" (seat {seat}'s decision {expected})" if per_seat else ""
-                problems.append(f"{path}.turn_id: recorded {turn!r}, expected {expected}{whose}")
-            if forced:
-                problems.append(f"{path}.turn_id: a forced move recorded as a bot decision")
-            fault = by_turn.pop((seat, turn), None)
-            if action.get("fallback"):
-                if fault is None:
-                    problems.append(f"{path}.fallback: no fault of seat {seat} at turn {turn}")
-            elif fault is not None:
-                problems.append(f"faults[{fault[0]}].turn_id: turn {turn} of seat {seat} "
-                                "was answered normally")
-            ms = action.get("ms")
-            if not action.get("fallback") and (
-                isinstance(ms, bool) or not isinstance(ms, int | float) or ms < 0
-            ):
-                problems.append(f"{path}.ms: a decision needs its time in ms, got {ms!r}")
-        elif not forced and not (action.get("fallback") and gone):
-            problems.append(f"{path}: seat {seat} chose among several moves but no decision "
-                            "(turn_id) is recorded and it had not forfeited")
-        elif forced and action.get("fallback"):
-            problems.append(f"{path}.fallback: a forced move is not a fallback")
-        if action.get("fallback") and action.get("move") != fallback:
-            problems.append(f"{path}.move: a fallback move must be {fallback!r}, "
-                            f"recorded {action.get('move')!r}")
-        if len(problems) >= _MAX_REPORTED:
-            return problems
-    if not complete:  # the re-simulation stopped early: the rest cannot be checked
-        return problems
-    for (seat, turn), (k, _) in sorted(by_turn.items(), key=lambda item: item[1][0]):
-        problems.append(f"faults[{k}].turn_id: no decision of seat {seat} has turn id {turn!r}")
-    result_doc = log.get("result")
-    recorded = result_doc.get("forfeited") if isinstance(result_doc, dict) else None
-    if recorded != sorted(forfeit_at):
-        problems.append(f"result.forfeited: recorded {recorded!r}, the faults give "
-                        f"{sorted(forfeit_at)!r}")
-    return problems
-
-
 def verify_log(log: Mapping[str, Any]) -> list[str]:
     """Differences between a log and its re-simulation ([] = genuine).
 
@@ -486,7 +385,9 @@ def verify_log(log: Mapping[str, Any]) -> list[str]:
     recorded events (or was added or removed), an event the actions do not
     produce, a result (scores, totals, ranks, forfeits) or reason that is not
     the re-simulated one, and turn ids (numbered as the log's format numbers
-    them), fallbacks or faults the referee could not have written. Seat
+    them), fallbacks, faults, forfeits or decision times the match law
+    (`cfarena.server.law`) does not give when it is fed the log's recorded
+    answers and faults. Seat
     names, ids, timestamps and decision times cannot be re-derived: compare
     the log's sha256 with the stored one for those.
     """
@@ -498,7 +399,7 @@ def verify_log(log: Mapping[str, Any]) -> list[str]:
     alignment = _align_actions(log)
     raw_events = log.get("events", [])
     recorded_events = raw_events if isinstance(raw_events, list) else []
-    finished = log.get("status") == "finished"
+    finished = log.get("status") == MatchStatus.FINISHED.value
     sim_events = sim.events if finished else sim.events[: len(recorded_events)]
     diff_events = _event_differences(recorded_events, sim_events)
     result_doc = log.get("result")
@@ -545,7 +446,8 @@ def verify_log(log: Mapping[str, Any]) -> list[str]:
             if log.get("reason") != reason:
                 problems.append(f"reason: recorded {log.get('reason')!r}, "
                                 f"re-simulation gives {reason!r}")
-    problems.extend(_check_decisions(log, sim, error is None))
+    problems.extend(decision_differences(log, Rules.from_options(log["rules"]), log_seed(log),
+                                         complete=error is None))
     return list(dict.fromkeys(problems))
 
 

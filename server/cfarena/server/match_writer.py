@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from cfarena.server.storage import Database, MatchRecord, StorageError
+from cfarena.server.storage import Database, StorageError, StoredMatch
 
 FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 30.0
@@ -45,7 +45,7 @@ def is_outage(exc: BaseException) -> bool:
 
 
 class MatchWriter:
-    """Stores `MatchRecord`s in submission order, in a worker thread, retrying outages.
+    """Stores `StoredMatch`s in submission order, in a worker thread, retrying outages.
 
     `say` prints one line for the organiser. `call` runs any other storage call the
     same way (in a thread, outages reported in the same two lines), without queueing.
@@ -58,9 +58,9 @@ class MatchWriter:
         self.first_delay = first_delay
         self.max_delay = max_delay
         self.written = 0
-        self.failed: list[tuple[MatchRecord, str]] = []  # refused records, with why
-        self._queue: asyncio.Queue[MatchRecord] = asyncio.Queue()
-        self._current: MatchRecord | None = None
+        self.failed: list[tuple[StoredMatch, str]] = []  # refused records, with why
+        self._queue: asyncio.Queue[StoredMatch] = asyncio.Queue()
+        self._current: StoredMatch | None = None
         self._task: asyncio.Task[None] | None = None
         self._nudge = asyncio.Event()
         self._closing = False
@@ -97,7 +97,7 @@ class MatchWriter:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
-    def submit(self, record: MatchRecord) -> None:
+    def submit(self, record: StoredMatch) -> None:
         """Queue a finished (or aborted) match; it is stored after every earlier one."""
         self._queue.put_nowait(record)
 
@@ -115,7 +115,7 @@ class MatchWriter:
         self._working(writes)
         return result
 
-    async def close(self, timeout: float) -> list[MatchRecord]:
+    async def close(self, timeout: float) -> list[StoredMatch]:
         """Try for up to `timeout` s to write what is queued; the records left unwritten
         (those the database refused first, then the queue in order)."""
         self._closing = True
@@ -146,7 +146,7 @@ class MatchWriter:
             self._current = None
             self._queue.task_done()
 
-    async def _write(self, record: MatchRecord) -> None:
+    async def _write(self, record: StoredMatch) -> None:
         delay = self.first_delay
         while True:
             self._nudge.clear()  # set from now on: the database is back, or closing
@@ -171,8 +171,8 @@ class MatchWriter:
 # ------------------------------------------------------------- unsaved records
 
 
-def record_json(record: MatchRecord) -> dict[str, Any]:
-    """A `MatchRecord` as plain JSON values (enums by value, times in ISO 8601)."""
+def record_json(record: StoredMatch) -> dict[str, Any]:
+    """A `StoredMatch` as plain JSON values (enums by value, times in ISO 8601)."""
     plain: dict[str, Any] = _plain(dataclasses.asdict(record))
     return plain
 
@@ -189,9 +189,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def dump_unsaved(records: Sequence[MatchRecord], directory: Path) -> Path:
+def dump_unsaved(records: Sequence[StoredMatch], directory: Path) -> Path:
     """Write `records` to `directory/cfarena-unsaved-<UTC timestamp>.jsonl`, one JSON
-    object (the fields of `storage.MatchRecord`) per line; returns the path."""
+    object (the fields of `storage.StoredMatch`) per line; returns the path."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path = directory / f"cfarena-unsaved-{stamp}.jsonl"
     n = 1

@@ -16,9 +16,9 @@ from rich.text import Text
 
 from cfarena.server.cli.common import DbOption, database, fail, out, print_json, seed_json
 from cfarena.server.cli.report import standings_rows, standings_table
-from cfarena.server.referee import new_token
+from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.replay import export_log
-from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog, StorageError, hash_token
+from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog, StorageError
 
 bots_app = typer.Typer(help="Register and list bots (for `cfarena serve`).", no_args_is_help=True)
 

@@ -44,8 +44,7 @@ from cfarena.server.referee import (
 )
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.server import ShuttingDown
-from cfarena.server.storage import Database, MatchPlan, MatchStatus
-from cfarena.server.storage import MatchRecord as StoredMatch
+from cfarena.server.storage import Database, MatchPlan, MatchStatus, StoredMatch
 from cfarena.server.tournament import to_stored
 
 STOPPED = "referee stopped"  # the reason of matches a stopped referee could not finish
@@ -164,7 +163,7 @@ async def _play_matches(
 
     def on_record(record: MatchRecord) -> None:  # every match, finished or aborted, once
         writer.submit(to_stored(record))
-        if record.status == MatchStatus.FINISHED.value:
+        if record.status is MatchStatus.FINISHED:
             result.finished += 1
         else:
             result.aborted += 1
@@ -255,7 +254,7 @@ def _release(conns: Sequence[BotConnection], key: str) -> None:
 def describe(record: MatchRecord) -> str:
     """One line per match for the terminal: its key, then per seat (in seat order)
     the rank, bot and total, and the number of rounds (or why it was aborted)."""
-    if record.status != MatchStatus.FINISHED.value:
+    if record.status is not MatchStatus.FINISHED:
         return f"match {record.match_id} aborted: {record.reason}"
     seats = []
     for seat, bot in enumerate(record.seat_bots):

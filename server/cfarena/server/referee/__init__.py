@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cfarena.server.referee.faults import Fault, FaultKind
-from cfarena.server.referee.match import ActionRecord, MatchRecord, TimeControl
+from cfarena.server.credentials import hash_token, new_token
+from cfarena.server.match_record import ActionRecord, Fault, FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.server import RefereeServer, SeatingTimeout, ShuttingDown
-from cfarena.server.referee.tokens import TokenRegistry, hash_token, new_token
+from cfarena.server.referee.tokens import TokenRegistry
 
 __all__ = [
     "ActionRecord",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cfarena.server.referee.faults import FaultKind
+from cfarena.server.match_record import FaultKind
 from cfarena.server.referee.tokens import SeatPass
 from cfarena.v1 import arena_pb2 as pb
 
@@ -35,7 +35,6 @@ class PendingTurn:
     """A Turn sent to the bot and not answered yet."""
 
     turn_id: int
-    legal_count: int
     future: asyncio.Future[int]
     sent_at: float = 0.0
     answered_at: float = 0.0
@@ -111,11 +110,11 @@ class BotConnection:
             if done is not None and not done.done():
                 done.set_result(None)
 
-    def expect(self, match_id: str, turn_id: int, legal_count: int) -> PendingTurn:
+    def expect(self, match_id: str, turn_id: int) -> PendingTurn:
         """Register the Turn about to be sent, so its Action can be routed."""
         if self.closed:
             raise SeatFault(*self.close_reason)
-        pending = PendingTurn(turn_id, legal_count, asyncio.get_running_loop().create_future())
+        pending = PendingTurn(turn_id, asyncio.get_running_loop().create_future())
         self.pending[match_id] = pending
         return pending
 
@@ -128,8 +127,8 @@ class BotConnection:
         timeout), or one whose turn_id is not the waiting Turn's (a stale
         answer that crossed a newer Turn on the wire). None of them can affect
         another seat or match, and a bot racing a deadline over a network may
-        send one in good faith. An out-of-range move index on the waiting Turn
-        is an ILLEGAL fault for that match.
+        send one in good faith. The waiting Turn's answer goes to its match,
+        whose law makes an out-of-range move index an ILLEGAL fault.
         """
         now = time.perf_counter()
         pending = self.pending.get(action.match_id)
@@ -144,16 +143,7 @@ class BotConnection:
             )
         del self.pending[action.match_id]
         pending.answered_at = now
-        if action.move_index >= pending.legal_count:
-            pending.future.set_exception(
-                SeatFault(
-                    FaultKind.ILLEGAL,
-                    f"move_index {action.move_index} not offered "
-                    f"(turn {action.turn_id} offered {pending.legal_count} moves)",
-                )
-            )
-        else:
-            pending.future.set_result(action.move_index)
+        pending.future.set_result(action.move_index)  # the match law judges the index
         return None
 
     def close(self, kind: FaultKind, detail: str) -> None:

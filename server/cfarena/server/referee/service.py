@@ -13,8 +13,8 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from cfarena.engine import PRESETS
+from cfarena.server.match_record import FaultKind
 from cfarena.server.referee.connection import BotConnection, SeatFault
-from cfarena.server.referee.faults import FaultKind
 from cfarena.server.referee.tokens import PassUsed
 from cfarena.v1 import arena_pb2 as pb
 

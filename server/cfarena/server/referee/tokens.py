@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import secrets
 from dataclasses import dataclass, field
 
-
-def new_token() -> str:
-    """A fresh random token (URL-safe, 32 bytes of entropy)."""
-    return secrets.token_urlsafe(32)
-
-
-def hash_token(token: str) -> str:
-    """The SHA-256 hex digest under which a token is stored."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+from cfarena.server.credentials import hash_token, new_token
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """Play a whole match in-process and return its game log (tests, demos).
 
-No referee, no network: a simple policy decides for every seat, and the
-`MatchRecord` is filled exactly as `MatchRunner` fills it (forced moves are
-not decisions; each seat's decisions get its own consecutive turn ids; a
-faulting seat gets the referee's fallback move and, once it forfeits, plays
-only fallbacks), then turned into a log by `record_to_log`.
+No referee, no network: a simple policy decides for every seat, under the
+same match law as the referee's (`cfarena.server.law.MatchLaw`: forced moves
+are not decisions, each seat's decisions get its own consecutive turn ids, a
+faulting seat gets the fallback move and, once it forfeits, plays only
+fallbacks); its `MatchRecord` is turned into a log by `record_to_log`.
 
     log = simulate_log({"preset": "maltese"}, players=3, seed=7)
 """
@@ -16,20 +16,11 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from cfarena.engine import (
-    Move,
-    MoveKind,
-    Rules,
-    apply_move,
-    fallback_move,
-    legal_moves,
-    needs_decision,
-    new_match,
-)
+from cfarena.engine import Move, MoveKind, Rules
 from cfarena.engine.match import MatchState
 from cfarena.server.gamelog import record_to_log
-from cfarena.server.referee.faults import Fault, FaultKind
-from cfarena.server.referee.match import ActionRecord, MatchRecord, TimeControl
+from cfarena.server.law import Answer, Decision, MatchLaw, Reply, TimedOut, play_out
+from cfarena.server.match_record import MatchRecord, TimeControl
 
 Policy = Callable[[MatchState, Sequence[Move], random.Random], Move]
 
@@ -88,57 +79,27 @@ def simulate_record(
         raise ValueError(f"policy: unknown {unknown[0]!r} (known: {', '.join(POLICIES)})")
     funcs = [_POLICY_FUNCS[p] for p in seat_policies]
     tc = TimeControl(move_timeout_ms=1000, strikes=strikes)
-    state = new_match(rules, players, seed)
-    record = MatchRecord(
-        match_id=f"sim-{rules.name}-{players}p-{seed}",
-        rules=rules,
-        players=players,
-        seed=seed,
-        seat_bots=list(names) if names is not None else [
-            f"{p}-{s}" for s, p in enumerate(seat_policies)
-        ],
-        time_control=tc,
+    law = MatchLaw(
+        f"sim-{rules.name}-{players}p-{seed}",
+        rules,
+        seed,
+        list(names) if names is not None else [f"{p}-{s}" for s, p in enumerate(seat_policies)],
+        tc,
     )
-    record.started_at = time.time()
     rng = random.Random(seed)
-    strikes_of = [0] * players
-    forfeited: set[int] = set()
     decisions = 0
-    turns = [0] * players  # turn ids count each seat's own decisions
-    while not state.is_over:
-        seat = state.current_seat
-        assert seat is not None
-        moves = legal_moves(state)
-        if not needs_decision(moves):
-            record.actions.append(ActionRecord(seat, moves[0].key, False, None, None))
-            apply_move(state, moves[0])
-            continue
-        if seat in forfeited:
-            move = fallback_move(moves)
-            record.actions.append(ActionRecord(seat, move.key, False, None, None, True))
-            apply_move(state, move)
-            continue
+
+    def ask(decision: Decision) -> Reply:
+        nonlocal decisions
         decisions += 1
-        turns[seat] += 1
-        turn_id = turns[seat]
         if decisions in timeouts:
-            strikes_of[seat] += 1
-            forfeit = strikes_of[seat] >= max(1, strikes)
-            detail = f"no answer within {tc.move_timeout_ms} ms"
-            record.faults.append(Fault(seat, FaultKind.TIMEOUT, detail, turn_id, forfeit))
-            if forfeit:
-                forfeited.add(seat)
-            move = fallback_move(moves)
-            elapsed = float(tc.move_timeout_ms)
-            record.actions.append(ActionRecord(seat, move.key, True, elapsed, turn_id, True))
-        else:
-            started = time.perf_counter()
-            move = funcs[seat](state, moves, rng)
-            elapsed = (time.perf_counter() - started) * 1000.0
-            record.actions.append(ActionRecord(seat, move.key, True, elapsed, turn_id))
-        apply_move(state, move)
-    record.finish(state, set(forfeited))
-    return record
+            return TimedOut()
+        moves = decision.legal_moves
+        started = time.perf_counter()
+        move = funcs[decision.seat](law.state, moves, rng)
+        return Answer(moves.index(move), (time.perf_counter() - started) * 1000.0)
+
+    return play_out(law, ask)
 
 
 def simulate_log(

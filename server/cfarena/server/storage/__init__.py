@@ -6,13 +6,13 @@ database and returns the `Database` facade; see docs/STORAGE.md.
 
 from __future__ import annotations
 
+from cfarena.server.credentials import hash_token
 from cfarena.server.storage.database import (
     GLOBAL_POOL,
     Database,
     canonical_json,
     config_hash,
     default_pool,
-    hash_token,
     open_database,
 )
 from cfarena.server.storage.engine import DEFAULT_URL, StorageError
@@ -24,13 +24,13 @@ from cfarena.server.storage.records import (
     MatchDetail,
     MatchInfo,
     MatchPlan,
-    MatchRecord,
     MatchStatus,
     RatingPoint,
     ScheduledMatch,
     SeatInfo,
     SeatLog,
     Standing,
+    StoredMatch,
     TournamentInfo,
     TournamentStatus,
 )
@@ -46,7 +46,6 @@ __all__ = [
     "MatchDetail",
     "MatchInfo",
     "MatchPlan",
-    "MatchRecord",
     "MatchStatus",
     "RatingPoint",
     "ScheduledMatch",
@@ -54,6 +53,7 @@ __all__ = [
     "SeatLog",
     "Standing",
     "StorageError",
+    "StoredMatch",
     "TournamentInfo",
     "TournamentStatus",
     "canonical_json",

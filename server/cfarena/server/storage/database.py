@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import re
@@ -45,11 +44,11 @@ from cfarena.server.storage.records import (
     MatchDetail,
     MatchInfo,
     MatchPlan,
-    MatchRecord,
     RatingPoint,
     ScheduledMatch,
     SeatLog,
     Standing,
+    StoredMatch,
     TournamentInfo,
 )
 
@@ -57,11 +56,6 @@ GLOBAL_POOL = "global"
 _HASH = re.compile(r"[0-9a-f]{64}")
 _INT64 = 2**63
 _PENDING = (MatchStatus.SCHEDULED, MatchStatus.RUNNING, MatchStatus.ABORTED)
-
-
-def hash_token(token: str) -> str:
-    """The sha256 hex digest stored for a bot token (the token itself is never stored)."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def canonical_json(value: Any) -> str:
@@ -319,7 +313,7 @@ class Database:
 
     # -- results ------------------------------------------------------------
 
-    def record_match(self, record: MatchRecord) -> bool:
+    def record_match(self, record: StoredMatch) -> bool:
         """Store a played match, all or nothing, and rate it; False if it was already finished.
 
         One transaction writes the result (status finished, or aborted with
@@ -462,9 +456,8 @@ def _same_tournament(tournament_id: int | None) -> Any:
     return Match.tournament_id == tournament_id
 
 
-def _fault_kind(kind: FaultKind | str | enum.Enum) -> str:
-    value = kind.value if isinstance(kind, enum.Enum) else kind
-    return FaultKind(value).value
+def _fault_kind(kind: FaultKind | str) -> str:
+    return kind.value if isinstance(kind, FaultKind) else FaultKind(kind).value
 
 
 def _check_plan(plan: MatchPlan) -> None:
@@ -485,7 +478,7 @@ def _check_same(s: Session, m: Match, tournament_id: int | None, plan: MatchPlan
         raise StorageError(f"match key {plan.key!r} is already scheduled differently")
 
 
-def _check_result(record: MatchRecord, players: int) -> None:
+def _check_result(record: StoredMatch, players: int) -> None:
     if len(record.totals) != players or len(record.ranks) != players:
         raise ValueError(f"match {record.match_id!r}: need totals and ranks for {players} seats")
     if any(r < 1 for r in record.ranks):
@@ -494,7 +487,7 @@ def _check_result(record: MatchRecord, players: int) -> None:
         raise ValueError(f"match {record.match_id!r}: a round score row is not {players} long")
 
 
-def _check_seat_logs(record: MatchRecord, players: int) -> None:
+def _check_seat_logs(record: StoredMatch, players: int) -> None:
     seen: set[int] = set()
     for x in record.seat_logs:
         if not 0 <= x.seat < players or x.seat in seen:

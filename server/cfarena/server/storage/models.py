@@ -29,6 +29,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+# one enum each for the whole arena: how a match stands or ended, how a seat faulted
+from cfarena.server.match_record import FaultKind as FaultKind
+from cfarena.server.match_record import MatchStatus as MatchStatus
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -48,22 +52,7 @@ class TournamentStatus(enum.StrEnum):
     INTERRUPTED = "interrupted"
 
 
-class MatchStatus(enum.StrEnum):
-    SCHEDULED = "scheduled"
-    RUNNING = "running"
-    FINISHED = "finished"
-    ABORTED = "aborted"
-
-
-class FaultKind(enum.StrEnum):
-    TIMEOUT = "timeout"
-    ILLEGAL = "illegal"
-    PROTOCOL = "protocol"
-    DISCONNECT = "disconnect"
-    LIMIT = "limit"  # a sandbox limit was breached (memory, CPU time, processes, output)
-
-
-def _in(column: str, values: type[enum.StrEnum]) -> str:
+def _in(column: str, values: type[enum.Enum]) -> str:
     return f"{column} IN ({', '.join(repr(v.value) for v in values)})"
 
 

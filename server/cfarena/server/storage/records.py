@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from cfarena.server.gamelog import LOG_FORMAT
 from cfarena.server.storage.models import FaultKind, MatchStatus, TournamentStatus
 
 __all__ = [
@@ -18,13 +18,13 @@ __all__ = [
     "MatchDetail",
     "MatchInfo",
     "MatchPlan",
-    "MatchRecord",
     "MatchStatus",
     "RatingPoint",
     "ScheduledMatch",
     "SeatInfo",
     "SeatLog",
     "Standing",
+    "StoredMatch",
     "TournamentInfo",
     "TournamentStatus",
 ]
@@ -85,12 +85,11 @@ class ScheduledMatch:
 class FaultRecord:
     """A fault of the bot in `seat`: `detail` is the offending input (or what went wrong).
 
-    `kind` is a `FaultKind`, its value, or any enum member with such a value
-    (e.g. the referee's own FaultKind).
+    `kind` is a `FaultKind` or its value.
     """
 
     seat: int
-    kind: FaultKind | str | enum.Enum
+    kind: FaultKind | str
     detail: str = ""
     at_turn: int | None = None
 
@@ -113,8 +112,10 @@ class SeatLog:
 
 
 @dataclass(frozen=True, slots=True)
-class MatchRecord:
-    """The outcome of one played match, stored by `Database.record_match`.
+class StoredMatch:
+    """What storage keeps of one match, stored by `Database.record_match`: its
+    result, faults, game log and seat logs (`tournament.to_stored` makes one
+    from the referee's `MatchRecord`).
 
     For a finished match `totals`, `ranks` are per seat (rank 1 = best, equal =
     shared) and `round_scores[r][seat]` the score of seat in round r. An
@@ -135,7 +136,7 @@ class MatchRecord:
     forfeited: Sequence[int] = ()
     faults: Sequence[FaultRecord] = ()
     log: Mapping[str, Any] | None = None
-    log_format: int = 1
+    log_format: int = LOG_FORMAT  # the format `log` is written in
     duration_s: float | None = None
     finished_at: datetime | None = None
     seat_logs: list[SeatLog] = field(default_factory=list)

@@ -46,12 +46,12 @@ from cfarena.server.storage import (
     ScheduledMatch,
     SeatLog,
     StorageError,
+    StoredMatch,
     TournamentInfo,
     TournamentStatus,
     config_hash,
     hash_token,
 )
-from cfarena.server.storage import MatchRecord as StoredMatch
 from cfarena.server.storage.locks import TournamentBusy, tournament_lock
 from cfarena.server.tournament.pool import (
     BotPool,
@@ -153,7 +153,7 @@ def to_stored(record: MatchRecord) -> StoredMatch:
     """The storage form of a referee match record (with its game log)."""
     return StoredMatch(
         match_id=record.match_id,
-        status=record.status,  # type: ignore[arg-type]
+        status=record.status,
         reason=record.reason or None,
         round_scores=record.round_scores,
         totals=record.totals,
