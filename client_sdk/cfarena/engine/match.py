@@ -183,7 +183,7 @@ class MatchState:
         round_index: int,
         round_outcomes: Sequence[RoundOutcome],
         event_offset: int,
-        hands: Sequence[Sequence[int]],
+        hands: list[list[int]],
         boneyard: Sequence[int],
         layout: Sequence[PlacedTile],
         pending: int | None,
@@ -197,17 +197,19 @@ class MatchState:
         samples the hidden facts and this builds the state, so only this class
         knows its internals. `hands`, `boneyard` (in draw order, `boneyard[0]`
         drawn first) and `drawn` (the tile the seat to move drew this turn,
-        NO_TILE if none) are tile codes (`tile_codes.code_of`). The state has
-        `seed` None, no events (`event_offset` counts the events before), no
-        deals, and deals later rounds from `deal_seed`. The facts are trusted
-        to be consistent (the caller checks the tile count).
+        NO_TILE if none) are tile codes (`tile_codes.code_of`); the state takes
+        the lists of `hands` as they are (pass fresh ones: this is a hot path of
+        search bots). The state has `seed` None, no events (`event_offset`
+        counts the events before), no deals, and deals later rounds from
+        `deal_seed`. The facts are trusted to be consistent (the caller checks
+        the tile count).
         """
         state = cls(rules, None, deal_seed)
         state.round_index = round_index
         state.event_offset = event_offset
         state._set_round_outcomes(list(round_outcomes))
-        state._load_hands([list(h) for h in hands])
-        state._bone = list(boneyard)[::-1]
+        state._load_hands(hands)
+        state._bone = list(reversed(boneyard))
         state._ntile = [code_of(p.tile) for p in layout]
         state._nparent = [p.parent if p.parent is not None else NO_NODE for p in layout]
         state._nopen = [p.open_value for p in layout]

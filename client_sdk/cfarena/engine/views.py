@@ -91,7 +91,7 @@ def determinize(obs: Observation, rng: random.Random) -> MatchState:
     hands: list[list[int]] = []
     for s in range(rules.players):
         if s == obs.seat:
-            hands.append(own)
+            hands.append(own)  # a fresh list: from_position takes it
         else:
             size = obs.hand_sizes[s]
             hands.append(unseen[pos : pos + size])
@@ -116,7 +116,8 @@ def determinize(obs: Observation, rng: random.Random) -> MatchState:
         ],
         event_offset=obs.event_count,
         hands=hands,
-        boneyard=unseen[pos:][::-1],  # the boneyard in draw order
+        # the rest, last first: in draw order (one copy; unseen[-1] is drawn first)
+        boneyard=unseen[: pos - 1 : -1] if pos else unseen[::-1],
         layout=obs.layout,
         pending=obs.pending,
         current_seat=obs.current_seat,
