@@ -174,6 +174,39 @@ def test_bad_choices_fall_back_to_the_first_offered_move(
     assert got == [expected]
 
 
+def test_another_seats_observation_is_refused_loudly(caplog: pytest.LogCaptureFixture) -> None:
+    # a referee that sends seat 1's view to the bot in seat 0 (a leak): the bot is not
+    # asked (it must not see that hand), the error names both seats, the match goes on
+    bot = Recorder()
+    got: list[pb.Action] = []
+
+    async def script(s: Session) -> None:
+        await s.hello()
+        await s.send(welcome(), match_start("m", seat=0))
+        await s.send(turn("m", 1, start_events(), seat=1))
+        got.append(await s.action())
+        await s.send(turn("m", 2, start_events(), seat=0))
+        got.append(await s.action())
+
+    async def main() -> None:
+        ref = FakeReferee(script)
+        await ref.start()
+        await client(bot, ref).run()
+        ref.check()
+        await ref.stop()
+
+    with caplog.at_level("ERROR", logger="cfarena.sdk"):
+        run(main())
+    assert [(a.turn_id, a.move_index) for a in got] == [(1, 0), (2, 2)]
+    assert [c for c in bot.calls if c[0] == "choose"] == [("choose", ("m", 2))]
+    assert all(t.seat == 0 for t in bot.turns)
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1, [r.getMessage() for r in caplog.records]
+    text = errors[0].getMessage()
+    assert "Turn 1 carries the observation of seat 1" in text
+    assert "this bot sits in seat 0" in text and "not asked" in text
+
+
 def test_reconnects_after_the_referee_restarts_on_the_same_port() -> None:
     bot = Recorder()
     actions: list[pb.Action] = []

@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import sqlite3
 import threading
+from contextlib import closing
+from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 
 from cfarena.server.replay import simulate_log, verify_logs
 from cfarena.server.storage import (
@@ -19,6 +22,7 @@ from cfarena.server.storage import (
     StorageError,
     StoredMatch,
     canonical_json,
+    open_database,
 )
 
 from .helpers import bots, count, plan, result, snapshot
@@ -192,5 +196,49 @@ def test_a_played_game_log_is_stored_whole_to_its_last_action(db: Database) -> N
     assert stored == log
     detail = db.get_match(mid)
     assert detail is not None and detail.log_format == log["format"]
+    report = verify_logs({log["match_id"]: stored}, {log["match_id"]: detail.log_sha256 or ""})
+    assert report.ok, report.lines()
+
+
+def test_a_played_log_reads_back_whole_from_a_reopened_database(db_url: str) -> None:
+    # what a later `cfarena replay`/`verify` run sees: a new Database on the same
+    # file (or PostgreSQL database), and the raw row read without SQLAlchemy's model
+    log = simulate_log({"preset": "trains", "rounds": 2}, 3, 23, timeouts=(1,))
+    last = log["actions"][-1]
+    writer = open_database(db_url)
+    try:
+        ids = bots(writer, *log["seats"])
+        [mid] = writer.schedule_matches(None, [plan("reopen", ids, seed=int(log["seed"]))])
+        res = log["result"]
+        assert writer.record_match(MatchRecord(
+            mid, round_scores=res["round_scores"], totals=res["totals"], ranks=res["ranks"],
+            forfeited=res["forfeited"], log=log, log_format=log["format"],
+            faults=[FaultRecord(f["seat"], f["kind"], f["detail"], f["turn_id"])
+                    for f in log["faults"]]))
+    finally:
+        writer.close()
+    if db_url.startswith("sqlite:///"):
+        path = Path(db_url.removeprefix("sqlite:///"))
+        assert path.is_file()
+        with closing(sqlite3.connect(path)) as conn:
+            (raw,) = conn.execute("SELECT log FROM game_logs WHERE match_id = ?", (mid,)).fetchone()
+        row = json.loads(raw)
+    else:
+        reader_engine = create_engine(db_url)  # a fresh engine, not the Database's
+        try:
+            with reader_engine.connect() as conn:
+                row = conn.execute(text("SELECT log FROM game_logs WHERE match_id = :m"),
+                                   {"m": mid}).scalar_one()
+        finally:
+            reader_engine.dispose()
+    assert row["actions"][-1] == last and len(row["actions"]) == len(log["actions"])
+    reader = open_database(db_url)
+    try:
+        stored = reader.get_log(mid)
+        detail = reader.get_match(mid)
+    finally:
+        reader.close()
+    assert stored == log and stored is not None and stored["actions"][-1] == last
+    assert detail is not None
     report = verify_logs({log["match_id"]: stored}, {log["match_id"]: detail.log_sha256 or ""})
     assert report.ok, report.lines()

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cfarena.engine.rules import ResolvedRules, Start
-from cfarena.engine.tile_codes import STRIDE, set_codes, tile_of
+from cfarena.engine.tile_codes import STRIDE, code_of, set_codes, tile_of
 from cfarena.engine.tiles import Tile
 
 
@@ -161,4 +162,55 @@ def deal_round(rules: ResolvedRules, seed: int, round_index: int) -> RoundSetup:
         centre_seat=centre_seat,
         draw_off=draw_off,
         setup_draws=setup_draws,
+    )
+
+
+def explicit_setup(
+    resolved: ResolvedRules,
+    hands: Sequence[Sequence[Tile]],
+    boneyard: Sequence[Tile],
+    first_seat: int,
+    round_index: int,
+) -> RoundSetup:
+    """The setup of an explicit deal (`MatchState.from_deal`); ValueError naming what is wrong.
+
+    The tiles must be exactly the set minus the round double of `round_index`.
+    """
+    players = resolved.players
+    if len(hands) != players:
+        raise ValueError(f"hands: {len(hands)} hands given for {players} players")
+    if not (0 <= first_seat < players):
+        raise ValueError(f"first_seat: must be a seat 0..{players - 1}, got {first_seat}")
+    if round_index < 0:
+        raise ValueError(f"round_index: must be >= 0, got {round_index}")
+    value = resolved.round_double_value(round_index)
+    double = value * STRIDE + value
+    expected = set(set_codes(resolved.set_size))
+    seen: set[int] = set()
+    where = [*(f"hand of seat {s}" for s in range(players)), "boneyard"]
+    for place, tiles in zip(where, [*hands, boneyard], strict=True):
+        for tile in tiles:
+            code = code_of(tile)
+            if code not in expected:
+                raise ValueError(
+                    f"{place}: {tile} is not a tile of the double-{resolved.set_size} set"
+                )
+            if code == double:
+                raise ValueError(f"{place}: {tile} is the round double, already in the centre")
+            if code in seen:
+                raise ValueError(f"{place}: {tile} appears more than once")
+            seen.add(code)
+    missing = sorted(expected - seen - {double})
+    if missing:
+        names = ", ".join(str(tile_of(c)) for c in missing)
+        raise ValueError(f"tiles missing from the deal: {names}")
+    return RoundSetup(
+        round_index=round_index,
+        double=double,
+        hands=[[code_of(t) for t in h] for h in hands],
+        boneyard=[code_of(t) for t in boneyard],
+        first_seat=first_seat,
+        centre_seat=None,
+        draw_off=[],
+        setup_draws=[],
     )

@@ -12,34 +12,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cfarena.engine.dealing import RoundDeal, RoundSetup, deal_round
+from cfarena.engine.dealing import RoundDeal, RoundSetup, deal_round, explicit_setup
 from cfarena.engine.events import Event, EventKind, RoundEnd
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import PlacedTile
 from cfarena.engine.outcome import MatchEnd, Outcome, RoundOutcome, rank_seats
 from cfarena.engine.rules import (
-    MAX_PLAYERS,
-    MIN_PLAYERS,
     Draw,
     PlayDrawn,
     ResolvedRules,
     Rules,
-    RulesError,
-    Start,
+    resolve_rules,
 )
 from cfarena.engine.tile_codes import (
     END_A,
     END_B,
     PIPS,
-    STRIDE,
     TILE_OF,
     code_of,
     play_key,
     play_move,
-    set_codes,
     tile_of,
 )
-from cfarena.engine.tiles import MAX_SET, MIN_SET, Tile, set_count
+from cfarena.engine.tiles import Tile
 
 NO_NODE = -1
 NO_TILE = -1
@@ -165,46 +160,73 @@ class MatchState:
         minus the round double.
         """
         resolved = resolve_rules(rules, players)
-        if len(hands) != players:
-            raise ValueError(f"hands: {len(hands)} hands given for {players} players")
-        if not (0 <= first_seat < players):
-            raise ValueError(f"first_seat: must be a seat 0..{players - 1}, got {first_seat}")
-        if round_index < 0:
-            raise ValueError(f"round_index: must be >= 0, got {round_index}")
-        value = resolved.round_double_value(round_index)
-        double = value * STRIDE + value
-        expected = set(set_codes(resolved.set_size))
-        seen: set[int] = set()
-        where = [*(f"hand of seat {s}" for s in range(players)), "boneyard"]
-        for place, tiles in zip(where, [*hands, boneyard], strict=True):
-            for tile in tiles:
-                code = code_of(tile)
-                if code not in expected:
-                    raise ValueError(
-                        f"{place}: {tile} is not a tile of the double-{resolved.set_size} set"
-                    )
-                if code == double:
-                    raise ValueError(f"{place}: {tile} is the round double, already in the centre")
-                if code in seen:
-                    raise ValueError(f"{place}: {tile} appears more than once")
-                seen.add(code)
-        missing = sorted(expected - seen - {double})
-        if missing:
-            names = ", ".join(str(tile_of(c)) for c in missing)
-            raise ValueError(f"tiles missing from the deal: {names}")
+        setup = explicit_setup(resolved, hands, boneyard, first_seat, round_index)
         state = cls(resolved, None, seed)
-        setup = RoundSetup(
-            round_index=round_index,
-            double=double,
-            hands=[[code_of(t) for t in h] for h in hands],
-            boneyard=[code_of(t) for t in boneyard],
-            first_seat=first_seat,
-            centre_seat=None,
-            draw_off=[],
-            setup_draws=[],
-        )
         state._setup_round(setup)
         state._settle(None)
+        return state
+
+    @classmethod
+    def new(cls, rules: ResolvedRules, seed: int) -> MatchState:
+        """A new match, its first round dealt from `seed` and set up (`play.new_match`)."""
+        state = cls(rules, seed, seed)
+        state._setup_round(deal_round(rules, seed, 0))
+        state._settle(None)
+        return state
+
+    @classmethod
+    def from_position(
+        cls,
+        rules: ResolvedRules,
+        deal_seed: int,
+        *,
+        round_index: int,
+        round_outcomes: Sequence[RoundOutcome],
+        event_offset: int,
+        hands: list[list[int]],
+        boneyard: Sequence[int],
+        layout: Sequence[PlacedTile],
+        pending: int | None,
+        current_seat: int | None,
+        has_drawn: bool,
+        drawn: int = NO_TILE,
+    ) -> MatchState:
+        """A state in the middle of a round, from every fact of it (determinization).
+
+        OpenSpiel's `resample_from_infostate` is the model: `views.determinize`
+        samples the hidden facts and this builds the state, so only this class
+        knows its internals. `hands`, `boneyard` (in draw order, `boneyard[0]`
+        drawn first) and `drawn` (the tile the seat to move drew this turn,
+        NO_TILE if none) are tile codes (`tile_codes.code_of`); the state takes
+        the lists of `hands` as they are (pass fresh ones: this is a hot path of
+        search bots). The state has `seed` None, no events (`event_offset`
+        counts the events before), no deals, and deals later rounds from
+        `deal_seed`. The facts are trusted to be consistent (the caller checks
+        the tile count).
+        """
+        state = cls(rules, None, deal_seed)
+        state.round_index = round_index
+        state.event_offset = event_offset
+        state._set_round_outcomes(list(round_outcomes))
+        state._load_hands(hands)
+        state._bone = list(reversed(boneyard))
+        state._ntile = [code_of(p.tile) for p in layout]
+        state._nparent = [p.parent if p.parent is not None else NO_NODE for p in layout]
+        state._nopen = [p.open_value for p in layout]
+        state._ncap = [p.capacity for p in layout]
+        state._nkids = [p.children for p in layout]
+        state._placed = list(layout)
+        obv: list[list[int]] = [[] for _ in range(rules.set_size + 1)]
+        for p in layout:
+            if p.children < p.capacity:
+                obv[p.open_value].append(p.node)
+        state._obv = obv
+        state._pending = pending if pending is not None else NO_NODE
+        state.current_seat = current_seat
+        state.is_over = current_seat is None
+        if has_drawn and current_seat is not None:
+            state._has_drawn = True
+            state._drawn = drawn
         return state
 
     def clone(self) -> MatchState:
@@ -468,6 +490,18 @@ class MatchState:
             self._settle(None)
         return self.events[start:]
 
+    def _load_hands(self, hands: list[list[int]]) -> None:
+        """Take `hands` (tile codes, one list per seat) and count their values."""
+        n = self.rules.set_size + 1
+        vcount = [[0] * n for _ in range(self.players)]
+        for counts, hand in zip(vcount, hands, strict=True):
+            for c in hand:
+                counts[END_A[c]] += 1
+                if END_B[c] != END_A[c]:
+                    counts[END_B[c]] += 1
+        self._hands = hands
+        self._vcount = vcount
+
     def _remove_from_hand(self, seat: int, code: int) -> None:
         self._hands[seat].remove(code)
         counts = self._vcount[seat]
@@ -604,14 +638,7 @@ class MatchState:
         self._drawn = NO_TILE
         self._has_drawn = False
         self.deals.append(setup.to_deal())
-        self._hands = [list(h) for h in setup.hands]
-        self._vcount = [[0] * n for _ in range(self.players)]
-        for seat, hand in enumerate(self._hands):
-            counts = self._vcount[seat]
-            for c in hand:
-                counts[END_A[c]] += 1
-                if END_B[c] != END_A[c]:
-                    counts[END_B[c]] += 1
+        self._load_hands([list(h) for h in setup.hands])
         self._bone = setup.boneyard[::-1]
         events = self.events
         double = setup.double
@@ -640,44 +667,3 @@ class MatchState:
         events.append(Event(EventKind.CENTRE, r, setup.centre_seat, tile_of(double), node=0))
         self.current_seat = setup.first_seat
 
-
-def resolve_rules(rules: Rules | ResolvedRules, players: int) -> ResolvedRules:
-    """`rules` resolved for `players` (RulesError naming the option if impossible)."""
-    if isinstance(rules, ResolvedRules):
-        if rules.players != players:
-            raise RulesError(
-                "players", f"the resolved rules are for {rules.players} players, got {players}"
-            )
-        check_resolved(rules)
-        return rules
-    return rules.resolve(players)
-
-
-def check_resolved(rules: ResolvedRules) -> None:
-    """Refuse a hand-built ResolvedRules that cannot be played (RulesError naming the option)."""
-    n = rules.set_size
-    if not (MIN_SET <= n <= MAX_SET):
-        raise RulesError("set_size", f"must be between {MIN_SET} and {MAX_SET}, got {n}")
-    if not (MIN_PLAYERS <= rules.players <= MAX_PLAYERS):
-        raise RulesError(
-            "players", f"must be between {MIN_PLAYERS} and {MAX_PLAYERS}, got {rules.players}"
-        )
-    dealable = set_count(n) - (0 if rules.start is Start.HOLDER else 1)
-    if rules.hand_size < 1 or rules.hand_size * rules.players > dealable:
-        raise RulesError(
-            "hand_size",
-            f"{rules.players} hands of {rules.hand_size} do not fit a double-{n} set "
-            f"({dealable} tiles to deal)",
-        )
-    if not (1 <= rules.spokes <= n):
-        raise RulesError("spokes", f"must be between 1 and {n}, got {rules.spokes}")
-    if not (1 <= rules.toes <= n):
-        raise RulesError("toes", f"must be between 1 and {n}, got {rules.toes}")
-    if rules.boneyard_reserve < 0:
-        raise RulesError("boneyard_reserve", f"must be >= 0, got {rules.boneyard_reserve}")
-    if rules.double_blank < 0:
-        raise RulesError("double_blank", f"must be >= 0, got {rules.double_blank}")
-    if rules.rounds < 1:
-        raise RulesError("rounds", f"must be >= 1, got {rules.rounds}")
-    if rules.end_at_score is not None and rules.end_at_score < 0:
-        raise RulesError("end_at_score", f"must be >= 0, got {rules.end_at_score}")

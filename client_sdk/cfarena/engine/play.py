@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cfarena.engine.dealing import deal_round
 from cfarena.engine.events import Event
-from cfarena.engine.match import MatchState, resolve_rules
+from cfarena.engine.match import MatchState
 from cfarena.engine.moves import Move, MoveKind
-from cfarena.engine.rules import ResolvedRules, Rules
+from cfarena.engine.rules import ResolvedRules, Rules, resolve_rules
 
 
 def new_match(rules: Rules | ResolvedRules, players: int, seed: int) -> MatchState:
@@ -17,11 +16,7 @@ def new_match(rules: Rules | ResolvedRules, players: int, seed: int) -> MatchSta
     Raises RulesError (naming the option) before anything starts if `rules`
     cannot be played with `players` players.
     """
-    resolved = resolve_rules(rules, players)
-    state = MatchState(resolved, seed, seed)
-    state._setup_round(deal_round(resolved, seed, 0))
-    state._settle(None)
-    return state
+    return MatchState.new(resolve_rules(rules, players), seed)
 
 
 def legal_moves(state: MatchState) -> tuple[Move, ...]:

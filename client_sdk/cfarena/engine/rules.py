@@ -363,3 +363,45 @@ TRAINS = Rules(
 PRESETS: Mapping[str, Rules] = MappingProxyType(
     {"standard": STANDARD, "maltese": MALTESE, "trains": TRAINS}
 )
+
+
+def resolve_rules(rules: Rules | ResolvedRules, players: int) -> ResolvedRules:
+    """`rules` resolved for `players` (RulesError naming the option if impossible)."""
+    if isinstance(rules, ResolvedRules):
+        if rules.players != players:
+            raise RulesError(
+                "players", f"the resolved rules are for {rules.players} players, got {players}"
+            )
+        check_resolved(rules)
+        return rules
+    return rules.resolve(players)
+
+
+def check_resolved(rules: ResolvedRules) -> None:
+    """Refuse a hand-built ResolvedRules that cannot be played (RulesError naming the option)."""
+    n = rules.set_size
+    if not (MIN_SET <= n <= MAX_SET):
+        raise RulesError("set_size", f"must be between {MIN_SET} and {MAX_SET}, got {n}")
+    if not (MIN_PLAYERS <= rules.players <= MAX_PLAYERS):
+        raise RulesError(
+            "players", f"must be between {MIN_PLAYERS} and {MAX_PLAYERS}, got {rules.players}"
+        )
+    dealable = set_count(n) - (0 if rules.start is Start.HOLDER else 1)
+    if rules.hand_size < 1 or rules.hand_size * rules.players > dealable:
+        raise RulesError(
+            "hand_size",
+            f"{rules.players} hands of {rules.hand_size} do not fit a double-{n} set "
+            f"({dealable} tiles to deal)",
+        )
+    if not (1 <= rules.spokes <= n):
+        raise RulesError("spokes", f"must be between 1 and {n}, got {rules.spokes}")
+    if not (1 <= rules.toes <= n):
+        raise RulesError("toes", f"must be between 1 and {n}, got {rules.toes}")
+    if rules.boneyard_reserve < 0:
+        raise RulesError("boneyard_reserve", f"must be >= 0, got {rules.boneyard_reserve}")
+    if rules.double_blank < 0:
+        raise RulesError("double_blank", f"must be >= 0, got {rules.double_blank}")
+    if rules.rounds < 1:
+        raise RulesError("rounds", f"must be >= 1, got {rules.rounds}")
+    if rules.end_at_score is not None and rules.end_at_score < 0:
+        raise RulesError("end_at_score", f"must be >= 0, got {rules.end_at_score}")

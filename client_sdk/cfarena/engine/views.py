@@ -12,10 +12,11 @@ import random
 
 from cfarena.engine.dealing import randbelow, shuffle_in_place
 from cfarena.engine.events import Event, RoundEnd
-from cfarena.engine.match import NO_NODE, NO_TILE, MatchState, check_resolved
+from cfarena.engine.match import NO_NODE, NO_TILE, MatchState
 from cfarena.engine.observation import Observation
 from cfarena.engine.outcome import RoundOutcome
-from cfarena.engine.tile_codes import END_A, END_B, TILE_OF, code_of, set_codes
+from cfarena.engine.rules import check_resolved
+from cfarena.engine.tile_codes import TILE_OF, code_of, set_codes
 
 
 def _check_seat(state: MatchState, seat: int) -> None:
@@ -75,20 +76,10 @@ def determinize(obs: Observation, rng: random.Random) -> MatchState:
     """
     rules = obs.rules
     check_resolved(rules)
-    players = rules.players
-    state = MatchState(rules, None, rng.getrandbits(64))
-    state.round_index = obs.round_index
-    state.event_offset = obs.event_count
-    state._set_round_outcomes(
-        list(obs.round_outcomes)
-        or [
-            RoundOutcome(i, RoundEnd.WENT_OUT if 0 in s else RoundEnd.BLOCKED, s, None)
-            for i, s in enumerate(obs.round_scores)
-        ]
-    )
+    deal_seed = rng.getrandbits(64)
     own = [code_of(t) for t in obs.hand]
-    placed = [code_of(p.tile) for p in obs.layout]
-    unseen = sorted(set(set_codes(rules.set_size)) - set(placed) - set(own))
+    unseen = sorted(set(set_codes(rules.set_size)) - {code_of(p.tile) for p in obs.layout}
+                    - set(own))
     others = sum(n for s, n in enumerate(obs.hand_sizes) if s != obs.seat)
     if len(unseen) != others + obs.boneyard_size:
         raise ValueError(
@@ -98,43 +89,38 @@ def determinize(obs: Observation, rng: random.Random) -> MatchState:
     shuffle_in_place(unseen, rng)
     pos = 0
     hands: list[list[int]] = []
-    for s in range(players):
+    for s in range(rules.players):
         if s == obs.seat:
-            hands.append(list(own))
+            hands.append(own)  # a fresh list: from_position takes it
         else:
             size = obs.hand_sizes[s]
             hands.append(unseen[pos : pos + size])
             pos += size
-    state._hands = hands
-    n = rules.set_size + 1
-    state._vcount = [[0] * n for _ in range(players)]
-    for counts, hand in zip(state._vcount, hands, strict=True):
-        for c in hand:
-            counts[END_A[c]] += 1
-            if END_B[c] != END_A[c]:
-                counts[END_B[c]] += 1
-    state._bone = unseen[pos:]
-    state._ntile = placed
-    state._nparent = [p.parent if p.parent is not None else NO_NODE for p in obs.layout]
-    state._nopen = [p.open_value for p in obs.layout]
-    state._ncap = [p.capacity for p in obs.layout]
-    state._nkids = [p.children for p in obs.layout]
-    state._placed = list(obs.layout)
-    state._dirty = []
-    state._obv = [[] for _ in range(n)]
-    for p in obs.layout:
-        if p.children < p.capacity:
-            state._obv[p.open_value].append(p.node)
-    state._pending = obs.pending if obs.pending is not None else NO_NODE
-    state.current_seat = obs.current_seat
-    state.is_over = obs.current_seat is None
+    drawn = NO_TILE
     if obs.current_has_drawn and obs.current_seat is not None:
-        state._has_drawn = True
         if obs.current_seat == obs.seat:
             if obs.drawn_tile is None:
                 raise ValueError("observation inconsistent: own draw without drawn_tile")
-            state._drawn = code_of(obs.drawn_tile)
+            drawn = code_of(obs.drawn_tile)
         else:
             hand = hands[obs.current_seat]
-            state._drawn = hand[randbelow(rng, len(hand))] if hand else NO_TILE
-    return state
+            drawn = hand[randbelow(rng, len(hand))] if hand else NO_TILE
+    return MatchState.from_position(
+        rules,
+        deal_seed,
+        round_index=obs.round_index,
+        round_outcomes=obs.round_outcomes
+        or [
+            RoundOutcome(i, RoundEnd.WENT_OUT if 0 in s else RoundEnd.BLOCKED, s, None)
+            for i, s in enumerate(obs.round_scores)
+        ],
+        event_offset=obs.event_count,
+        hands=hands,
+        # the rest, last first: in draw order (one copy; unseen[-1] is drawn first)
+        boneyard=unseen[: pos - 1 : -1] if pos else unseen[::-1],
+        layout=obs.layout,
+        pending=obs.pending,
+        current_seat=obs.current_seat,
+        has_drawn=obs.current_has_drawn,
+        drawn=drawn,
+    )

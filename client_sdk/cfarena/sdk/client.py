@@ -343,6 +343,17 @@ class BotClient:
                       err)
             self._spawn(self._send_action(msg.match_id, msg.turn_id, 0))
             return
+        if turn.observation.seat != match.info.seat:
+            # a referee bug that shows this bot another seat's hand: the bot must not see
+            # it (nor decide on it), and the referee's operator must hear of it
+            log.error(
+                "match %s: Turn %d carries the observation of seat %d, but this bot sits in "
+                "seat %d (the referee sent another seat's view; report it to the arena's "
+                "operator); the bot is not asked, answering move 0",
+                msg.match_id, msg.turn_id, turn.observation.seat, match.info.seat,
+            )
+            self._spawn(self._send_action(msg.match_id, msg.turn_id, 0))
+            return
         match.history = turn.history
         match.latest_turn = turn.turn_id
         match.queue.put_nowait(("turn", turn))

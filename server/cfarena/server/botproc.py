@@ -1,18 +1,12 @@
-"""The bundled bots: one registry of their names, and how to run one."""
+"""How the referee runs a bundled bot (the registry itself is `cfarena.bots.BUNDLED`)."""
 
 from __future__ import annotations
 
 import sys
 
-# Bundled bots: NAME -> the module `python -m cfarena.sdk run` loads.
-BUNDLED_BOTS: dict[str, str] = {
-    "random": "cfarena.bots.random_bot",
-    "greedy": "cfarena.bots.greedy",
-    "smart": "cfarena.bots.smart",
-    "montecarlo": "cfarena.bots.montecarlo",
-}
+from cfarena.bots import BUNDLED
 
 
 def bundled_command(name: str) -> list[str]:
-    """The argv that runs a bundled bot with this interpreter."""
-    return [sys.executable, "-m", "cfarena.sdk", "run", BUNDLED_BOTS[name]]
+    """The argv that runs the bundled bot `name` with this interpreter."""
+    return [sys.executable, "-m", "cfarena.sdk", "run", BUNDLED[name].target]

@@ -20,8 +20,8 @@ from rich.progress import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from cfarena.bots import BUNDLED, bundled_names
 from cfarena.engine import RulesError
-from cfarena.server.botproc import BUNDLED_BOTS
 from cfarena.server.cli.common import DbOption, build_rules, database, err, fail, out, print_json
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
@@ -30,7 +30,7 @@ from cfarena.server.storage import StorageError
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
 from cfarena.server.tournament.pool import Launch
 
-DEFAULT_BOTS = ("random", "greedy", "smart", "montecarlo")
+DEFAULT_BOTS = tuple(BUNDLED)  # every bundled bot
 
 
 def parse_bot(spec: str) -> BotSpec:
@@ -43,8 +43,8 @@ def parse_bot(spec: str) -> BotSpec:
         if not command.strip():
             fail(f"--bot {name}=: the command is empty")
         return BotSpec(name, command.strip())
-    if name not in BUNDLED_BOTS:
-        fail(f"--bot {name}: no bundled bot of that name (bundled: {', '.join(BUNDLED_BOTS)}); "
+    if name not in BUNDLED:
+        fail(f"--bot {name}: no bundled bot of that name (bundled: {bundled_names()}); "
              f"use NAME=COMMAND for your own")
     return BotSpec(name)
 
@@ -91,9 +91,9 @@ class _ProgressBar:
 
 def run_tournament_cmd(
     bot: Annotated[list[str] | None, typer.Option(
-        "--bot", help="NAME (bundled: random, greedy, smart, montecarlo) or NAME=COMMAND; "
+        "--bot", help=f"NAME (bundled: {bundled_names()}) or NAME=COMMAND; "
         "repeatable. The command gets CFARENA_SERVER and CFARENA_TOKEN in its environment. "
-        "Default: the four bundled bots.")] = None,
+        "Default: every bundled bot.")] = None,
     players: Annotated[int, typer.Option("--players", "-k", help="seats per table (2-8)")] = 4,
     rules: Annotated[str | None, typer.Option(
         "--rules", help="preset: standard, maltese, trains [default: standard, or the "
