@@ -24,11 +24,11 @@ from cfarena.engine import (
 )
 from cfarena.engine.dealing import RoundDeal
 from cfarena.engine.match import MatchState
-from cfarena.sdk import convert
-from cfarena.sdk.turn_encoder import TurnEncoder
 from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
 from cfarena.server.referee.faults import Fault, FaultKind
+from cfarena.server.wire import encode as convert
+from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
 
 
