@@ -15,8 +15,10 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -98,6 +100,31 @@ def test_sdk_sources_import_nothing_of_the_server_or_the_bundled_bots() -> None:
                 if n.split(".")[:2] in (["cfarena", "server"], ["cfarena", "bots"])
             ]
     assert not offenders
+
+
+def test_the_server_wheel_requires_this_sdk_and_ships_none_of_its_files(tmp_path: Path) -> None:
+    """What `pip install .` installs: cfarena (server, bots) requiring cfarena-sdk by file URL."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path),
+         str(ROOT)],
+        env=_clean_env(), capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = tmp_path.glob("cfarena-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        requires = [
+            line.removeprefix("Requires-Dist: ")
+            for line in z.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist: ")
+        ]
+    assert f"cfarena-sdk @ {SDK.as_uri()}" in requires
+    packages = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
+    assert "cfarena/server" in packages and "cfarena/bots" in packages
+    assert not [p for p in packages if p.split("/")[:2] in (
+        ["cfarena", "sdk"], ["cfarena", "engine"], ["cfarena", "v1"]
+    )]
 
 
 @pytest.fixture(scope="module")
