@@ -51,7 +51,7 @@ __all__ = [
     "turn_from_proto",
 ]
 
-STRIDE = MAX_SET + 1  # a tile's code is a * STRIDE + b
+_STRIDE = MAX_SET + 1  # a tile's code is a * _STRIDE + b
 
 # ----------------------------------------------------------------------- enums
 
@@ -90,10 +90,10 @@ def _enum_text(enum_type: type[_E], text: str, what: str) -> _E:
 # ----------------------------------------------------------------------- tiles
 
 # code a * 19 + b -> Tile (a <= b <= 18); built once at import
-_TILES: list[Tile | None] = [None] * (STRIDE * STRIDE)
-for _a in range(STRIDE):
-    for _b in range(_a, STRIDE):
-        _TILES[_a * STRIDE + _b] = Tile(_a, _b)
+_TILES: list[Tile | None] = [None] * (_STRIDE * _STRIDE)
+for _a in range(_STRIDE):
+    for _b in range(_a, _STRIDE):
+        _TILES[_a * _STRIDE + _b] = Tile(_a, _b)
 
 
 def tile_from_proto(msg: pb.Tile, what: str = "tile") -> Tile:
@@ -102,7 +102,7 @@ def tile_from_proto(msg: pb.Tile, what: str = "tile") -> Tile:
     b = msg.b
     if a > b or b > MAX_SET:
         raise ProtocolError(f"{what}: {a}-{b} is not a tile (need a <= b <= {MAX_SET})")
-    tile = _TILES[a * STRIDE + b]
+    tile = _TILES[a * _STRIDE + b]
     assert tile is not None
     return tile
 

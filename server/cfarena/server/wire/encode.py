@@ -19,7 +19,7 @@ from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import Observation
 from cfarena.engine.rules import ResolvedRules
 from cfarena.engine.tiles import MAX_SET, Tile
-from cfarena.sdk.convert import EVENT_KIND_TO_PB, FAULT_KIND_TO_PB, STRIDE
+from cfarena.sdk.convert import EVENT_KIND_TO_PB, FAULT_KIND_TO_PB
 from cfarena.sdk.types import Fault, MatchInfo, MatchResult, TimeControl
 from cfarena.server.wire import raw
 from cfarena.v1 import arena_pb2 as pb
@@ -46,7 +46,7 @@ __all__ = [
 
 # Tile -> its Tile message; built once at import
 _TILE_PB: dict[Tile, pb.Tile] = {
-    Tile(a, b): pb.Tile(a=a, b=b) for a in range(STRIDE) for b in range(a, STRIDE)
+    Tile(a, b): pb.Tile(a=a, b=b) for a in range(MAX_SET + 1) for b in range(a, MAX_SET + 1)
 }
 
 
