@@ -1,7 +1,7 @@
 # cfarena: referee, CLI and sample bots in one image.
 FROM python:3.11-slim
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml hatch_build.py README.md ./
 COPY proto ./proto
 COPY client_sdk ./client_sdk
 COPY server ./server

@@ -14,13 +14,8 @@ from cfarena.engine.moves import Move
 from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.rules import Rules
 from cfarena.engine.tiles import Tile
-from cfarena.sdk.convert import (
-    observation_from_proto,
-    observation_to_proto,
-    turn_from_proto,
-    turn_message,
-    turn_to_proto,
-)
+from cfarena.sdk.convert import observation_from_proto, turn_from_proto
+from cfarena.server.wire.encode import observation_to_proto, turn_message, turn_to_proto
 
 
 def sample_observation() -> Observation:

@@ -7,8 +7,8 @@ from cfarena.engine.moves import PASS, Move
 from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.rules import ResolvedRules, Rules
 from cfarena.engine.tiles import Tile
-from cfarena.sdk.convert import match_end_to_proto, match_start_to_proto, turn_message
 from cfarena.sdk.types import MatchInfo, MatchResult, TimeControl
+from cfarena.server.wire.encode import match_end_to_proto, match_start_to_proto, turn_message
 from cfarena.v1 import arena_pb2 as pb
 
 RULES: ResolvedRules = Rules.preset("standard").resolve(2)

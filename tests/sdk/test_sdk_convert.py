@@ -1,4 +1,5 @@
-"""Protocol <-> domain conversion: round trips, the fast encoder, malformed messages."""
+"""Protocol <-> domain conversion: the referee's encoding (cfarena.server.wire) decoded by the
+SDK (cfarena.sdk.convert): round trips, the fast encoder, malformed messages."""
 
 from __future__ import annotations
 
@@ -15,9 +16,7 @@ from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.outcome import RoundOutcome
 from cfarena.engine.rules import Draw, PlayDrawn, ResolvedRules, Start, TieBreak
 from cfarena.engine.tiles import Tile
-from cfarena.sdk import _wire
 from cfarena.sdk import convert as c
-from cfarena.sdk.turn_encoder import TurnEncoder
 from cfarena.sdk.types import (
     Fault,
     FaultKind,
@@ -26,6 +25,9 @@ from cfarena.sdk.types import (
     ProtocolError,
     TimeControl,
 )
+from cfarena.server.wire import encode as enc
+from cfarena.server.wire import raw
+from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
 
 from .sdk_samples import RULES, observation, start_events
@@ -117,38 +119,38 @@ def observations(draw: st.DrawFn) -> Observation:
 
 @given(tiles)
 def test_tile_round_trip(tile: Tile) -> None:
-    assert c.tile_from_proto(c.tile_to_proto(tile)) == tile
+    assert c.tile_from_proto(enc.tile_to_proto(tile)) == tile
 
 
 @given(moves)
 def test_move_round_trip(move: Move) -> None:
-    msg = pb.Move.FromString(c.move_to_proto(move).SerializeToString())
+    msg = pb.Move.FromString(enc.move_to_proto(move).SerializeToString())
     assert msg.key == move.key
     assert c.move_from_proto(msg) == move
 
 
 @given(events(), st.integers(0, 10_000))
 def test_event_round_trip(event: Event, index: int) -> None:
-    msg = c.event_to_proto(event, index)
+    msg = enc.event_to_proto(event, index)
     assert msg.index == index
     assert c.event_from_proto(pb.Event.FromString(msg.SerializeToString())) == event
 
 
 @given(st.lists(events(), max_size=6), st.integers(0, 100))
 def test_fast_event_encoding_matches_protobuf(evs: list[Event], first: int) -> None:
-    fast = [pb.Event.FromString(c.event_payload(e, first + i)) for i, e in enumerate(evs)]
-    assert fast == c.events_to_proto(evs, first)
+    fast = [pb.Event.FromString(enc.event_payload(e, first + i)) for i, e in enumerate(evs)]
+    assert fast == enc.events_to_proto(evs, first)
 
 
 @given(resolved_rules)
 def test_rules_round_trip(rules: ResolvedRules) -> None:
-    assert c.rules_from_proto(c.rules_to_proto(rules)) == rules
+    assert c.rules_from_proto(enc.rules_to_proto(rules)) == rules
 
 
 @settings(max_examples=100)
 @given(observations())
 def test_observation_round_trip(obs: Observation) -> None:
-    msg = pb.Observation.FromString(c.observation_to_proto(obs).SerializeToString())
+    msg = pb.Observation.FromString(enc.observation_to_proto(obs).SerializeToString())
     assert c.observation_from_proto(msg, obs.rules, obs.legal_moves) == obs
 
 
@@ -187,25 +189,25 @@ def test_fast_turn_encoding_matches_protobuf(
     obs: Observation, evs: list[Event], match_id: str, turn_id: int
 ) -> None:
     reference_obs = _reference_observation(obs)
-    assert c.observation_to_proto(obs) == reference_obs
+    assert enc.observation_to_proto(obs) == reference_obs
     assert reference_obs.HasField("pending") == (obs.pending is not None)
     first = obs.event_count - len(evs)
     if first < 0:
         with pytest.raises(ValueError, match="new events but event_count"):
-            c.turn_to_proto(match_id, turn_id, obs, evs, deadline_ms=1500)
+            enc.turn_to_proto(match_id, turn_id, obs, evs, deadline_ms=1500)
         return
-    msg = c.turn_to_proto(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7)
+    msg = enc.turn_to_proto(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7)
     expected = pb.Turn(
         match_id=match_id,
         turn_id=turn_id,
         observation=reference_obs,
-        legal_moves=[c.move_to_proto(m) for m in obs.legal_moves],
-        events=[c.event_to_proto(e, first + i) for i, e in enumerate(evs)],
+        legal_moves=[enc.move_to_proto(m) for m in obs.legal_moves],
+        events=[enc.event_to_proto(e, first + i) for i, e in enumerate(evs)],
         deadline_ms=1500,
         bank_ms=7,
     )
     assert msg == expected
-    assert c.turn_message(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7) == (
+    assert enc.turn_message(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7) == (
         pb.RefereeMessage(turn=expected)
     )
     # the referee's incremental encoder, fresh and after encoding another Turn first
@@ -228,12 +230,12 @@ def test_placed_entry_bytes_equal_protobuf(
         node=node, tile=pb.Tile(a=tile.a, b=tile.b), parent=parent,
         open_value=open_value, capacity=capacity, children=children,
     )])
-    assert _wire.placed_entry(placed) == reference.SerializeToString()
+    assert raw.placed_entry(placed) == reference.SerializeToString()
 
 
 def test_turn_round_trip_accumulates_history() -> None:
     obs = observation(event_count=2)
-    msg = c.turn_to_proto("m", 3, obs, start_events(), deadline_ms=900, bank_ms=50)
+    msg = enc.turn_to_proto("m", 3, obs, start_events(), deadline_ms=900, bank_ms=50)
     before = (Event(EventKind.PASS, 0, seat=0),)
     turn = c.turn_from_proto(msg, RULES, history=before, received_at=12.5)
     assert turn.observation == obs
@@ -254,7 +256,7 @@ def test_turn_derives_round_outcomes_and_drawn_state() -> None:
         round_scores=((9, 0), (4, 6)),
         totals=(13, 6),
     )
-    msg = c.turn_to_proto("m", 8, obs, [blocked], deadline_ms=100)
+    msg = enc.turn_to_proto("m", 8, obs, [blocked], deadline_ms=100)
     turn = c.turn_from_proto(msg, RULES, history=(start_events()[0], end), received_at=0.0)
     assert turn.observation.round_outcomes == (
         RoundOutcome(0, RoundEnd.WENT_OUT, (9, 0), 1),
@@ -266,7 +268,7 @@ def test_turn_derives_round_outcomes_and_drawn_state() -> None:
 
 def test_match_start_and_end_round_trip() -> None:
     info = MatchInfo("m-1", 1, RULES, ("x", "y"), TimeControl(500, 3000, 100, 2), tournament_id=9)
-    assert c.match_start_from_proto(c.match_start_to_proto(info)) == info
+    assert c.match_start_from_proto(enc.match_start_to_proto(info)) == info
     result = MatchResult(
         match_id="m-1",
         totals=(3, 70),
@@ -277,7 +279,7 @@ def test_match_start_and_end_round_trip() -> None:
         reason="aborted",
         seat=0,
     )
-    msg = pb.MatchEnd.FromString(c.match_end_to_proto(result).SerializeToString())
+    msg = pb.MatchEnd.FromString(enc.match_end_to_proto(result).SerializeToString())
     assert c.match_end_from_proto(msg, seat=0) == result
     assert c.match_end_from_proto(msg, seat=0).rank == 1
 
@@ -302,9 +304,9 @@ def test_move_key_may_name_the_tile_either_way() -> None:
 
 
 def test_cached_messages_are_shared() -> None:
-    assert c.tile_to_proto(Tile(2, 5)) is c.tile_to_proto(Tile(2, 5))
+    assert enc.tile_to_proto(Tile(2, 5)) is enc.tile_to_proto(Tile(2, 5))
     move = Move.play(Tile(2, 5), 4)
-    assert c.move_to_proto(move) is c.move_to_proto(Move.play(Tile(2, 5), 4))
+    assert enc.move_to_proto(move) is enc.move_to_proto(Move.play(Tile(2, 5), 4))
 
 
 # -------------------------------------------------------------- malformed
@@ -347,7 +349,7 @@ def test_malformed_messages_raise_protocol_error(decode: object, msg: object, ma
 
 
 def test_malformed_rules_and_observations() -> None:
-    good = c.rules_to_proto(RULES)
+    good = enc.rules_to_proto(RULES)
     for field, value, match in (
         ("start", "whenever", "rules.start"),
         ("players", 9, "players must be 2-8"),
@@ -359,7 +361,7 @@ def test_malformed_rules_and_observations() -> None:
         setattr(bad, field, value)
         with pytest.raises(ProtocolError, match=match):
             c.rules_from_proto(bad)
-    obs = c.observation_to_proto(observation())
+    obs = enc.observation_to_proto(observation())
     swapped = pb.Observation()
     swapped.CopyFrom(obs)
     swapped.layout[1].node = 5
@@ -386,7 +388,7 @@ def test_turn_encoder_matches_the_plain_encoding_over_whole_matches() -> None:
         observe,
         visible_events,
     )
-    from cfarena.sdk.convert import turn_message_bytes
+    from cfarena.server.wire.encode import turn_message_bytes
 
     for preset, players in (("standard", 4), ("maltese", 3), ("trains", 2)):
         state = new_match(Rules.preset(preset).with_options(rounds=2), players, 9)

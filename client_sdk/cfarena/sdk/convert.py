@@ -1,16 +1,14 @@
-"""Protocol <-> domain conversion: the only place arena.proto messages meet engine values.
+"""Protocol -> domain decoding: how a bot reads what the referee sends.
 
-Used both ways: the SDK decodes what the referee sends (`*_from_proto`), the
-referee encodes what it sends (`*_to_proto`). Decoding validates: a message
-that breaks the contract of arena.proto (unknown or unspecified enum value, a
-tile `a-b` with `a > b` or an end above 18, a PLAY without a tile, ...) raises
-`ProtocolError` (a `ValueError`) naming what is wrong.
+Decoding validates: a message that breaks the contract of arena.proto (unknown
+or unspecified enum value, a tile `a-b` with `a > b` or an end above 18, a
+PLAY without a tile, ...) raises `ProtocolError` (a `ValueError`) naming what
+is wrong.
 
-Encoding is on the referee's hot path (one Turn per decision), so Tile and
-Move messages are built once and cached. Messages returned by `tile_to_proto`
-and `move_to_proto` are those shared cached instances: treat them as read-only
-(passing them to a message constructor or `CopyFrom` copies them, which is the
-intended use).
+This module also holds the enum tables of the protocol (`EVENT_KIND_TO_PB`,
+`FAULT_KIND_TO_PB`): the referee's encoder (`cfarena.server.wire.encode`, not
+part of the SDK distribution) imports them from here, so the two directions
+cannot disagree on a number.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.outcome import RoundOutcome
 from cfarena.engine.rules import Draw, PlayDrawn, ResolvedRules, Start, TieBreak
 from cfarena.engine.tiles import MAX_SET, MIN_SET, Tile
-from cfarena.sdk import _wire
 from cfarena.sdk.types import (
     Fault,
     FaultKind,
@@ -37,43 +34,29 @@ from cfarena.sdk.types import (
 from cfarena.v1 import arena_pb2 as pb
 
 __all__ = [
+    "EVENT_KIND_TO_PB",
+    "FAULT_KIND_TO_PB",
     "ProtocolError",
     "event_from_proto",
-    "event_to_proto",
     "events_from_proto",
-    "events_to_proto",
     "fault_from_proto",
-    "fault_to_proto",
     "match_end_from_proto",
-    "match_end_to_proto",
     "match_start_from_proto",
-    "match_start_to_proto",
     "move_from_proto",
-    "move_to_proto",
     "observation_from_proto",
-    "observation_to_proto",
     "round_outcomes_from_events",
     "rules_from_proto",
-    "rules_to_proto",
     "tile_from_proto",
-    "tile_to_proto",
     "time_control_from_proto",
-    "time_control_to_proto",
     "turn_from_proto",
-    "turn_message",
-    "turn_to_proto",
 ]
 
-_STRIDE = MAX_SET + 1
+_STRIDE = MAX_SET + 1  # a tile's code is a * _STRIDE + b
 
 # ----------------------------------------------------------------------- enums
 
-_MOVE_KIND_TO_PB: dict[MoveKind, pb.MoveKind] = {
-    MoveKind.PLAY: pb.MOVE_KIND_PLAY,
-    MoveKind.DRAW: pb.MOVE_KIND_DRAW,
-    MoveKind.PASS: pb.MOVE_KIND_PASS,
-}
-_EVENT_KIND_TO_PB: dict[EventKind, pb.EventKind] = {
+# the protocol's enum numbers of the engine's enums (both directions use these)
+EVENT_KIND_TO_PB: dict[EventKind, pb.EventKind] = {
     EventKind.ROUND_START: pb.EVENT_KIND_ROUND_START,
     EventKind.DRAW_OFF: pb.EVENT_KIND_DRAW_OFF,
     EventKind.CENTRE: pb.EVENT_KIND_CENTRE,
@@ -82,15 +65,15 @@ _EVENT_KIND_TO_PB: dict[EventKind, pb.EventKind] = {
     EventKind.PASS: pb.EVENT_KIND_PASS,
     EventKind.ROUND_END: pb.EVENT_KIND_ROUND_END,
 }
-_EVENT_KIND_FROM_PB = {v: k for k, v in _EVENT_KIND_TO_PB.items()}
-_FAULT_KIND_TO_PB: dict[FaultKind, pb.FaultKind] = {
+_EVENT_KIND_FROM_PB = {v: k for k, v in EVENT_KIND_TO_PB.items()}
+FAULT_KIND_TO_PB: dict[FaultKind, pb.FaultKind] = {
     FaultKind.TIMEOUT: pb.FAULT_KIND_TIMEOUT,
     FaultKind.ILLEGAL: pb.FAULT_KIND_ILLEGAL,
     FaultKind.PROTOCOL: pb.FAULT_KIND_PROTOCOL,
     FaultKind.DISCONNECT: pb.FAULT_KIND_DISCONNECT,
     FaultKind.LIMIT: pb.FAULT_KIND_LIMIT,
 }
-_FAULT_KIND_FROM_PB = {v: k for k, v in _FAULT_KIND_TO_PB.items()}
+_FAULT_KIND_FROM_PB = {v: k for k, v in FAULT_KIND_TO_PB.items()}
 
 
 _E = TypeVar("_E", Start, Draw, PlayDrawn, TieBreak, RoundEnd)
@@ -106,22 +89,11 @@ def _enum_text(enum_type: type[_E], text: str, what: str) -> _E:
 
 # ----------------------------------------------------------------------- tiles
 
-# code a * 19 + b -> Tile / Tile message (a <= b <= 18); built once at import
+# code a * 19 + b -> Tile (a <= b <= 18); built once at import
 _TILES: list[Tile | None] = [None] * (_STRIDE * _STRIDE)
-_TILE_PB: dict[Tile, pb.Tile] = {}
 for _a in range(_STRIDE):
     for _b in range(_a, _STRIDE):
-        _t = Tile(_a, _b)
-        _TILES[_a * _STRIDE + _b] = _t
-        _TILE_PB[_t] = pb.Tile(a=_a, b=_b)
-
-
-def tile_to_proto(tile: Tile) -> pb.Tile:
-    """The (shared, read-only) Tile message of `tile`."""
-    try:
-        return _TILE_PB[tile]
-    except KeyError:
-        raise ValueError(f"tile {tile} is outside a double-{MAX_SET} set") from None
+        _TILES[_a * _STRIDE + _b] = Tile(_a, _b)
 
 
 def tile_from_proto(msg: pb.Tile, what: str = "tile") -> Tile:
@@ -136,30 +108,6 @@ def tile_from_proto(msg: pb.Tile, what: str = "tile") -> Tile:
 
 
 # ----------------------------------------------------------------------- moves
-
-_MOVE_PB: dict[Move, pb.Move] = {
-    DRAW: pb.Move(kind=pb.MOVE_KIND_DRAW, key=DRAW.key),
-    PASS: pb.Move(kind=pb.MOVE_KIND_PASS, key=PASS.key),
-}
-
-
-def move_to_proto(move: Move) -> pb.Move:
-    """The (shared, read-only) Move message of `move`, key included."""
-    msg = _MOVE_PB.get(move)
-    if msg is None:
-        if move.kind is not MoveKind.PLAY or move.tile is None or move.parent is None:
-            raise ValueError(f"not a valid move: {move!r}")
-        msg = pb.Move(
-            kind=pb.MOVE_KIND_PLAY,
-            tile=tile_to_proto(move.tile),
-            parent=move.parent,
-            key=move.key,
-        )
-        _MOVE_PB[move] = msg
-    return msg
-
-
-_MOVE_BYTES: dict[Move, bytes] = {}
 
 
 def move_from_proto(msg: pb.Move) -> Move:
@@ -187,43 +135,6 @@ def move_from_proto(msg: pb.Move) -> Move:
 
 
 # ---------------------------------------------------------------------- events
-
-
-def event_to_proto(event: Event, index: int) -> pb.Event:
-    """The Event message of `event`, at position `index` of the match's events."""
-    msg = pb.Event(
-        index=index,
-        kind=_EVENT_KIND_TO_PB[event.kind],
-        round_index=event.round_index,
-        seat=event.seat,
-        node=event.node,
-        parent=event.parent,
-        scores=event.scores,
-        round_end=event.reason.value if event.reason is not None else "",
-    )
-    if event.tile is not None:
-        msg.tile.CopyFrom(_TILE_PB[event.tile])
-    return msg
-
-
-def event_payload(event: Event, index: int) -> bytes:
-    """The serialized Event message (payload, no key) of the event at `index`."""
-    return _wire.event_bytes(
-        index,
-        _EVENT_KIND_TO_PB[event.kind],
-        event.round_index,
-        event.seat,
-        event.tile,
-        event.node,
-        event.parent,
-        event.scores,
-        event.reason.value if event.reason is not None else "",
-    )
-
-
-def events_to_proto(events: Iterable[Event], first_index: int) -> list[pb.Event]:
-    """Event messages numbered from `first_index`."""
-    return [event_to_proto(e, first_index + i) for i, e in enumerate(events)]
 
 
 def event_from_proto(msg: pb.Event) -> Event:
@@ -255,26 +166,6 @@ def events_from_proto(msgs: Iterable[pb.Event]) -> tuple[Event, ...]:
 # ----------------------------------------------------------------------- rules
 
 
-def rules_to_proto(rules: ResolvedRules) -> pb.Rules:
-    """The Rules message (end_at_score None is sent as 0)."""
-    return pb.Rules(
-        preset=rules.name,
-        players=rules.players,
-        set_size=rules.set_size,
-        hand_size=rules.hand_size,
-        start=rules.start.value,
-        spokes=rules.spokes,
-        toes=rules.toes,
-        draw=rules.draw.value,
-        play_drawn=rules.play_drawn.value,
-        boneyard_reserve=rules.boneyard_reserve,
-        double_blank=rules.double_blank,
-        rounds=rules.rounds,
-        end_at_score=rules.end_at_score or 0,
-        tie_break=rules.tie_break.value,
-    )
-
-
 def rules_from_proto(msg: pb.Rules) -> ResolvedRules:
     """ResolvedRules of a message; ProtocolError for out-of-range numbers or unknown names."""
     if not (2 <= msg.players <= 8):
@@ -299,25 +190,11 @@ def rules_from_proto(msg: pb.Rules) -> ResolvedRules:
     )
 
 
-def time_control_to_proto(tc: TimeControl) -> pb.TimeControl:
-    return pb.TimeControl(
-        move_timeout_ms=tc.move_timeout_ms,
-        bank_ms=tc.bank_ms,
-        increment_ms=tc.increment_ms,
-        strikes=tc.strikes,
-    )
-
-
 def time_control_from_proto(msg: pb.TimeControl) -> TimeControl:
     return TimeControl(msg.move_timeout_ms, msg.bank_ms, msg.increment_ms, msg.strikes)
 
 
-# ---------------------------------------------------------------- observation
-
-
-def observation_to_proto(obs: Observation) -> pb.Observation:
-    """The Observation message (rules, current_seat and legal_moves travel elsewhere)."""
-    return pb.Observation.FromString(_wire.observation_bytes(obs))
+# ----------------------------------------------------------------- observation
 
 
 def _placed_from_proto(msg: pb.PlacedTile, index: int) -> PlacedTile:
@@ -413,97 +290,6 @@ def observation_from_proto(
 # ----------------------------------------------------------------------- turns
 
 
-def move_payload(move: Move) -> bytes:
-    """The serialized Move message (payload, no key) of `move`, cached by value."""
-    data = _MOVE_BYTES.get(move)
-    if data is None:
-        data = _MOVE_BYTES[move] = move_to_proto(move).SerializeToString()
-    return data
-
-
-def _turn_bytes(
-    match_id: str,
-    turn_id: int,
-    obs: Observation,
-    events: Sequence[Event],
-    deadline_ms: int,
-    bank_ms: int,
-    legal_moves: Sequence[Move] | None,
-) -> bytes:
-    moves = obs.legal_moves if legal_moves is None else legal_moves
-    cache = _MOVE_BYTES
-    first = obs.event_count - len(events)
-    if first < 0:
-        raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
-    return _wire.turn_bytes(
-        match_id,
-        turn_id,
-        _wire.observation_bytes(obs),
-        [cache.get(m) or move_payload(m) for m in moves],
-        [event_payload(e, first + i) for i, e in enumerate(events)],
-        deadline_ms,
-        bank_ms,
-    )
-
-
-def turn_to_proto(
-    match_id: str,
-    turn_id: int,
-    obs: Observation,
-    events: Sequence[Event],
-    *,
-    deadline_ms: int,
-    bank_ms: int = 0,
-    legal_moves: Sequence[Move] | None = None,
-) -> pb.Turn:
-    """A Turn message: `events` are the seat's new ones, numbered to end at event_count - 1.
-
-    `legal_moves` defaults to `obs.legal_moves`. For sending, prefer
-    `turn_message` (a RefereeMessage) or, on a hot path, `cfarena.sdk.turn_encoder.TurnEncoder`.
-    """
-    return pb.Turn.FromString(
-        _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
-    )
-
-
-def turn_message(
-    match_id: str,
-    turn_id: int,
-    obs: Observation,
-    events: Sequence[Event],
-    *,
-    deadline_ms: int,
-    bank_ms: int = 0,
-    legal_moves: Sequence[Move] | None = None,
-) -> pb.RefereeMessage:
-    """`RefereeMessage(turn=turn_to_proto(...))`, built in one step.
-
-    The referee itself writes `turn_encoder.TurnEncoder.encode` bytes (the same
-    bytes, encoded incrementally).
-    """
-    data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
-    return pb.RefereeMessage.FromString(_wire.length_delimited(3, data))
-
-
-def turn_message_bytes(
-    match_id: str,
-    turn_id: int,
-    obs: Observation,
-    events: Sequence[Event],
-    *,
-    deadline_ms: int,
-    bank_ms: int = 0,
-    legal_moves: Sequence[Move] | None = None,
-) -> bytes:
-    """The serialized `RefereeMessage(turn=...)`: what `turn_message` parses, unparsed.
-
-    The reference for `turn_encoder.TurnEncoder`, which the referee uses and
-    which must give these bytes exactly.
-    """
-    data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
-    return _wire.length_delimited(3, data)
-
-
 def turn_from_proto(
     msg: pb.Turn,
     rules: ResolvedRules,
@@ -531,18 +317,7 @@ def turn_from_proto(
     )
 
 
-# --------------------------------------------------------------- match start
-
-
-def match_start_to_proto(info: MatchInfo) -> pb.MatchStart:
-    return pb.MatchStart(
-        match_id=info.match_id,
-        seat=info.seat,
-        rules=rules_to_proto(info.rules),
-        seat_names=info.seat_names,
-        time_control=time_control_to_proto(info.time_control),
-        tournament_id=info.tournament_id,
-    )
+# ----------------------------------------------------------------- match start
 
 
 def match_start_from_proto(msg: pb.MatchStart) -> MatchInfo:
@@ -565,16 +340,7 @@ def match_start_from_proto(msg: pb.MatchStart) -> MatchInfo:
     )
 
 
-# ----------------------------------------------------------------- match end
-
-
-def fault_to_proto(fault: Fault) -> pb.Fault:
-    return pb.Fault(
-        seat=fault.seat,
-        kind=_FAULT_KIND_TO_PB[fault.kind],
-        detail=fault.detail,
-        turn_id=fault.turn_id,
-    )
+# ------------------------------------------------------------------- match end
 
 
 def fault_from_proto(msg: pb.Fault) -> Fault:
@@ -582,22 +348,6 @@ def fault_from_proto(msg: pb.Fault) -> Fault:
     if kind is None:
         raise ProtocolError(f"fault: unknown or unspecified FaultKind {msg.kind}")
     return Fault(seat=msg.seat, kind=kind, detail=msg.detail, turn_id=msg.turn_id)
-
-
-def match_end_to_proto(
-    result: MatchResult, events: Sequence[Event] = (), first_index: int = 0
-) -> pb.MatchEnd:
-    """A MatchEnd message; `events` (numbered from `first_index`) are the receiver's new ones."""
-    return pb.MatchEnd(
-        match_id=result.match_id,
-        events=events_to_proto(events, first_index),
-        totals=result.totals,
-        ranks=result.ranks,
-        round_scores=[pb.RoundScores(scores=r) for r in result.round_scores],
-        faults=[fault_to_proto(f) for f in result.faults],
-        forfeited=result.forfeited,
-        reason=result.reason,
-    )
 
 
 def match_end_from_proto(msg: pb.MatchEnd, seat: int | None = None) -> MatchResult:

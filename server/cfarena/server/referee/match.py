@@ -15,12 +15,12 @@ from collections.abc import Sequence
 
 from cfarena.engine import Rules, observe, visible_events
 from cfarena.engine.match import MatchState
-from cfarena.sdk import convert
-from cfarena.sdk.turn_encoder import TurnEncoder
 from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
+from cfarena.server.wire import encode
+from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
 
 
@@ -46,7 +46,7 @@ class MatchRunner:
                             tournament_id=tournament_id, key=key, initial_state=initial_state)
         self.record: MatchRecord = self.law.record
         self.tc = time_control
-        self._rules_proto = convert.rules_to_proto(self.law.state.rules)
+        self._rules_proto = encode.rules_to_proto(self.law.state.rules)
         self._encoder = TurnEncoder(match_id)
         self._sent_events = [0] * self.players
 
@@ -85,7 +85,7 @@ class MatchRunner:
                     seat=seat,
                     rules=self._rules_proto,
                     seat_names=self.record.seat_bots,
-                    time_control=convert.time_control_to_proto(self.tc),
+                    time_control=encode.time_control_to_proto(self.tc),
                     tournament_id=self.record.tournament_id or 0,
                 )
             )
@@ -148,7 +148,7 @@ class MatchRunner:
         tournament other matches are dealt the same hands)."""
         rec = self.record
         faults = [
-            convert.fault_to_proto(SdkFault(f.seat, f.kind, f.detail, f.turn_id))
+            encode.fault_to_proto(SdkFault(f.seat, f.kind, f.detail, f.turn_id))
             for f in rec.faults
         ]
         for seat, conn in enumerate(self.seats):
@@ -159,7 +159,7 @@ class MatchRunner:
             msg = pb.RefereeMessage(
                 match_end=pb.MatchEnd(
                     match_id=self.match_id,
-                    events=[convert.event_to_proto(e, start + i) for i, e in enumerate(events)],
+                    events=[encode.event_to_proto(e, start + i) for i, e in enumerate(events)],
                     totals=rec.totals,
                     ranks=rec.ranks,
                     round_scores=[pb.RoundScores(scores=r) for r in rec.round_scores],

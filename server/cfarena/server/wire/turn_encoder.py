@@ -1,4 +1,4 @@
-"""The referee's per-match Turn encoder: `convert.turn_message_bytes`, incrementally.
+"""The referee's per-match Turn encoder: `encode.turn_message_bytes`, incrementally.
 
 The referee encodes one Turn per bot decision, so this is the hot path of a
 match. Between two Turns of a match little changes: a node or two of the
@@ -29,8 +29,8 @@ from operator import is_not
 from cfarena.engine.events import Event, EventKind
 from cfarena.engine.moves import Move
 from cfarena.engine.observation import Observation, PlacedTile
-from cfarena.sdk import _wire
-from cfarena.sdk.convert import event_payload, move_payload
+from cfarena.server.wire import raw
+from cfarena.server.wire.encode import event_payload, move_payload
 
 # Turn.legal_moves entries (field 4) by id(move). The stored Move keeps the id
 # from being reused by another object while its entry lives; the engine's
@@ -42,7 +42,7 @@ _MOVE_LIMIT = 1 << 16
 def _move_entry(move: Move) -> bytes:
     if len(_MOVE_ENTRIES) >= _MOVE_LIMIT:
         _MOVE_ENTRIES.clear()
-    entry = _wire.length_delimited(4, move_payload(move))
+    entry = raw.length_delimited(4, move_payload(move))
     _MOVE_ENTRIES[id(move)] = (move, entry)
     return entry
 
@@ -52,7 +52,7 @@ class TurnEncoder:
 
     def __init__(self, match_id: str) -> None:
         mid = match_id.encode()
-        self._match_field = _wire.length_delimited(1, mid) if mid else b""
+        self._match_field = raw.length_delimited(1, mid) if mid else b""
         self._events: dict[int, tuple[Event, bytes]] = {}
         self._hidden_draws: dict[int, tuple[Event, bytes]] = {}
         # the current round's layout: its PlacedTiles, their entries, and the
@@ -77,12 +77,12 @@ class TurnEncoder:
         changed = False
         for i in compress(range(len(nodes)), map(is_not, layout, nodes)):
             nodes[i] = layout[i]
-            entries[i] = _wire.placed_entry(layout[i])
+            entries[i] = raw.placed_entry(layout[i])
             changed = True
         if len(layout) > len(nodes):
             for placed in layout[len(nodes):]:
                 nodes.append(placed)
-                entries.append(_wire.placed_entry(placed))
+                entries.append(raw.placed_entry(placed))
             changed = True
         if changed:
             self._layout_bytes = b"".join(entries)
@@ -91,15 +91,15 @@ class TurnEncoder:
     def _observation(self, obs: Observation) -> bytes:
         if len(obs.round_scores) != self._scores_key:
             self._scores_key = len(obs.round_scores)
-            self._scores = _wire.scores_bytes(obs)
+            self._scores = raw.scores_bytes(obs)
         if obs.totals is not self._totals_of:
             self._totals_of = obs.totals
-            self._totals = _wire.packed_field(12, obs.totals)
-        return _wire.observation_bytes(obs, self._layout(obs), self._scores, self._totals)
+            self._totals = raw.packed_field(12, obs.totals)
+        return raw.observation_bytes(obs, self._layout(obs), self._scores, self._totals)
 
     @staticmethod
     def _event_entry(event: Event, index: int) -> bytes:
-        return _wire.length_delimited(5, event_payload(event, index))
+        return raw.length_delimited(5, event_payload(event, index))
 
     def encode(
         self,
@@ -115,11 +115,11 @@ class TurnEncoder:
         first = obs.event_count - len(events)
         if first < 0:
             raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
-        uint = _wire.uint_field
+        uint = raw.uint_field
         parts = [
             self._match_field,
             uint(2, turn_id),
-            _wire.length_delimited(3, self._observation(obs)),
+            raw.length_delimited(3, self._observation(obs)),
         ]
         cached_move = _MOVE_ENTRIES.get
         parts.extend([
@@ -143,4 +143,4 @@ class TurnEncoder:
                 parts.append(cached[1])
         parts.append(uint(6, deadline_ms))
         parts.append(uint(7, bank_ms))
-        return _wire.length_delimited(3, b"".join(parts))
+        return raw.length_delimited(3, b"".join(parts))
