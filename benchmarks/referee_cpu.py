@@ -23,7 +23,7 @@ from typing import Any
 from cfarena.engine import Rules
 from cfarena.server.match_record import TimeControl
 from cfarena.server.referee.connection import BotConnection
-from cfarena.server.referee.match import MatchRunner
+from cfarena.server.referee.match_runner import MatchRunner
 from cfarena.v1 import arena_pb2 as pb
 
 RULES = Rules.preset("standard")

@@ -15,7 +15,7 @@ from cfarena.sdk import Bot
 from cfarena.sdk.cli import load_bot_class
 from cfarena.server.botproc import bundled_command
 from cfarena.server.cli import app
-from cfarena.server.cli.play import DEFAULT_BOTS, parse_bot
+from cfarena.server.cli.tournament import DEFAULT_BOTS, parse_bot
 
 BOTS_DIR = Path(cfarena.bots.__file__).parent
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from cfarena.engine import Rules, Tile, full_set, visible_events
-from cfarena.engine.match import MatchState
+from cfarena.engine.state import MatchState
 from cfarena.server.referee import ActionRecord, MatchRecord, TimeControl
 from cfarena.v1 import arena_pb2 as pb
 
@@ -250,7 +250,7 @@ def test_the_others_hidden_choices_do_not_reach_a_seat(
 def test_the_harness_catches_a_planted_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                             ) -> None:
     """A referee that leaks the next seat's hand, disguised as a hand size, is caught."""
-    import cfarena.server.referee.match as referee_match
+    import cfarena.server.referee.match_runner as referee_match
 
     honest = referee_match.observe
 

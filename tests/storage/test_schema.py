@@ -13,7 +13,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from cfarena.server.storage import Database, StorageError, open_database
-from cfarena.server.storage.engine import alembic_config, make_engine, upgrade
+from cfarena.server.storage.connect import alembic_config, make_engine, upgrade
 from cfarena.server.storage.models import Base
 
 from .helpers import TABLES, bots, count, plan, snapshot

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from cfarena.engine.dealing import RoundDeal
 from cfarena.engine.events import Event, EventKind, RoundEnd
-from cfarena.engine.match import IllegalMoveError, MatchState
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
 from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.outcome import MatchEnd, Outcome, RoundOutcome, rank_seats
@@ -29,6 +28,7 @@ from cfarena.engine.rules import (
     Start,
     TieBreak,
 )
+from cfarena.engine.state import IllegalMoveError, MatchState
 from cfarena.engine.tiles import Tile, full_set
 from cfarena.engine.views import determinize, observe, visible_events
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cfarena.engine.events import Event
-from cfarena.engine.match import MatchState
 from cfarena.engine.moves import Move, MoveKind
 from cfarena.engine.rules import ResolvedRules, Rules, resolve_rules
+from cfarena.engine.state import MatchState
 
 
 def new_match(rules: Rules | ResolvedRules, players: int, seed: int) -> MatchState:

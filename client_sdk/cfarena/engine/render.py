@@ -16,8 +16,8 @@ a line of single tiles is joined by `->` until it reaches a double or an end.
 
 from __future__ import annotations
 
-from cfarena.engine.match import MatchState
 from cfarena.engine.observation import Observation, PlacedTile
+from cfarena.engine.state import MatchState
 from cfarena.engine.views import observe
 
 

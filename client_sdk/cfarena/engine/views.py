@@ -12,10 +12,10 @@ import random
 
 from cfarena.engine.dealing import randbelow, shuffle_in_place
 from cfarena.engine.events import Event, RoundEnd
-from cfarena.engine.match import NO_NODE, NO_TILE, MatchState
 from cfarena.engine.observation import Observation
 from cfarena.engine.outcome import RoundOutcome
 from cfarena.engine.rules import check_resolved
+from cfarena.engine.state import NO_NODE, NO_TILE, MatchState
 from cfarena.engine.tile_codes import TILE_OF, code_of, set_codes
 
 

@@ -39,7 +39,7 @@ from cfarena.engine import (
     rank_seats,
 )
 from cfarena.engine.dealing import RoundDeal, deal_round
-from cfarena.engine.match import MatchState
+from cfarena.engine.state import MatchState
 from cfarena.server.law_replay import decision_differences
 from cfarena.server.match_record import MatchRecord, MatchStatus
 

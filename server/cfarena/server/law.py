@@ -13,7 +13,7 @@ it through one port:
 
 `next_decision` applies forced moves (a DRAW or PASS with no alternative) and
 the fallback moves of forfeited seats by itself, and stops at the next seat
-that must choose. The drivers: the gRPC referee (`referee/match.py`), the
+that must choose. The drivers: the gRPC referee (`referee/match_runner.py`), the
 in-process simulation (`replay/simulate.py`, `benchmarks/bot_strength.py`,
 both through `play_out`) and log verification (`gamelog.verify_log`), which
 replays a log's recorded answers and faults through a fresh law and compares.
@@ -44,7 +44,7 @@ from cfarena.engine import (
     new_match,
     rank_seats,
 )
-from cfarena.engine.match import MatchState
+from cfarena.engine.state import MatchState
 from cfarena.server.match_record import (
     ActionRecord,
     Fault,

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 import typer.main
 
-from cfarena.server.cli import inspect, play, replay, serve
+from cfarena.server.cli import inspection, replay, serve, tournament
 
 app = typer.Typer(
     name="cfarena",
@@ -17,9 +17,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-play.register(app)
+tournament.register(app)
 serve.register(app)
-inspect.register(app)
+inspection.register(app)
 replay.register(app)
 
 

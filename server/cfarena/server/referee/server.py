@@ -12,10 +12,10 @@ from pathlib import Path
 import grpc
 
 from cfarena.engine import Rules
-from cfarena.engine.match import MatchState
+from cfarena.engine.state import MatchState
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection
-from cfarena.server.referee.match import MatchRunner
+from cfarena.server.referee.match_runner import MatchRunner
 from cfarena.server.referee.service import GRPC_RECEIVE_LIMIT, ArenaService, method_handlers
 from cfarena.server.referee.tokens import PassRegistry, SeatPass, TokenRegistry
 

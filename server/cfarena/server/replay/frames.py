@@ -27,7 +27,7 @@ from cfarena.engine import (
     observe,
     visible_events,
 )
-from cfarena.engine.match import MatchState
+from cfarena.engine.state import MatchState
 from cfarena.server.gamelog import LogError, start_match
 
 

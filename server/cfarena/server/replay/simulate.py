@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from cfarena.engine import Move, MoveKind, Rules
-from cfarena.engine.match import MatchState
+from cfarena.engine.state import MatchState
 from cfarena.server.gamelog import record_to_log
 from cfarena.server.law import Answer, Decision, MatchLaw, Reply, TimedOut, play_out
 from cfarena.server.match_record import MatchRecord, TimeControl

@@ -7,6 +7,7 @@ database and returns the `Database` facade; see docs/STORAGE.md.
 from __future__ import annotations
 
 from cfarena.server.credentials import hash_token
+from cfarena.server.storage.connect import DEFAULT_URL, StorageError
 from cfarena.server.storage.database import (
     GLOBAL_POOL,
     Database,
@@ -15,7 +16,6 @@ from cfarena.server.storage.database import (
     default_pool,
     open_database,
 )
-from cfarena.server.storage.engine import DEFAULT_URL, StorageError
 from cfarena.server.storage.records import (
     BotInfo,
     FaultInfo,

@@ -15,9 +15,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from cfarena.server import ratings as elo
+from cfarena.server.ratings import INITIAL_ELO, elo_update
 from cfarena.server.storage import queries
-from cfarena.server.storage.engine import (
+from cfarena.server.storage.connect import (
     DEFAULT_URL,
     SQLITE_BEGIN,
     StorageError,
@@ -520,7 +520,7 @@ def _store_log(s: Session, match_id: str, log: Mapping[str, Any], fmt: int) -> N
 def _insert_missing_ratings(s: Session, pool: str, bot_ids: Sequence[int], now: datetime) -> None:
     have = set(s.scalars(select(Rating.bot_id).where(Rating.pool == pool,
                                                       Rating.bot_id.in_(bot_ids))))
-    rows = [{"bot_id": b, "pool": pool, "elo": elo.INITIAL_ELO, "games": 0, "updated_at": now}
+    rows = [{"bot_id": b, "pool": pool, "elo": INITIAL_ELO, "games": 0, "updated_at": now}
             for b in bot_ids if b not in have]
     if not rows:
         return
@@ -542,7 +542,7 @@ def _rate(s: Session, match_id: str, pool: str, ranks: list[tuple[int, int]],
     rows = {r.bot_id: r for r in s.scalars(
         select(Rating).where(Rating.pool == pool, Rating.bot_id.in_(bot_ids))
         .order_by(Rating.bot_id).with_for_update())}
-    after = elo.elo_update({b: r.elo for b, r in rows.items()}, ranks)
+    after = elo_update({b: r.elo for b, r in rows.items()}, ranks)
     for bot_id in bot_ids:
         row = rows[bot_id]
         s.add(RatingHistory(bot_id=bot_id, pool=pool, match_id=match_id, elo_before=row.elo,

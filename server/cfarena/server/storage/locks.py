@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from cfarena.server.storage.engine import StorageError, one_line
+from cfarena.server.storage.connect import StorageError, one_line
 
 # first key of cfarena's advisory locks ("cf" + 1: tournaments)
 _ADVISORY_CLASS = 0x6366_0001

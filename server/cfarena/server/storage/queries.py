@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from cfarena.server import ratings as elo
+from cfarena.server.ratings import INITIAL_ELO, elo_update
 from cfarena.server.storage.models import (
     Bot,
     Fault,
@@ -130,21 +130,21 @@ def standings(s: Session, tournament_id: int | None, pool: str | None) -> list[S
             select(Fault.bot_id, func.count()).join(Match, Match.id == Fault.match_id)
             .where(*where).group_by(Fault.bot_id))
     }
-    ratings: dict[int, float] = {}
+    elo_by_bot: dict[int, float] = {}
     if tournament_id is None:
-        ratings = dict(s.execute(
+        elo_by_bot = dict(s.execute(
             select(Rating.bot_id, Rating.elo).where(Rating.pool == (pool or GLOBAL_POOL))
         ).all())
     else:
         for match in results(s, tournament_id, pool):
-            ratings.update(elo.elo_update(ratings, match))
-    bot_ids = set(stats) | set(faults) | set(ratings)
+            elo_by_bot.update(elo_update(elo_by_bot, match))
+    bot_ids = set(stats) | set(faults) | set(elo_by_bot)
     names = dict(s.execute(select(Bot.id, Bot.name).where(Bot.id.in_(bot_ids))).all())
     table: list[Standing] = []
     for bot_id in bot_ids:
         matches, wins, points, rounds, forfeits = stats.get(bot_id, (0, 0, None, None, 0))
         table.append(Standing(
-            bot_id=bot_id, name=names[bot_id], elo=ratings.get(bot_id, elo.INITIAL_ELO),
+            bot_id=bot_id, name=names[bot_id], elo=elo_by_bot.get(bot_id, INITIAL_ELO),
             matches=int(matches), wins=int(wins),
             mean_score=float(points) / float(rounds) if rounds else None,
             faults=faults.get(bot_id, 0), forfeits=int(forfeits or 0)))

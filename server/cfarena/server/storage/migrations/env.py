@@ -11,7 +11,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from cfarena.server.storage.engine import make_engine
+from cfarena.server.storage.connect import make_engine
 from cfarena.server.storage.models import Base
 
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from cfarena.engine import Rules, observe, visible_events
-from cfarena.engine.match import MatchState
+from cfarena.engine.state import MatchState
 from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import MatchRecord, TimeControl
