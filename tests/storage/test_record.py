@@ -210,7 +210,7 @@ def test_a_played_log_reads_back_whole_from_a_reopened_database(db_url: str) -> 
         ids = bots(writer, *log["seats"])
         [mid] = writer.schedule_matches(None, [plan("reopen", ids, seed=int(log["seed"]))])
         res = log["result"]
-        assert writer.record_match(MatchRecord(
+        assert writer.record_match(StoredMatch(
             mid, round_scores=res["round_scores"], totals=res["totals"], ranks=res["ranks"],
             forfeited=res["forfeited"], log=log, log_format=log["format"],
             faults=[FaultRecord(f["seat"], f["kind"], f["detail"], f["turn_id"])
