@@ -25,34 +25,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cfarena.bots import BUNDLED, make_bot
 from cfarena.engine import Event, MatchState, Rules, observe, visible_events
 from cfarena.sdk import Bot, Fault, MatchInfo, MatchResult, TimeControl, Turn
 from cfarena.sdk.bot import resolve_choice
 from cfarena.server.law import Answer, Decision, MatchLaw, Reply, play_out
 from cfarena.server.match_record import MatchRecord
 
-BOT_NAMES: tuple[str, ...] = ("random", "greedy", "smart", "montecarlo")
-
-
-def make_bot(name: str) -> Bot:
-    """A fresh bot by its short name."""
-    if name == "random":
-        from cfarena.bots.random_bot import RandomBot
-
-        return RandomBot()
-    if name == "greedy":
-        from cfarena.bots.greedy import GreedyBot
-
-        return GreedyBot()
-    if name == "smart":
-        from cfarena.bots.smart import SmartBot
-
-        return SmartBot()
-    if name == "montecarlo":
-        from cfarena.bots.montecarlo import MonteCarloBot
-
-        return MonteCarloBot()
-    raise ValueError(f"unknown bot {name!r} (known: {', '.join(BOT_NAMES)})")
+BOT_NAMES: tuple[str, ...] = tuple(BUNDLED)  # weakest to strongest, as registered
 
 
 class IllegalChoiceError(RuntimeError):
