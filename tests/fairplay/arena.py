@@ -76,6 +76,8 @@ def scenarios(port: int, mark: str) -> dict[str, Scenario]:
         # deliver one before it stops the bot's process
         evil("rotation_spy.py", name="match_end", games=3),
         evil("cpu_spinner.py", options=("--cpu-seconds", "5"), timeout_ms=120000),
+        evil("cpu_spinner.py", "--name", "orphans", options=("--cpu-seconds", "5"),
+             timeout_ms=120000, name="cpu_orphans"),
         # 3 deals x 2 rotations: the fork servers fork several children in turn
         evil("stash.py", games=3),
         Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),

@@ -24,7 +24,7 @@ import re
 
 from tests.fairplay.arena import Arena, Outcome, Seat, assert_fair_run
 
-SCENARIOS = ("fork_bomb", "memory_hog", "output_flood", "cpu_spinner")
+SCENARIOS = ("fork_bomb", "memory_hog", "output_flood", "cpu_spinner", "cpu_orphans")
 MIB = 1024 * 1024
 
 
@@ -80,4 +80,14 @@ def test_cpu_spinner_hits_the_cpu_limit(arena: Arena) -> None:
     outcome = arena.outcome("cpu_spinner")
     for seat in _limit_faults(outcome, "CPU time limit 5 s exceeded"):
         assert seat.one("cpu")["spinners"] == 4
+    assert_fair_run(outcome, arena)
+
+
+def test_cpu_burnt_in_orphans_that_init_reaps_counts(arena: Arena) -> None:
+    """Orphans that live less than a poll and are reaped by the sandbox's init (not by
+    the bot) still count: init's reaped CPU is the bot's, also in a fork server's
+    sandbox, where init and the fork server are otherwise not charged."""
+    outcome = arena.outcome("cpu_orphans")
+    for seat in _limit_faults(outcome, "CPU time limit 5 s exceeded"):
+        assert seat.one("cpu")["orphans"] is True
     assert_fair_run(outcome, arena)

@@ -183,12 +183,14 @@ def seccomp_program() -> bytes:
     - new namespaces (`unshare`, `clone` with CLONE_NEWUSER, `clone3`, whose flags a
       filter cannot read; glibc falls back to `clone`): a nested PID namespace
       hides its processes from the limit watchdog;
-    - `memfd_create`: memory no process maps is in nobody's resident set.
+    - `memfd_create`: memory no process maps is in nobody's resident set;
+    - POSIX message queues (`mq_open`): they outlive processes, and a process cannot
+      list them without mounting their filesystem.
     """
     import pyseccomp as sc  # libseccomp through ctypes
 
     program = sc.SyscallFilter(defaction=sc.ALLOW)
-    for name in ("add_key", "keyctl", "request_key", "unshare", "setns"):
+    for name in ("add_key", "keyctl", "request_key", "unshare", "setns", "mq_open"):
         program.add_rule(sc.ERRNO(errno.EPERM), name)
     program.add_rule(sc.ERRNO(errno.EPERM), "clone",
                      sc.Arg(0, sc.MASKED_EQ, _CLONE_NEWUSER, _CLONE_NEWUSER))
@@ -334,6 +336,7 @@ class BotProcess:
     breach: str | None = None
     uid: int = 0
     pid_namespace: str | None = None
+    init_pid: int | None = None  # the sandbox's PID 1 (bwrap's init), as the host sees it
     proc: asyncio.subprocess.Process | None = None
     stopped: bool = False  # killed by the referee while still running
     # descriptors the command inherits besides stdin/stdout/stderr (e.g. a fork
@@ -375,8 +378,8 @@ class BotProcess:
             finally:
                 for fd in (write_fd, filter_fd, args_fd):
                     os.close(fd)
-            self.pid_namespace = await asyncio.get_running_loop().run_in_executor(
-                None, _read_child_namespace, read_fd)
+            self.pid_namespace, self.init_pid = await asyncio.get_running_loop(
+                ).run_in_executor(None, _read_child_namespace, read_fd)
         else:
             self.proc = await asyncio.create_subprocess_exec(
                 *pdeathsig_prefix(), *self.command, env=env, stdin=subprocess.DEVNULL,
@@ -477,15 +480,28 @@ def pdeathsig_prefix() -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
-def _read_child_namespace(fd: int) -> str | None:
-    """The PID namespace of bwrap's child, from its --info-fd JSON."""
+def _reaped_ticks(pid: int | None) -> int:
+    """cutime + cstime of `pid`: the CPU of the children it reaped (0 if unknown)."""
+    if pid is None:
+        return 0
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[13]) + int(fields[14])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _read_child_namespace(fd: int) -> tuple[str | None, int | None]:
+    """The PID namespace of bwrap's child and the child's (host) PID, from its
+    --info-fd JSON: the child is the sandbox's init, PID 1 inside."""
     with os.fdopen(fd, "rb") as info:
         data = info.read()
     try:
         child = int(json.loads(data)["child-pid"])
-        return os.readlink(f"/proc/{child}/ns/pid")
+        return os.readlink(f"/proc/{child}/ns/pid"), child
     except (ValueError, KeyError, OSError, TypeError):
-        return None
+        return None, None
 
 
 @dataclass
@@ -512,6 +528,8 @@ class LimitWatch:
         # per sandbox: pid -> the most CPU ticks it was seen with, so that a child
         # reaped unseen by its parent (SIGCHLD ignored) still counts what it used
         self._cpu_seen: dict[int, dict[int, int]] = {}
+        # per sandbox with exempt PIDs: its init's reaped CPU when the count (re)started
+        self._reaped_base: dict[int, int] = {}
 
     def watch(self, proc: BotProcess) -> None:
         if proc.pid_namespace is None:
@@ -531,14 +549,17 @@ class LimitWatch:
         return frozenset(found)
 
     def restart_cpu(self, proc: BotProcess) -> None:
-        """Count `proc`'s CPU time afresh (a fork server's next child starts)."""
+        """Count `proc`'s CPU time afresh (a fork server's next child starts): what its
+        processes used so far, and its init's reaped orphans so far, are not counted."""
         self._cpu_seen.pop(id(proc), None)
+        self._reaped_base[id(proc)] = _reaped_ticks(proc.init_pid)
 
     def forget(self, proc: BotProcess) -> None:
         # only its own entry: a namespace number is reused once its sandbox is gone
         if proc.pid_namespace is not None and self._watched.get(proc.pid_namespace) is proc:
             del self._watched[proc.pid_namespace]
         self._cpu_seen.pop(id(proc), None)
+        self._reaped_base.pop(id(proc), None)
 
     async def close(self) -> None:
         if self._task is not None:
@@ -567,8 +588,14 @@ class LimitWatch:
             except OSError:
                 continue
             found.tasks += int(fields[17])  # field 20: num_threads
-            if int(entry.name) in self._watched[ns].exempt_pids:
-                continue  # the runtime's memory and CPU are not the bot's
+            watched = self._watched[ns]
+            if int(entry.name) in watched.exempt_pids:
+                # the runtime's memory and CPU are not the bot's; but the orphans that
+                # init reaped (unseen, perhaps) are
+                if int(entry.name) == watched.init_pid:
+                    reaped = int(fields[13]) + int(fields[14])
+                    found.cpu_ticks += max(0, reaped - self._reaped_base.get(id(watched), 0))
+                continue
             # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17, rss=24
             own = int(fields[11]) + int(fields[12])
             found.cpu_ticks += own + int(fields[13]) + int(fields[14])

@@ -26,11 +26,14 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cfarena.bots import BUNDLED
 from cfarena.server.sandbox import (
     BotProcess,
     CapturedOutput,
@@ -48,12 +51,34 @@ class ForkServerError(Exception):
     """A fork server that did not start (the message says why)."""
 
 
-def fork_plan(argv: Sequence[str]) -> tuple[str, list[str]] | None:
-    """(python, arguments of `python -m cfarena.sdk`) when `argv` runs an SDK bot with
-    `python -m cfarena.sdk run ...`, else None (the bot is started as it is)."""
-    if len(argv) >= 4 and list(argv[1:4]) == _SDK_RUN and "python" in Path(argv[0]).name:
-        return argv[0], list(argv[3:])
-    return None
+@dataclass(frozen=True, slots=True)
+class ForkPlan:
+    """How a fork server runs a bot: the arguments of `python -m cfarena.sdk` for each
+    child, and the bundled bot modules (ours) the server imports up front."""
+
+    args: tuple[str, ...]
+    preload: tuple[str, ...] = ()
+
+
+def arena_python(program: str) -> bool:
+    """Whether `program` (as PATH finds it) is the interpreter the arena runs on, of the
+    same installation: a fork server runs nothing but the arena's own code."""
+    found = shutil.which(program)
+    if found is None:
+        return False
+    mine = os.path.abspath(sys.executable)
+    return os.path.realpath(found) == os.path.realpath(mine) and \
+        os.path.dirname(os.path.abspath(found)) == os.path.dirname(mine)
+
+
+def fork_plan(argv: Sequence[str]) -> ForkPlan | None:
+    """A plan when `argv` is `python -m cfarena.sdk run TARGET ...` on the arena's own
+    interpreter, else None: the bot is started as it is, a fresh interpreter each time."""
+    if len(argv) < 5 or list(argv[1:4]) != _SDK_RUN or not arena_python(argv[0]):
+        return None
+    module = argv[4].split(":", 1)[0]
+    ours = {bot.module for bot in BUNDLED.values()}
+    return ForkPlan(tuple(argv[3:]), (module,) if module in ours else ())
 
 
 @dataclass(eq=False)
@@ -106,6 +131,12 @@ class ForkedProcess:
     def exit_summary(self) -> str:
         return exit_summary(self.breach, self.returncode, self.output)
 
+    async def drained(self) -> None:
+        """Wait (a few seconds at most) until all of its output has been read."""
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._reader), 5.0)
+
     def _ended(self, code: int) -> None:
         if not self._exited.done():
             self._exited.set_result(code)
@@ -133,9 +164,9 @@ class ForkServer:
 
     bot: str
     label: str
-    python: str
     env: Mapping[str, str]
     watch: LimitWatch
+    preload: tuple[str, ...] = ()  # bundled bot modules imported up front
     arena_socket: Path | None = None
     binds: Sequence[Path] = ()
     limits: SandboxLimits = field(default_factory=SandboxLimits)
@@ -167,7 +198,11 @@ class ForkServer:
         self._control = ours
         env = {**self.env, "CFARENA_FORK_FD": str(theirs.fileno())}
         self.sandbox = BotProcess(
-            self.label, [self.python, "-m", MODULE], env, socket=self.arena_socket,
+            self.label,
+            # isolated: nothing from the working directory, user site or PYTHON* variables
+            [sys.executable, "-I", "-m", MODULE,
+             *(arg for module in self.preload for arg in ("--preload", module))],
+            env, socket=self.arena_socket,
             binds=self.binds, limits=self.limits, sandbox=True, workdir=self.workdir,
             pass_fds=(theirs.fileno(),), on_breach=self._on_breach, switch_users=True)
         try:
@@ -198,7 +233,7 @@ class ForkServer:
         read_fd, write_fd = os.pipe()
         try:
             request = json.dumps({"argv": list(argv), "env": dict(env),
-                                  "uid": random_uid()}).encode()
+                                  "uid": random_uid(), "spare_uid": random_uid()}).encode()
             socket.send_fds(self._control, [request], [write_fd])
         except OSError:
             os.close(read_fd)

@@ -39,6 +39,7 @@ from cfarena.server.sandbox import (
 )
 from cfarena.server.tournament.forks import (
     ForkedProcess,
+    ForkPlan,
     ForkServer,
     ForkServerError,
     fork_plan,
@@ -87,9 +88,9 @@ class WarmBot:
 _SHELL = set(";|&<>$`()*?[]{}~\\'\"\n")
 
 
-def sdk_plan(name: str, command: str | None) -> tuple[str, list[str]] | None:
-    """How a fork server runs `name` (its Python, the arguments of `python -m
-    cfarena.sdk`), or None when the command is not a plain SDK bot command."""
+def sdk_plan(name: str, command: str | None) -> ForkPlan | None:
+    """How a fork server runs `name`, or None when the command is not a plain SDK bot
+    command on the arena's own interpreter."""
     if command is None:
         return fork_plan(bot_argv(name, None))
     if any(c in _SHELL for c in command):
@@ -130,6 +131,7 @@ class BotPool:
                        for n, c in commands.items()}
         self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
         self._servers: set[ForkServer] = set()
+        self._last_server_failure: dict[str, str] = {}
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -155,7 +157,7 @@ class BotPool:
                 if any(started):
                     continue
                 log.info("bot %s: no fork server (%s); a fresh interpreter per process",
-                         name, self._dead.pop(name, "it did not start"))
+                         name, self._last_server_failure.get(name, "it did not start"))
                 self._plans[name] = None
                 self._failures[name] = 0
             for _ in range(count):
@@ -186,8 +188,9 @@ class BotPool:
         for warm in self._live:
             if warm.bot == name:
                 warm.tainted.add(deal)
-                if warm.server is not None and not warm.server.own_users:
-                    # its child could leave what it heard in the sandbox they share
+                if warm.server is not None:
+                    # its child could leave what it heard in its sandbox (the PID
+                    # counter, the fork server's CPU counters: see forks.py)
                     warm.server.tainted.add(deal)
 
     def end(self, name: str, deal: int) -> None:
@@ -241,6 +244,8 @@ class BotPool:
             return
         self.server.passes.withdraw(warm.seat_pass)
         self._live.discard(warm)
+        if isinstance(process, ForkedProcess):
+            await process.drained()  # all of its output, before the match is stored
         idle = self._idle[warm.bot]
         idle.append(server)
         # kept for the deals they have not heard of, up to twice the warm count
@@ -261,6 +266,8 @@ class BotPool:
                     raise BotStartError(self._dead[name])
                 return self._written_off(name, self._dead[name])
             idle = self._idle[name]
+            for gone in [s for s in idle if not s.alive]:
+                await self._stop_server(gone)  # died while idle (killed, or found dirty)
             usable = [s for s in idle if s.idle and (deal is None or deal not in s.tainted)]
             if usable:
                 server = usable[0]
@@ -301,7 +308,7 @@ class BotPool:
         assert plan is not None
         self.started += 1
         server = ForkServer(
-            name, f"{name}#fork{self.started}", plan[0], self._env(""), self.watch,
+            name, f"{name}#fork{self.started}", self._env(""), self.watch, plan.preload,
             arena_socket=self.server.unix_socket, binds=self.binds(name),
             limits=self.launch.limits, workdir=self.launch.cwd)
         self._servers.add(server)
@@ -313,8 +320,9 @@ class BotPool:
             if count:
                 self._failures[name] += 1
             log.warning("bot %s: %s", name, reason)
-            if not count or self._failures[name] >= START_ATTEMPTS:
+            if count and self._failures[name] >= START_ATTEMPTS:
                 self._dead[name] = f"bot {name!r} {reason}"
+            self._last_server_failure[name] = reason
             return None
         self._idle[name].append(server)
         return server
@@ -326,9 +334,8 @@ class BotPool:
         token, seat_pass = self.server.passes.issue(name)
         self.started += 1
         playing = set(self._playing.get(name, {}))
-        if not server.own_users:
-            server.tainted |= playing  # its child lives while these are played
-        process = await server.fork(f"{name}#{self.started}", plan[1], self._env(token))
+        server.tainted |= playing  # its child lives while these are played
+        process = await server.fork(f"{name}#{self.started}", plan.args, self._env(token))
         warm = WarmBot(name, process, seat_pass, server=server,
                        tainted=set(server.tainted) | playing)
         process.on_breach = lambda _proc, reason: self._on_breach(warm, reason)
