@@ -56,6 +56,10 @@ class MatchState(Legality, RoundFlow):
     `deals` (one `RoundDeal` per round set up) and `halt_at_round_end` (if
     True, a finished round does not start the next one: `round_over` is True
     and `start_next_round` continues).
+
+    Some public methods come from its layers: `clone` (`StateFields`),
+    `legal` and `why_illegal` (`Legality`), `totals`, `round_scores` and
+    `start_next_round` (`RoundFlow`).
     """
 
     __slots__ = ()  # the fields are declared in `StateFields`
