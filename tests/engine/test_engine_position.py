@@ -2,12 +2,15 @@
 
 `views.determinize` samples hidden facts and hands them to `from_position`;
 given the true facts instead, `from_position` must rebuild the very state.
-And no engine module but state.py writes a MatchState's private fields.
+And no engine module but MatchState's own (state.py and the modules of its
+layers: state_fields.py, legality.py, rounds.py) writes a MatchState's
+private fields; the fields are declared in one class, `StateFields`.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import random
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import pytest
 
 from cfarena.engine import PRESETS, MatchState, apply_move, legal_moves, new_match, observe
 from cfarena.engine.state import NO_TILE
+from cfarena.engine.state_fields import StateFields
 from cfarena.engine.tile_codes import code_of
 
 ENGINE = Path(__file__).resolve().parents[2] / "client_sdk" / "cfarena" / "engine"
@@ -78,10 +82,40 @@ def test_new_deals_the_first_round_from_the_seed() -> None:
     assert MatchState.new(rules, 6).deals != a.deals
 
 
-def test_only_match_py_writes_or_calls_a_states_private_members() -> None:
+def _state_modules() -> set[str]:
+    """The file names of MatchState's own modules: those of the classes it is made of."""
+    return {
+        Path(inspect.getfile(cls)).name for cls in MatchState.__mro__ if cls is not object
+    }
+
+
+def test_the_state_is_made_of_the_named_layers() -> None:
+    # a new layer is a deliberate change: add it here and to state_fields' docstring
+    assert _state_modules() == {"state.py", "state_fields.py", "legality.py", "rounds.py"}
+
+
+def test_one_class_declares_the_states_fields() -> None:
+    """A new field is added in `StateFields` only: every other layer has empty slots."""
+    declaring = [cls for cls in MatchState.__mro__ if cls.__dict__.get("__slots__")]
+    assert declaring == [StateFields]
+    for cls in MatchState.__mro__[:-1]:
+        assert cls.__dict__.get("__slots__") is not None, f"{cls.__name__} has no __slots__"
+    assert not hasattr(MatchState.new(PRESETS["standard"].resolve(2), 1), "__dict__")
+
+
+def test_clone_copies_every_field() -> None:
+    state = MatchState.new(PRESETS["standard"].resolve(2), 1)
+    copy = state.clone()
+    assert type(copy) is MatchState
+    for name in StateFields.__slots__:
+        assert getattr(copy, name) == getattr(state, name), name
+
+
+def test_only_the_states_own_modules_write_or_call_its_private_members() -> None:
+    own = _state_modules()
     offenders = []
     for path in sorted(ENGINE.glob("*.py")):
-        if path.name == "state.py":
+        if path.name in own:
             continue
         tree = ast.parse(path.read_text())
         called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
