@@ -7,8 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.pg import PgCluster, postgres_cluster
+
+# Property tests check behaviour, not speed (benchmarks/ measure that): no per-example
+# deadline, which a busy machine would turn into spurious failures.
+settings.register_profile("cfarena", deadline=None)
+settings.load_profile("cfarena")
 
 _databases = itertools.count()
 
