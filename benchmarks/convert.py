@@ -1,4 +1,4 @@
-"""Benchmark: µs per `observation_to_proto` (and a whole Turn) for a mid-round 4-player layout.
+"""Benchmark: µs per `observation_to_proto` and per whole Turn (both encoders), mid-round.
 
 Run: `python benchmarks/convert.py`. The Observation is built by hand (no engine
 needed): a standard double-9 round with 30 placed tiles, a pending-free layout,
@@ -15,7 +15,9 @@ from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.rules import Rules
 from cfarena.engine.tiles import Tile
 from cfarena.sdk.convert import observation_from_proto, turn_from_proto
-from cfarena.server.wire.encode import observation_to_proto, turn_message, turn_to_proto
+from cfarena.server.wire.encode import observation_to_proto, turn_message_bytes
+from cfarena.server.wire.turn_encoder import TurnEncoder
+from cfarena.v1 import arena_pb2 as pb
 
 
 def sample_observation() -> Observation:
@@ -66,22 +68,24 @@ def main() -> None:
         Event(EventKind.PASS, 0, seat=0),
         Event(EventKind.PLAY, 0, seat=1, tile=Tile(4, 6), node=29, parent=28),
     ]
+    encoder = TurnEncoder("m1")
     n = 20000
     for label, fn in (
         ("observation_to_proto", lambda: observation_to_proto(obs)),
         (
-            "turn_to_proto (obs + 11 moves + 4 events)",
-            lambda: turn_to_proto("m1", 7, obs, events, deadline_ms=1000),
+            "turn_message_bytes (obs + 11 moves + 4 events)",
+            lambda: turn_message_bytes("m1", 7, obs, events, deadline_ms=1000),
         ),
         (
-            "turn_message (RefereeMessage, as sent)",
-            lambda: turn_message("m1", 7, obs, events, deadline_ms=1000),
+            "TurnEncoder.encode (the same Turn again)",
+            lambda: encoder.encode(7, obs, events, deadline_ms=1000),
         ),
     ):
         fn()
         best = min(timeit.repeat(fn, number=n, repeat=5)) / n
-        print(f"{label:45s} {best * 1e6:7.2f} µs")
-    msg = turn_to_proto("m1", 7, obs, events, deadline_ms=1000)
+        print(f"{label:48s} {best * 1e6:7.2f} µs")
+    msg = pb.RefereeMessage.FromString(
+        turn_message_bytes("m1", 7, obs, events, deadline_ms=1000)).turn
     omsg = msg.observation
     for label, fn2 in (
         ("observation_from_proto", lambda: observation_from_proto(omsg, obs.rules)),
@@ -89,7 +93,7 @@ def main() -> None:
     ):
         fn2()
         best = min(timeit.repeat(fn2, number=n // 4, repeat=5)) / (n // 4)
-        print(f"{label:45s} {best * 1e6:7.2f} µs")
+        print(f"{label:48s} {best * 1e6:7.2f} µs")
     print(f"(layout {len(obs.layout)} nodes, Turn {len(msg.SerializeToString())} bytes)")
 
 

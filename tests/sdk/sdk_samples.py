@@ -8,7 +8,11 @@ from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.engine.rules import ResolvedRules, Rules
 from cfarena.engine.tiles import Tile
 from cfarena.sdk.types import MatchInfo, MatchResult, TimeControl
-from cfarena.server.wire.encode import match_end_to_proto, match_start_to_proto, turn_message
+from cfarena.server.wire.encode import (
+    match_end_to_proto,
+    match_start_to_proto,
+    turn_message_bytes,
+)
 from cfarena.v1 import arena_pb2 as pb
 
 RULES: ResolvedRules = Rules.preset("standard").resolve(2)
@@ -63,7 +67,8 @@ def turn(
 ) -> pb.RefereeMessage:
     count = len(events) if event_count is None else event_count
     obs = observation(seat=seat, moves=moves, event_count=count)
-    return turn_message(match_id, turn_id, obs, events, deadline_ms=2000)
+    data = turn_message_bytes(match_id, turn_id, obs, events, deadline_ms=2000)
+    return pb.RefereeMessage.FromString(data)
 
 
 def result(match_id: str) -> MatchResult:

@@ -32,6 +32,13 @@ from cfarena.v1 import arena_pb2 as pb
 
 from .sdk_samples import RULES, observation, start_events
 
+
+def _turn(match_id: str, turn_id: int, obs: Observation, evs: list[Event],
+          **timing: int) -> pb.Turn:
+    """The reference encoding (`turn_message_bytes`), parsed: its Turn message."""
+    data = enc.turn_message_bytes(match_id, turn_id, obs, evs, **timing)
+    return pb.RefereeMessage.FromString(data).turn
+
 small = st.integers(0, 300)
 tiles = st.integers(0, 18).flatmap(lambda a: st.builds(Tile, st.just(a), st.integers(a, 18)))
 moves = st.one_of(
@@ -194,9 +201,11 @@ def test_fast_turn_encoding_matches_protobuf(
     first = obs.event_count - len(evs)
     if first < 0:
         with pytest.raises(ValueError, match="new events but event_count"):
-            enc.turn_to_proto(match_id, turn_id, obs, evs, deadline_ms=1500)
+            enc.turn_message_bytes(match_id, turn_id, obs, evs, deadline_ms=1500)
+        with pytest.raises(ValueError, match="new events but event_count"):
+            TurnEncoder(match_id).encode(turn_id, obs, evs, deadline_ms=1500)
         return
-    msg = enc.turn_to_proto(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7)
+    msg = _turn(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7)
     expected = pb.Turn(
         match_id=match_id,
         turn_id=turn_id,
@@ -207,9 +216,6 @@ def test_fast_turn_encoding_matches_protobuf(
         bank_ms=7,
     )
     assert msg == expected
-    assert enc.turn_message(match_id, turn_id, obs, evs, deadline_ms=1500, bank_ms=7) == (
-        pb.RefereeMessage(turn=expected)
-    )
     # the referee's incremental encoder, fresh and after encoding another Turn first
     encoder = TurnEncoder(match_id)
     for _ in range(2):
@@ -235,7 +241,7 @@ def test_placed_entry_bytes_equal_protobuf(
 
 def test_turn_round_trip_accumulates_history() -> None:
     obs = observation(event_count=2)
-    msg = enc.turn_to_proto("m", 3, obs, start_events(), deadline_ms=900, bank_ms=50)
+    msg = _turn("m", 3, obs, start_events(), deadline_ms=900, bank_ms=50)
     before = (Event(EventKind.PASS, 0, seat=0),)
     turn = c.turn_from_proto(msg, RULES, history=before, received_at=12.5)
     assert turn.observation == obs
@@ -256,7 +262,7 @@ def test_turn_derives_round_outcomes_and_drawn_state() -> None:
         round_scores=((9, 0), (4, 6)),
         totals=(13, 6),
     )
-    msg = enc.turn_to_proto("m", 8, obs, [blocked], deadline_ms=100)
+    msg = _turn("m", 8, obs, [blocked], deadline_ms=100)
     turn = c.turn_from_proto(msg, RULES, history=(start_events()[0], end), received_at=0.0)
     assert turn.observation.round_outcomes == (
         RoundOutcome(0, RoundEnd.WENT_OUT, (9, 0), 1),

@@ -70,11 +70,12 @@ def load_rules_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def build_rules(preset: str | None, overrides: Sequence[str], rules_file: Path | None = None
-                ) -> Rules:
+def build_rules(preset: str | None, overrides: Sequence[str], rules_file: Path | None,
+                players: int) -> Rules:
     """A rules file, then `--rules PRESET`, then `--rule KEY=VALUE` overrides (later wins).
 
-    Exits 2 with a message naming the option when the rules are not valid.
+    Exits 2 with a message naming the option when the rules are not valid, or
+    not valid at a table of `players`.
     """
     try:
         file_options = load_rules_file(rules_file) if rules_file is not None else {}
@@ -87,7 +88,9 @@ def build_rules(preset: str | None, overrides: Sequence[str], rules_file: Path |
             if not sep or not key.strip():
                 fail(f"--rule expects KEY=VALUE, got {item!r}")
             options[key.strip()] = value.strip()
-        return rules.with_options(**options)
+        rules = rules.with_options(**options)
+        rules.resolve(players)
+        return rules
     except RulesError as exc:
         fail(str(exc))
 

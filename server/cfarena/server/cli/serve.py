@@ -32,7 +32,7 @@ from typing import Annotated
 
 import typer
 
-from cfarena.engine import Rules, RulesError
+from cfarena.engine import Rules
 from cfarena.server.cli.common import DbOption, build_rules, database, fail
 from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage
 from cfarena.server.referee import (
@@ -330,11 +330,7 @@ def serve_cmd(
         fail(f"--port must be 0-65535, got {port}")
     if concurrency < 1:
         fail(f"--concurrency must be at least 1, got {concurrency}")
-    rule_set = build_rules(rules, rule or [], rules_file)
-    try:
-        rule_set.resolve(players)
-    except RulesError as exc:
-        fail(str(exc))
+    rule_set = build_rules(rules, rule or [], rules_file, players)
     with database(db_url) as db:
         if not db.list_bots():
             fail("no registered bots: add one with `cfarena bots add NAME`")

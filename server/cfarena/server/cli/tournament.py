@@ -21,7 +21,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from cfarena.bots import BUNDLED, bundled_names
-from cfarena.engine import RulesError
 from cfarena.server.cli.common import DbOption, build_rules, database, err, fail, out, print_json
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
@@ -163,11 +162,7 @@ def run_tournament_cmd(
                        ("--max-processes", max_processes)):
         if value < 1:
             fail(f"{opt} must be at least 1, got {value}")
-    rule_set = build_rules(rules, rule or [], rules_file)
-    try:
-        rule_set.resolve(players)
-    except RulesError as exc:
-        fail(str(exc))
+    rule_set = build_rules(rules, rule or [], rules_file, players)
     for path in sandbox_bind or []:
         if not path.exists():
             fail(f"--sandbox-bind: no such file or directory: {path}")

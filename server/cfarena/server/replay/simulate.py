@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, ParamSpec
 
 from cfarena.engine import Move, MoveKind, Rules
 from cfarena.engine.state import MatchState
@@ -22,6 +22,7 @@ from cfarena.server.gamelog import record_to_log
 from cfarena.server.law import Answer, Decision, MatchLaw, Reply, TimedOut, play_out
 from cfarena.server.match_record import MatchRecord, TimeControl
 
+P = ParamSpec("P")
 Policy = Callable[[MatchState, Sequence[Move], random.Random], Move]
 
 POLICIES = ("greedy", "random", "first")
@@ -102,19 +103,12 @@ def simulate_record(
     return play_out(law, ask)
 
 
-def simulate_log(
-    rules_options: Mapping[str, Any],
-    players: int,
-    seed: int,
-    policy: str | Sequence[str] = "greedy",
-    *,
-    timeouts: Collection[int] = (),
-    strikes: int = 1,
-    names: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """The game log of a match played in-process (see `simulate_record`)."""
-    return record_to_log(
-        simulate_record(
-            rules_options, players, seed, policy, timeouts=timeouts, strikes=strikes, names=names
-        )
-    )
+def _as_log(simulate: Callable[P, MatchRecord]) -> Callable[P, dict[str, Any]]:
+    def log(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        return record_to_log(simulate(*args, **kwargs))
+
+    log.__doc__ = f"The game log of a match played in-process (see `{simulate.__name__}`)."
+    return log
+
+
+simulate_log = _as_log(simulate_record)

@@ -6,19 +6,18 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cfarena.server.gamelog import verify_log
 from cfarena.server.replay.schema import validate_log
-from cfarena.server.storage import canonical_json
+from cfarena.server.storage import canonical_sha256
 
 
 def log_sha256(log: Mapping[str, Any]) -> str:
     """The digest the database stores for a log (sha256 of its canonical JSON)."""
-    return hashlib.sha256(canonical_json(log).encode("utf-8")).hexdigest()
+    return canonical_sha256(log)
 
 
 @dataclass(frozen=True, slots=True)

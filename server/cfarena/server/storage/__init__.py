@@ -8,14 +8,8 @@ from __future__ import annotations
 
 from cfarena.server.credentials import hash_token
 from cfarena.server.storage.connect import DEFAULT_URL, StorageError
-from cfarena.server.storage.database import (
-    GLOBAL_POOL,
-    Database,
-    canonical_json,
-    config_hash,
-    default_pool,
-    open_database,
-)
+from cfarena.server.storage.database import Database, open_database
+from cfarena.server.storage.queries import GLOBAL_POOL
 from cfarena.server.storage.records import (
     BotInfo,
     FaultInfo,
@@ -34,6 +28,8 @@ from cfarena.server.storage.records import (
     TournamentInfo,
     TournamentStatus,
 )
+from cfarena.server.storage.scheduling import default_pool
+from cfarena.server.storage.stored_values import canonical_json, canonical_sha256, config_hash
 
 __all__ = [
     "DEFAULT_URL",
@@ -57,6 +53,7 @@ __all__ = [
     "TournamentInfo",
     "TournamentStatus",
     "canonical_json",
+    "canonical_sha256",
     "config_hash",
     "default_pool",
     "hash_token",

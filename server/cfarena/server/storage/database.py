@@ -1,22 +1,22 @@
-"""The storage facade: `open_database(url)` and the `Database` methods the referee and CLI use."""
+"""The storage facade: `open_database(url)` and the `Database` methods the referee and CLI use.
+
+Each method is one short transaction; what writes a schedule is in
+`scheduling`, what records a played match in `recording`, the read queries in
+`queries`.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine, select, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from cfarena.server.ratings import INITIAL_ELO, elo_update
-from cfarena.server.storage import queries
+from cfarena.server.storage import queries, recording, scheduling
 from cfarena.server.storage.connect import (
     DEFAULT_URL,
     SQLITE_BEGIN,
@@ -27,18 +27,13 @@ from cfarena.server.storage.connect import (
 )
 from cfarena.server.storage.models import (
     Bot,
-    Fault,
-    FaultKind,
     GameLog,
     Match,
-    MatchSeat,
     MatchStatus,
-    Rating,
-    RatingHistory,
-    SeatLogRow,
     Tournament,
     TournamentStatus,
 )
+from cfarena.server.storage.queries import GLOBAL_POOL
 from cfarena.server.storage.records import (
     BotInfo,
     MatchDetail,
@@ -51,29 +46,16 @@ from cfarena.server.storage.records import (
     StoredMatch,
     TournamentInfo,
 )
+from cfarena.server.storage.scheduling import same_tournament
+from cfarena.server.storage.stored_values import (
+    canonical_sha256,
+    config_hash,
+    storable_text,
+    utc_now,
+)
 
-GLOBAL_POOL = "global"
 _HASH = re.compile(r"[0-9a-f]{64}")
-_INT64 = 2**63
 _PENDING = (MatchStatus.SCHEDULED, MatchStatus.RUNNING, MatchStatus.ABORTED)
-
-
-def canonical_json(value: Any) -> str:
-    """Key-sorted compact JSON, the form hashed for configs and game logs."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
-
-
-def config_hash(config: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
-
-
-def default_pool(rules: Mapping[str, Any], players: int) -> str:
-    return f"{rules.get('preset', 'custom')}/{players}p"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def open_database(url: str = DEFAULT_URL, *, create: bool = True) -> Database:
@@ -155,7 +137,7 @@ class Database:
         with self._session(write=True) as s:
             bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
             if bot is None:
-                bot = Bot(name=name, token_hash=token_hash, command=command, created_at=_now())
+                bot = Bot(name=name, token_hash=token_hash, command=command, created_at=utc_now())
                 s.add(bot)
                 s.flush()
                 return bot.id
@@ -186,7 +168,7 @@ class Database:
         digest = config_hash(config if identity is None else identity)
         with self._session(write=True) as s:
             t = Tournament(name=name, config=dict(config), config_hash=digest,
-                           status=TournamentStatus.RUNNING.value, created_at=_now())
+                           status=TournamentStatus.RUNNING.value, created_at=utc_now())
             s.add(t)
             s.flush()
             return t.id
@@ -222,7 +204,7 @@ class Database:
             if t is None:
                 raise StorageError(f"no tournament {tournament_id}")
             t.status = value.value
-            t.finished_at = _now() if value is TournamentStatus.FINISHED else None
+            t.finished_at = utc_now() if value is TournamentStatus.FINISHED else None
 
     # -- schedule -----------------------------------------------------------
 
@@ -235,38 +217,9 @@ class Database:
         """
         plans = list(plans)
         for plan in plans:
-            _check_plan(plan)
+            scheduling.check_plan(plan)
         with self._session(write=True) as s:
-            if tournament_id is not None and s.get(Tournament, tournament_id) is None:
-                raise StorageError(f"no tournament {tournament_id}")
-            ordinal = s.scalar(
-                select(func.max(Match.ordinal)).where(_same_tournament(tournament_id))
-            )
-            ordinal = -1 if ordinal is None else ordinal
-            ids: list[str] = []
-            for plan in plans:
-                match_id = plan.key if tournament_id is None else f"T{tournament_id}-{plan.key}"
-                existing = s.get(Match, match_id)
-                if existing is not None:
-                    _check_same(s, existing, tournament_id, plan)
-                    ids.append(match_id)
-                    continue
-                ordinal += 1
-                s.add(Match(
-                    id=match_id, tournament_id=tournament_id, key=plan.key, ordinal=ordinal,
-                    pool=plan.pool or default_pool(plan.rules, plan.players), seed=plan.seed,
-                    rules=dict(plan.rules), players=plan.players,
-                    status=MatchStatus.SCHEDULED.value, created_at=_now(),
-                ))
-                s.flush()
-                s.add_all(
-                    MatchSeat(match_id=match_id, seat=seat, bot_id=bot_id, forfeited=False,
-                              faults=0)
-                    for seat, bot_id in enumerate(plan.seat_bot_ids)
-                )
-                s.flush()
-                ids.append(match_id)
-            return ids
+            return scheduling.schedule_matches(s, tournament_id, plans)
 
     def pending_matches(self, tournament_id: int) -> list[ScheduledMatch]:
         """Matches still to play, in schedule order: scheduled, aborted, and running ones
@@ -286,7 +239,7 @@ class Database:
             done = s.execute(
                 update(Match)
                 .where(Match.id == match_id, Match.status != MatchStatus.FINISHED.value)
-                .values(status=MatchStatus.RUNNING.value, started_at=_now())
+                .values(status=MatchStatus.RUNNING.value, started_at=utc_now())
             )
             if getattr(done, "rowcount", 0) != 1:
                 state = "finished" if s.get(Match, match_id) else "unknown"
@@ -304,10 +257,10 @@ class Database:
         with self._session(write=True) as s:
             done = s.execute(
                 update(Match)
-                .where(_same_tournament(tournament_id),
+                .where(same_tournament(tournament_id),
                        Match.status == MatchStatus.RUNNING.value)
-                .values(status=MatchStatus.ABORTED.value, reason=_storable_text(reason),
-                        finished_at=_now())
+                .values(status=MatchStatus.ABORTED.value, reason=storable_text(reason),
+                        finished_at=utc_now())
             )
             return int(getattr(done, "rowcount", 0) or 0)
 
@@ -326,73 +279,9 @@ class Database:
         recorded afresh: the faults, seat logs and game log of the earlier
         attempt are replaced by this record's, not added to.
         """
-        status = MatchStatus(record.status)
-        if status not in (MatchStatus.FINISHED, MatchStatus.ABORTED):
-            raise ValueError(f"a match is recorded as finished or aborted, not {status.value}")
+        status = recording.recorded_status(record)
         with self._session(write=True) as s:
-            m = s.get(Match, record.match_id, with_for_update=True)
-            if m is None:
-                raise StorageError(f"no match {record.match_id!r} (schedule it first)")
-            if m.status == MatchStatus.FINISHED.value:
-                return False
-            finished = status is MatchStatus.FINISHED
-            if finished:
-                _check_result(record, m.players)
-            _check_seat_logs(record, m.players)
-            # rows of an earlier (aborted) attempt of this match: this attempt replaces them
-            for table in (Fault, SeatLogRow, GameLog):
-                s.execute(delete(table).where(table.match_id == m.id))
-            now = record.finished_at or _now()
-            m.status = status.value
-            m.reason = None if record.reason is None else _storable_text(record.reason)
-            m.round_scores = [list(r) for r in record.round_scores] if finished else None
-            m.totals = list(record.totals) if finished else None
-            m.ranks = list(record.ranks) if finished else None
-            m.rounds = len(record.round_scores) if finished else None
-            m.finished_at = now
-            m.duration_s = record.duration_s
-            if m.duration_s is None and m.started_at is not None:
-                m.duration_s = (now - queries.aware(m.started_at)).total_seconds()
-            s.flush()
-
-            seats = {x.seat: x for x in s.scalars(
-                select(MatchSeat).where(MatchSeat.match_id == m.id).order_by(MatchSeat.seat))}
-            fault_counts: dict[int, int] = {}
-            for f in record.faults:
-                fault_counts[f.seat] = fault_counts.get(f.seat, 0) + 1
-            for seat, row in seats.items():
-                row.total = record.totals[seat] if finished else None
-                row.rank = record.ranks[seat] if finished else None
-                row.forfeited = seat in record.forfeited
-                row.faults = fault_counts.get(seat, 0)
-            s.flush()
-
-            for f in record.faults:
-                seat_row = seats.get(f.seat)
-                s.add(Fault(
-                    match_id=m.id, seat=f.seat,
-                    bot_id=seat_row.bot_id if seat_row is not None else None,
-                    kind=_fault_kind(f.kind), detail=_storable_text(f.detail), at_turn=f.at_turn,
-                    created_at=now,
-                ))
-            s.flush()
-
-            s.add_all(
-                SeatLogRow(match_id=m.id, seat=x.seat, output=_storable_text(x.output),
-                           output_bytes=x.output_bytes,
-                           exit=None if x.exit is None else _storable_text(x.exit))
-                for x in record.seat_logs
-            )
-            s.flush()
-
-            if record.log is not None:
-                _store_log(s, m.id, record.log, record.log_format)
-
-            if finished:
-                ranks = [(seats[i].bot_id, record.ranks[i]) for i in sorted(seats)]
-                for pool in dict.fromkeys((m.pool, GLOBAL_POOL)):
-                    _rate(s, m.id, pool, ranks, now)
-            return True
+            return recording.record_match(s, record, status)
 
     # -- queries ------------------------------------------------------------
 
@@ -426,8 +315,7 @@ class Database:
             row = s.get(GameLog, match_id)
             if row is None:
                 return None
-            digest = hashlib.sha256(canonical_json(row.log).encode("utf-8")).hexdigest()
-            if digest != row.sha256:
+            if canonical_sha256(row.log) != row.sha256:
                 raise StorageError(f"game log of match {match_id!r} is corrupt (sha256 mismatch)")
             return row.log
 
@@ -445,107 +333,3 @@ class Database:
     def rating_history(self, bot: str | int, pool: str = GLOBAL_POOL) -> list[RatingPoint]:
         with self._session() as s:
             return queries.rating_history(s, bot, pool)
-
-
-# -- helpers ----------------------------------------------------------------
-
-
-def _same_tournament(tournament_id: int | None) -> Any:
-    if tournament_id is None:
-        return Match.tournament_id.is_(None)
-    return Match.tournament_id == tournament_id
-
-
-def _fault_kind(kind: FaultKind | str) -> str:
-    return kind.value if isinstance(kind, FaultKind) else FaultKind(kind).value
-
-
-def _check_plan(plan: MatchPlan) -> None:
-    if not plan.key:
-        raise ValueError("a match plan needs a key")
-    if plan.players < 2 or len(plan.seat_bot_ids) != plan.players:
-        raise ValueError(f"match {plan.key!r}: {plan.players} players but seats "
-                         f"{list(plan.seat_bot_ids)}")
-    if not -_INT64 <= plan.seed < _INT64:
-        raise ValueError(f"match {plan.key!r}: seed {plan.seed} does not fit 64 bits")
-
-
-def _check_same(s: Session, m: Match, tournament_id: int | None, plan: MatchPlan) -> None:
-    seating = list(s.scalars(
-        select(MatchSeat.bot_id).where(MatchSeat.match_id == m.id).order_by(MatchSeat.seat)))
-    if (m.tournament_id != tournament_id or m.seed != plan.seed or m.players != plan.players
-            or seating != list(plan.seat_bot_ids)):
-        raise StorageError(f"match key {plan.key!r} is already scheduled differently")
-
-
-def _check_result(record: StoredMatch, players: int) -> None:
-    if len(record.totals) != players or len(record.ranks) != players:
-        raise ValueError(f"match {record.match_id!r}: need totals and ranks for {players} seats")
-    if any(r < 1 for r in record.ranks):
-        raise ValueError(f"match {record.match_id!r}: ranks start at 1")
-    if any(len(r) != players for r in record.round_scores):
-        raise ValueError(f"match {record.match_id!r}: a round score row is not {players} long")
-
-
-def _check_seat_logs(record: StoredMatch, players: int) -> None:
-    seen: set[int] = set()
-    for x in record.seat_logs:
-        if not 0 <= x.seat < players or x.seat in seen:
-            raise ValueError(f"match {record.match_id!r}: a seat log for seat {x.seat} "
-                             f"(one per seat of {players})")
-        if x.output_bytes < 0:
-            raise ValueError(f"match {record.match_id!r}: seat {x.seat} printed "
-                             f"{x.output_bytes} bytes")
-        seen.add(x.seat)
-
-
-def _storable_text(text: str) -> str:
-    """`text` as both backends store it: PostgreSQL refuses NUL characters in text
-    and neither encodes lone surrogates, so those become U+FFFD and "?"."""
-    text = text.replace("\x00", "\N{REPLACEMENT CHARACTER}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
-
-
-def _store_log(s: Session, match_id: str, log: Mapping[str, Any], fmt: int) -> None:
-    document = dict(log)
-    digest = hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
-    s.add(GameLog(match_id=match_id, format=fmt, log=document, sha256=digest))
-    s.flush()
-
-
-def _insert_missing_ratings(s: Session, pool: str, bot_ids: Sequence[int], now: datetime) -> None:
-    have = set(s.scalars(select(Rating.bot_id).where(Rating.pool == pool,
-                                                      Rating.bot_id.in_(bot_ids))))
-    rows = [{"bot_id": b, "pool": pool, "elo": INITIAL_ELO, "games": 0, "updated_at": now}
-            for b in bot_ids if b not in have]
-    if not rows:
-        return
-    # a concurrent writer may insert the same rows first: theirs win, then both lock them
-    dialect = s.get_bind().dialect.name
-    if dialect == "postgresql":
-        s.execute(postgresql.insert(Rating).values(rows).on_conflict_do_nothing())
-    elif dialect == "sqlite":
-        s.execute(sqlite.insert(Rating).values(rows).on_conflict_do_nothing())
-    else:
-        s.add_all(Rating(**r) for r in rows)
-        s.flush()
-
-
-def _rate(s: Session, match_id: str, pool: str, ranks: list[tuple[int, int]],
-          now: datetime) -> None:
-    bot_ids = sorted({b for b, _ in ranks})
-    _insert_missing_ratings(s, pool, bot_ids, now)
-    rows = {r.bot_id: r for r in s.scalars(
-        select(Rating).where(Rating.pool == pool, Rating.bot_id.in_(bot_ids))
-        .order_by(Rating.bot_id).with_for_update())}
-    after = elo_update({b: r.elo for b, r in rows.items()}, ranks)
-    for bot_id in bot_ids:
-        row = rows[bot_id]
-        s.add(RatingHistory(bot_id=bot_id, pool=pool, match_id=match_id, elo_before=row.elo,
-                            elo_after=after[bot_id], created_at=now))
-        row.elo, row.games, row.updated_at = after[bot_id], row.games + 1, now
-    s.flush()

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from cfarena.server.tournament.runner import (
-    BotSpec,
-    TournamentConfig,
-    TournamentError,
-    TournamentRun,
-    run_tournament,
-    to_stored,
-)
+from cfarena.server.tournament.config import BotSpec, TournamentConfig, TournamentError
+from cfarena.server.tournament.match_play import to_stored
+from cfarena.server.tournament.runner import TournamentRun, run_tournament
 from cfarena.server.tournament.schedule import PlannedMatch, round_robin, seats_needed
 
 __all__ = [

@@ -38,8 +38,8 @@ from cfarena.server.sandbox import (
     BotProcess,
     CapturedOutput,
     LimitWatch,
+    MatchProcess,
     SandboxLimits,
-    exit_summary,
     random_uid,
 )
 
@@ -82,8 +82,8 @@ def fork_plan(argv: Sequence[str]) -> ForkPlan | None:
 
 
 @dataclass(eq=False)
-class ForkedProcess:
-    """A bot process forked by a `ForkServer` for one match (BotProcess's interface)."""
+class ForkedProcess(MatchProcess):
+    """A bot process forked by a `ForkServer` for one match."""
 
     label: str
     server: ForkServer
@@ -100,36 +100,14 @@ class ForkedProcess:
     def returncode(self) -> int | None:
         return self._exited.result() if self._exited.done() else None
 
-    @property
-    def exited_by_itself(self) -> bool:
-        return self.returncode is not None and not self.stopped and self.breach is None
-
     async def wait(self) -> int | None:
         return await asyncio.shield(self._exited)
-
-    def breached(self, reason: str) -> None:
-        """Record the first limit breached and stop the sandbox."""
-        if self.breach is None:
-            self.breach = reason
-            if self.on_breach is not None:
-                self.on_breach(self, reason)
-        self.kill()
 
     def kill(self) -> None:
         """Kill it: the whole sandbox goes (the fork server with it)."""
         if self.returncode is None:
             self.stopped = True
         self.server.kill()
-
-    async def stop(self) -> None:
-        self.kill()
-        await self.wait()
-        if self._reader is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(self._reader, 5.0)
-
-    def exit_summary(self) -> str:
-        return exit_summary(self.breach, self.returncode, self.output)
 
     async def drained(self) -> None:
         """Wait (a few seconds at most) until all of its output has been read."""
@@ -146,14 +124,8 @@ class ForkedProcess:
         reader = asyncio.StreamReader()
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0))
-        limit = self.limits.output_mib * 1024 * 1024
         try:
-            while chunk := await reader.read(65536):
-                if self.output.total > limit:
-                    continue
-                self.output.add(chunk)
-                if self.output.total > limit:
-                    self.breached(f"output limit {self.limits.output_mib} MiB exceeded")
+            await self._keep_output(reader, limited=True)
         finally:
             transport.close()
 

@@ -29,17 +29,17 @@ __all__ = [
     "event_to_proto",
     "events_to_proto",
     "fault_to_proto",
+    "first_event_index",
     "match_end_to_proto",
     "match_start_to_proto",
     "move_payload",
     "move_to_proto",
     "observation_to_proto",
+    "offered_moves",
     "rules_to_proto",
     "tile_to_proto",
     "time_control_to_proto",
-    "turn_message",
     "turn_message_bytes",
-    "turn_to_proto",
 ]
 
 # ----------------------------------------------------------------------- tiles
@@ -174,68 +174,18 @@ def observation_to_proto(obs: Observation) -> pb.Observation:
 # ----------------------------------------------------------------------- turns
 
 
-def _turn_bytes(
-    match_id: str,
-    turn_id: int,
-    obs: Observation,
-    events: Sequence[Event],
-    deadline_ms: int,
-    bank_ms: int,
-    legal_moves: Sequence[Move] | None,
-) -> bytes:
-    moves = obs.legal_moves if legal_moves is None else legal_moves
-    cache = _MOVE_BYTES
+def first_event_index(obs: Observation, events: Sequence[Event]) -> int:
+    """The match-wide index of the first of `events`, a seat's new events, which end at
+    `obs.event_count - 1` (ValueError if there are more of them than that)."""
     first = obs.event_count - len(events)
     if first < 0:
         raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
-    return raw.turn_bytes(
-        match_id,
-        turn_id,
-        raw.observation_bytes(obs),
-        [cache.get(m) or move_payload(m) for m in moves],
-        [event_payload(e, first + i) for i, e in enumerate(events)],
-        deadline_ms,
-        bank_ms,
-    )
+    return first
 
 
-def turn_to_proto(
-    match_id: str,
-    turn_id: int,
-    obs: Observation,
-    events: Sequence[Event],
-    *,
-    deadline_ms: int,
-    bank_ms: int = 0,
-    legal_moves: Sequence[Move] | None = None,
-) -> pb.Turn:
-    """A Turn message: `events` are the seat's new ones, numbered to end at event_count - 1.
-
-    `legal_moves` defaults to `obs.legal_moves`. For sending, prefer
-    `turn_message` (a RefereeMessage) or, on a hot path, `turn_encoder.TurnEncoder`.
-    """
-    return pb.Turn.FromString(
-        _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
-    )
-
-
-def turn_message(
-    match_id: str,
-    turn_id: int,
-    obs: Observation,
-    events: Sequence[Event],
-    *,
-    deadline_ms: int,
-    bank_ms: int = 0,
-    legal_moves: Sequence[Move] | None = None,
-) -> pb.RefereeMessage:
-    """`RefereeMessage(turn=turn_to_proto(...))`, built in one step.
-
-    The referee itself writes `turn_encoder.TurnEncoder.encode` bytes (the same
-    bytes, encoded incrementally).
-    """
-    data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
-    return pb.RefereeMessage.FromString(raw.length_delimited(3, data))
+def offered_moves(obs: Observation, legal_moves: Sequence[Move] | None) -> Sequence[Move]:
+    """The moves a Turn offers: `legal_moves`, or by default `obs.legal_moves`."""
+    return obs.legal_moves if legal_moves is None else legal_moves
 
 
 def turn_message_bytes(
@@ -248,13 +198,20 @@ def turn_message_bytes(
     bank_ms: int = 0,
     legal_moves: Sequence[Move] | None = None,
 ) -> bytes:
-    """The serialized `RefereeMessage(turn=...)`: what `turn_message` parses, unparsed.
+    """The serialized `RefereeMessage(turn=Turn(...))`: the reference Turn encoding.
 
-    The reference for `turn_encoder.TurnEncoder`, which the referee uses and
-    which must give these bytes exactly.
+    `events` are the seat's new ones, numbered to end at `obs.event_count - 1`;
+    `legal_moves` defaults to `obs.legal_moves`. The referee writes Turns with
+    `turn_encoder.TurnEncoder`, which must give these bytes exactly
+    (`pb.RefereeMessage.FromString(...)` parses them).
     """
-    data = _turn_bytes(match_id, turn_id, obs, events, deadline_ms, bank_ms, legal_moves)
-    return raw.length_delimited(3, data)
+    first = first_event_index(obs, events)
+    cache = _MOVE_BYTES
+    entries = [raw.move_entry(cache.get(m) or move_payload(m))
+               for m in offered_moves(obs, legal_moves)]
+    entries += [raw.event_entry(event_payload(e, first + i)) for i, e in enumerate(events)]
+    return raw.turn_message(raw.match_id_field(match_id), turn_id, raw.observation_bytes(obs),
+                            entries, deadline_ms, bank_ms)
 
 
 # ----------------------------------------------------------------- match start

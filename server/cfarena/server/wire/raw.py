@@ -59,9 +59,6 @@ def _uint(field: int, n: int) -> bytes:
     return _INT_KEY[field] + varint(n)
 
 
-uint_field = _uint
-
-
 def _packed(field: int, values: Sequence[int]) -> bytes:
     """A packed repeated uint32 field (omitted when empty)."""
     if not values:
@@ -204,28 +201,41 @@ def event_bytes(
     return head
 
 
-def turn_bytes(
-    match_id: str,
+def match_id_field(match_id: str) -> bytes:
+    """Turn.match_id (field 1), keyed; empty for an empty id."""
+    mid = match_id.encode()
+    return length_delimited(1, mid) if mid else b""
+
+
+def move_entry(move: bytes) -> bytes:
+    """A Turn.legal_moves entry (field 4) of a serialized Move."""
+    return length_delimited(4, move)
+
+
+def event_entry(event: bytes) -> bytes:
+    """A Turn.events entry (field 5) of a serialized Event."""
+    return length_delimited(5, event)
+
+
+def turn_message(
+    match_field: bytes,
     turn_id: int,
     observation: bytes,
-    moves: Sequence[bytes],
-    events: Sequence[bytes],
+    entries: Sequence[bytes],
     deadline_ms: int,
     bank_ms: int,
 ) -> bytes:
-    """The serialized Turn message from already serialized parts.
+    """The serialized `RefereeMessage(turn=Turn(...))` from already encoded parts.
 
-    `moves` and `events` are serialized Move / Event messages (payloads).
+    `match_field` is `match_id_field(...)`; `observation` a serialized
+    Observation; `entries` the Turn's `move_entry`s, then its `event_entry`s.
     """
-    mid = match_id.encode()
-    return b"".join(
-        (
-            length_delimited(1, mid) if mid else b"",
-            _uint(2, turn_id),
-            length_delimited(3, observation),
-            *[length_delimited(4, m) for m in moves],
-            *[length_delimited(5, e) for e in events],
-            _uint(6, deadline_ms),
-            _uint(7, bank_ms),
-        )
-    )
+    turn = b"".join((
+        match_field,
+        _uint(2, turn_id),
+        length_delimited(3, observation),
+        *entries,
+        _uint(6, deadline_ms),
+        _uint(7, bank_ms),
+    ))
+    return length_delimited(3, turn)

@@ -30,7 +30,12 @@ from cfarena.engine.events import Event, EventKind
 from cfarena.engine.moves import Move
 from cfarena.engine.observation import Observation, PlacedTile
 from cfarena.server.wire import raw
-from cfarena.server.wire.encode import event_payload, move_payload
+from cfarena.server.wire.encode import (
+    event_payload,
+    first_event_index,
+    move_payload,
+    offered_moves,
+)
 
 # Turn.legal_moves entries (field 4) by id(move). The stored Move keeps the id
 # from being reused by another object while its entry lives; the engine's
@@ -42,7 +47,7 @@ _MOVE_LIMIT = 1 << 16
 def _move_entry(move: Move) -> bytes:
     if len(_MOVE_ENTRIES) >= _MOVE_LIMIT:
         _MOVE_ENTRIES.clear()
-    entry = raw.length_delimited(4, move_payload(move))
+    entry = raw.move_entry(move_payload(move))
     _MOVE_ENTRIES[id(move)] = (move, entry)
     return entry
 
@@ -51,8 +56,7 @@ class TurnEncoder:
     """Encodes the Turns of one match (see the module docstring)."""
 
     def __init__(self, match_id: str) -> None:
-        mid = match_id.encode()
-        self._match_field = raw.length_delimited(1, mid) if mid else b""
+        self._match_field = raw.match_id_field(match_id)
         self._events: dict[int, tuple[Event, bytes]] = {}
         self._hidden_draws: dict[int, tuple[Event, bytes]] = {}
         # the current round's layout: its PlacedTiles, their entries, and the
@@ -99,7 +103,7 @@ class TurnEncoder:
 
     @staticmethod
     def _event_entry(event: Event, index: int) -> bytes:
-        return raw.length_delimited(5, event_payload(event, index))
+        return raw.event_entry(event_payload(event, index))
 
     def encode(
         self,
@@ -111,21 +115,14 @@ class TurnEncoder:
         bank_ms: int = 0,
         legal_moves: Sequence[Move] | None = None,
     ) -> bytes:
-        """The serialized `RefereeMessage(turn=...)`, as `turn_message_bytes` makes it."""
-        first = obs.event_count - len(events)
-        if first < 0:
-            raise ValueError(f"{len(events)} new events but event_count is only {obs.event_count}")
-        uint = raw.uint_field
-        parts = [
-            self._match_field,
-            uint(2, turn_id),
-            raw.length_delimited(3, self._observation(obs)),
-        ]
+        """The serialized `RefereeMessage(turn=...)`, as `turn_message_bytes` makes it
+        (the same arguments but `match_id`, which is the encoder's)."""
+        first = first_event_index(obs, events)
         cached_move = _MOVE_ENTRIES.get
-        parts.extend([
+        entries = [
             hit[1] if (hit := cached_move(id(move))) is not None else _move_entry(move)
-            for move in (obs.legal_moves if legal_moves is None else legal_moves)
-        ])
+            for move in offered_moves(obs, legal_moves)
+        ]
         if events:
             event_cache, hidden = self._events, self._hidden_draws
             for i, event in enumerate(events, first):
@@ -140,7 +137,6 @@ class TurnEncoder:
                         cached = (event, self._event_entry(event, i))
                         if event.kind is not EventKind.DRAW:  # the drawer's own view is apart
                             event_cache[i] = cached
-                parts.append(cached[1])
-        parts.append(uint(6, deadline_ms))
-        parts.append(uint(7, bank_ms))
-        return raw.length_delimited(3, b"".join(parts))
+                entries.append(cached[1])
+        return raw.turn_message(self._match_field, turn_id, self._observation(obs), entries,
+                                deadline_ms, bank_ms)

@@ -1,0 +1,188 @@
+"""One match of a tournament, in its room: fresh processes for its seats, played,
+its faults explained, stored, and the processes let go."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cfarena.engine import Rules
+from cfarena.server.gamelog import LOG_FORMAT, record_to_log
+from cfarena.server.match_writer import MatchWriter, is_outage
+from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
+from cfarena.server.storage import (
+    FaultRecord,
+    MatchStatus,
+    ScheduledMatch,
+    SeatLog,
+    StorageError,
+    StoredMatch,
+)
+from cfarena.server.tournament.pool import BotPool, WarmBot
+
+_GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
+_EXIT_GRACE_S = 2.0
+
+
+def to_stored(record: MatchRecord) -> StoredMatch:
+    """The storage form of a referee match record (with its game log)."""
+    return StoredMatch(
+        match_id=record.match_id,
+        status=record.status,
+        reason=record.reason or None,
+        round_scores=record.round_scores,
+        totals=record.totals,
+        ranks=record.ranks,
+        forfeited=record.forfeited,
+        faults=[FaultRecord(f.seat, f.kind, f.detail, f.turn_id) for f in record.faults],
+        log=record_to_log(record),
+        log_format=LOG_FORMAT,
+        duration_s=max(0.0, record.finished_at - record.started_at)
+        if record.started_at
+        else None,
+        # when it ended, not when it was written (writes may wait for the database)
+        finished_at=datetime.fromtimestamp(record.finished_at, UTC)
+        if record.finished_at
+        else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRoom:
+    """Where a tournament's matches are played, one `play` each: its referee, its pool
+    of warm bot processes and its writer to storage."""
+
+    server: RefereeServer
+    pool: BotPool
+    writer: MatchWriter
+    time_control: TimeControl
+    tournament_id: int
+    log_dir: Path | None
+
+    async def play(self, match: ScheduledMatch, seat_bots: list[str]) -> MatchRecord:
+        """One match: fresh processes for its seats, played, explained, stored, stopped."""
+        pool = self.pool
+        warms: list[WarmBot] = []
+        try:
+            for name in seat_bots:
+                warms.append(await pool.take(name, match.seed))
+        except BaseException:
+            await asyncio.gather(*(pool.release(w) for w in warms), return_exceptions=True)
+            raise
+        for name in set(seat_bots):
+            pool.begin(name, match.seed)
+        try:
+            return await self._run_seated(match, seat_bots, warms)
+        finally:
+            for name in set(seat_bots):
+                pool.end(name, match.seed)
+
+    async def _run_seated(self, match: ScheduledMatch, seat_bots: list[str],
+                          warms: list[WarmBot]) -> MatchRecord:
+        writer = self.writer
+        try:
+            writer.db.mark_running(match.id)  # no await: a Ctrl-C cannot land half-way
+        except StorageError as exc:
+            if not is_outage(exc):
+                raise
+            try:
+                await _while_away(writer, writer.db.mark_running, match.id)
+            except BaseException:  # interrupted while waiting: it may have been marked
+                writer.submit(StoredMatch(match.id, status=MatchStatus.ABORTED,
+                                          reason="aborted: interrupted before it started"))
+                raise
+        handed: list[MatchRecord] = []
+        # bots see an opaque id: the key (game, rotation) is the organiser's business
+        wire_id = secrets.token_hex(8)
+        try:
+            record = await self.server.run_match(
+                wire_id, Rules.from_options(match.rules), match.seed, seat_bots,
+                self.time_control, tournament_id=self.tournament_id, key=match.key,
+                on_record=handed.append,
+                connections=[w.connection for w in warms if w.connection is not None],
+            )
+        except BaseException:
+            # cut short (Ctrl-C, a failure elsewhere): store what was played as aborted
+            for warm in warms:
+                warm.process.kill()
+            if handed:
+                handed[0].match_id = match.id
+                with contextlib.suppress(Exception):
+                    self._store(handed[0], warms)
+            raise
+        record.match_id = match.id
+        try:
+            await _settle(warms, record)
+            await _let_exit(warms)
+            await asyncio.gather(*(self.pool.release(w) for w in warms))
+        finally:  # a Ctrl-C now still stores the match: it is played
+            self._store(record, warms)
+        return record
+
+    def _store(self, record: MatchRecord, warms: Sequence[WarmBot]) -> None:
+        """Queue the match, with each seat's captured output, for storing (and write the
+        output to `log_dir`); the writer keeps retrying while the database is away."""
+        stored = to_stored(record)
+        for seat, warm in enumerate(warms):
+            process = warm.process
+            exit_line = warm.written_off or process.breach or (
+                process.exit_summary() if process.exited_by_itself
+                else "stopped after the match")
+            stored.seat_logs.append(
+                SeatLog(seat, process.output.text(), process.output.total, exit_line))
+            if self.log_dir is not None:
+                with contextlib.suppress(OSError):
+                    (self.log_dir / f"{record.key or record.match_id}-seat{seat}-{warm.bot}.log"
+                     ).write_text(process.output.text())
+        self.writer.submit(stored)
+
+
+async def _while_away(writer: MatchWriter, call: Callable[..., object], *args: object) -> None:
+    """A storage call, retried with back-off while the database is away (an outage)."""
+    delay = 0.5
+    while True:
+        try:
+            await writer.call(call, *args)
+            return
+        except StorageError as exc:
+            if not is_outage(exc):
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 30.0)
+
+
+async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
+    """Give the processes of disconnected seats a moment to exit, then say why they did."""
+    lost = {f.seat for f in record.faults if f.kind is FaultKind.DISCONNECT}
+    for seat in lost:
+        process = warms[seat].process
+        if process.returncode is None and not warms[seat].written_off:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 1.0)
+    for index, fault in enumerate(record.faults):
+        warm = warms[fault.seat]
+        process = warm.process
+        if fault.kind is not FaultKind.DISCONNECT or process.breach or warm.written_off:
+            continue
+        if process.returncode is not None and fault.detail in _GENERIC_DISCONNECTS:
+            record.faults[index] = dataclasses.replace(
+                fault, detail=f"bot process {process.exit_summary()}")
+
+
+async def _let_exit(warms: Sequence[WarmBot]) -> None:
+    """End each seat's stream once its MatchEnd is written, and give its process a
+    moment to read it and exit by itself (it is killed after that anyway)."""
+    for warm in warms:
+        if warm.connection is not None:
+            warm.connection.retire()
+    waits = [w.process.wait() for w in warms
+             if not w.written_off and w.process.returncode is None]
+    if waits:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*waits), _EXIT_GRACE_S)
