@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from cfarena.server.ratings import INITIAL_ELO, elo_update
 from cfarena.server.storage import queries
+from cfarena.server.storage.arena_store import ArenaStore, rate_skill
 from cfarena.server.storage.connect import (
     DEFAULT_URL,
     SQLITE_BEGIN,
@@ -100,8 +101,12 @@ def open_database(url: str = DEFAULT_URL, *, create: bool = True) -> Database:
     return Database(engine)
 
 
-class Database:
-    """Synchronous facade over one database; every method is one short transaction."""
+class Database(ArenaStore):
+    """Synchronous facade over one database; every method is one short transaction.
+
+    The competition arena's calls (token rotation and revocation, online ratings,
+    versions, a bot's faults and latency) are in `arena_store.ArenaStore`.
+    """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -168,8 +173,10 @@ class Database:
             return bot.id
 
     def bot_by_token_hash(self, token_hash: str) -> BotInfo | None:
+        """The bot this token hash admits (None: unknown, or the bot is revoked)."""
         with self._session() as s:
-            bot = s.scalars(select(Bot).where(Bot.token_hash == token_hash)).one_or_none()
+            bot = s.scalars(select(Bot).where(Bot.token_hash == token_hash,
+                                              Bot.revoked_at.is_(None))).one_or_none()
             return None if bot is None else queries.bot_info(bot)
 
     def list_bots(self) -> list[BotInfo]:
@@ -259,9 +266,10 @@ class Database:
                     status=MatchStatus.SCHEDULED.value, created_at=_now(),
                 ))
                 s.flush()
+                versions = list(plan.seat_versions) or [""] * plan.players
                 s.add_all(
                     MatchSeat(match_id=match_id, seat=seat, bot_id=bot_id, forfeited=False,
-                              faults=0)
+                              faults=0, bot_version=versions[seat])
                     for seat, bot_id in enumerate(plan.seat_bot_ids)
                 )
                 s.flush()
@@ -390,8 +398,11 @@ class Database:
 
             if finished:
                 ranks = [(seats[i].bot_id, record.ranks[i]) for i in sorted(seats)]
+                entrants = [((seats[i].bot_id, seats[i].bot_version), record.ranks[i])
+                            for i in sorted(seats)]
                 for pool in dict.fromkeys((m.pool, GLOBAL_POOL)):
                     _rate(s, m.id, pool, ranks, now)
+                    rate_skill(s, pool, entrants, now)
             return True
 
     # -- queries ------------------------------------------------------------
@@ -466,6 +477,10 @@ def _check_plan(plan: MatchPlan) -> None:
     if plan.players < 2 or len(plan.seat_bot_ids) != plan.players:
         raise ValueError(f"match {plan.key!r}: {plan.players} players but seats "
                          f"{list(plan.seat_bot_ids)}")
+    if plan.seat_versions and (len(plan.seat_versions) != plan.players
+                               or any(len(v) > 64 for v in plan.seat_versions)):
+        raise ValueError(f"match {plan.key!r}: seat versions {list(plan.seat_versions)} "
+                         f"(one per seat, at most 64 characters)")
     if not -_INT64 <= plan.seed < _INT64:
         raise ValueError(f"match {plan.key!r}: seed {plan.seed} does not fit 64 bits")
 
