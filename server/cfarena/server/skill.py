@@ -55,14 +55,37 @@ class Skill:
 
 def rate_match(skills: Sequence[Skill], ranks: Sequence[int]) -> list[Skill]:
     """The skills of a match's seats after it, given their ranks (1 = best, equal
-    ranks tie). One seat per entry; each seat is its own team."""
+    ranks tie). One seat per entry; each seat is its own team.
+
+    Ties: openskill 6.2's PlackettLuce still mis-rates some (with a tie at the top
+    of 4 seats, ranks 1 1 2 3, the third seat gets the winners' update; openskill.py
+    issues #155 and #201). So a tie is rated as the average of strict orders: the
+    seats of each tied group rotated through the group's places, every rotation
+    equally often; tied seats then move alike, and never past a better rank.
+    """
     if len(skills) != len(ranks) or len(skills) < 2:
         raise ValueError(f"need one rank per seat and at least 2 seats, got "
                          f"{len(skills)} skills and {len(ranks)} ranks")
-    teams = [[MODEL.rating(mu=s.mu, sigma=s.sigma)] for s in skills]
-    rated = MODEL.rate(teams, ranks=[float(r) for r in ranks])
-    return [Skill(team[0].mu, team[0].sigma, skill.games + 1)
-            for team, skill in zip(rated, skills, strict=True)]
+    groups: dict[int, list[int]] = {}
+    for seat, rank in enumerate(ranks):
+        groups.setdefault(rank, []).append(seat)
+    ordered = [groups[r] for r in sorted(groups)]
+    rounds = math.lcm(*(len(g) for g in ordered))
+    mu = [0.0] * len(skills)
+    sigma = [0.0] * len(skills)
+    for shift in range(rounds):
+        strict = [0] * len(skills)
+        place = 1
+        for group in ordered:
+            for i in range(len(group)):
+                strict[group[(i + shift) % len(group)]] = place + i
+            place += len(group)
+        teams = [[MODEL.rating(mu=s.mu, sigma=s.sigma)] for s in skills]
+        rated = MODEL.rate(teams, ranks=[float(r) for r in strict])
+        for seat, team in enumerate(rated):
+            mu[seat] += team[0].mu / rounds
+            sigma[seat] += team[0].sigma / rounds
+    return [Skill(m, sd, skill.games + 1) for m, sd, skill in zip(mu, sigma, skills, strict=True)]
 
 
 def rate_entrants(before: dict[tuple[int, str], Skill],

@@ -101,12 +101,28 @@ class ArenaStore:
                 out.append(_standing(key, name, Skill(rating.mu, rating.sigma, rating.games),
                                      aware(rating.updated_at), seats.get(key, ())))
             # entrants that played (or play) but have no finished match yet
-            names = dict(s.execute(select(Bot.id, Bot.name)).tuples())
+            names = {i: n for i, n in s.execute(select(Bot.id, Bot.name))}
             for key, counts in seats.items():
                 if key not in seen:
                     out.append(_standing(key, names[key[0]], Skill(), None, counts))
             out.sort(key=lambda x: (-x.conservative, x.name, x.version))
             return out
+
+    def results_by_version(self, pool: str) -> list[list[tuple[Entrant, int]]]:
+        """((bot id, version), rank) per seat of every finished match of `pool`, in
+        finishing order: what the batch Bradley-Terry check is fitted on."""
+        with self._session() as s:
+            query = (select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.bot_version,
+                            MatchSeat.rank)
+                     .join(Match, Match.id == MatchSeat.match_id)
+                     .where(Match.status == MatchStatus.FINISHED.value)
+                     .order_by(Match.finished_at, Match.id, MatchSeat.seat))
+            if pool != "global":
+                query = query.where(Match.pool == pool)
+            out: dict[str, list[tuple[Entrant, int]]] = {}
+            for match_id, bot_id, version, rank in s.execute(query):
+                out.setdefault(match_id, []).append(((bot_id, version), int(rank or 0)))
+            return list(out.values())
 
     # -- what a bot's owner sees ------------------------------------------------
 
