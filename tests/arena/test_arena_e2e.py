@@ -25,8 +25,9 @@ from cfarena.server.storage import MatchStatus, open_database
 from tests.cli.helpers import CFARENA, run_cli, run_json
 from tests.pg import PgCluster, postgres_cluster
 
-PLAYERS = "3"
-POOL = "standard/3p"
+PLAYERS = "4"
+POOL = "standard/4p"
+TOTAL = 280  # matches in the run
 FINISHED_LINE = re.compile(r"^match (serve-[0-9a-f]+): \d+\. ", re.M)
 SAMPLES = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
            "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
@@ -56,9 +57,9 @@ class Procs:
     def bot(self, name: str, bot: str, token: str, *args: str,
             env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         return self.start(name, [sys.executable, "-m", "cfarena.sdk", "run", SAMPLES[bot],
-                                 "--server", f"127.0.0.1:{self.port}", "--token", token,
-                                 "--retries", "-1", "-q", *args],
-                          {"CFARENA_MC_BUDGET_MS": "10", **(env or {})})
+                                 "--server", f"127.0.0.1:{self.port}", f"--token={token}",
+                                 "--retries", "50", "-q", *args],
+                          {"CFARENA_MC_BUDGET_MS": "2", **(env or {})})
 
     def err(self, name: str = "serve") -> str:
         return (self.dir / f"{name}.err").read_text(errors="replace")
@@ -130,7 +131,7 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     procs.bot("smart", "smart", tokens["smart"])
     procs.bot("montecarlo-1", "montecarlo", tokens["montecarlo"], "--version", "1")
     intruder = procs.bot("intruder", "random", tokens["intruder"])
-    procs.wait("40 matches", lambda: len(procs.finished()) >= 40, 90)
+    procs.wait("80 matches", lambda: len(procs.finished()) >= 80, 120)
 
     # a token revoked mid-run: its live connection is closed at once, a new one refused
     revoked = run_cli("bots", "revoke", "intruder", "--db", procs.db, cwd=procs.dir)
@@ -151,7 +152,7 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     procs.stop("montecarlo-1")
     procs.bot("montecarlo-2", "montecarlo", tokens["montecarlo"], "--version", "2")
     mark = len(procs.finished())
-    procs.wait("30 more matches", lambda: len(procs.finished()) >= mark + 30, 90)
+    procs.wait("80 more matches", lambda: len(procs.finished()) >= mark + 80, 120)
 
     # PostgreSQL restarts: the ladder goes on, the matches wait to be stored
     in_outage = len(procs.finished())
@@ -163,7 +164,8 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
         own_pg.start()
     procs.wait("storage back", lambda: "storage available again" in procs.err(), 60)
     mark = len(procs.finished())
-    procs.wait("20 more matches", lambda: len(procs.finished()) >= mark + 20, 90)
+    procs.wait(f"{TOTAL} matches in all, 20 since the restart",
+               lambda: len(procs.finished()) >= max(TOTAL, mark + 20), 120)
 
     serve = procs.procs["serve"]
     serve.send_signal(signal.SIGTERM)
@@ -200,10 +202,21 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     steady = [played[k] for k in (("random", ""), ("greedy", "1"), ("greedy", "2"),
                                   ("smart", ""))]
     assert max(steady) <= 1.5 * min(steady), played
-    # the ratings order the samples
+    # the ratings order the samples. Measured in-process (benchmarks/bot_strength.py,
+    # single rounds): random ~60-80 Elo below greedy, greedy ~150-200 below smart and
+    # montecarlo, which are level at a 2 ms budget. The online rating of one version
+    # after ~150 matches is not sure of a 70-Elo gap (its sigma stays ~1.5-2 mu
+    # points, ~50 Elo), so random < greedy is asserted on the order-free
+    # Bradley-Terry check per bot; the big gaps on the online rating per version.
     score = {k: x.conservative for k, x in ladder.items()}
-    assert score[("random", "")] < score[("greedy", "1")], score
-    assert score[("random", "")] < score[("greedy", "2")], score
+    greedy = max(score[("greedy", "1")], score[("greedy", "2")])
+    assert greedy < score[("smart", "")], score
+    assert greedy < min(score[("montecarlo", "1")], score[("montecarlo", "2")]), score
+    assert score[("random", "")] < score[("smart", "")], score
+    per_bot = {r["bot"]: r["bt_elo"] for r in run_json(  # type: ignore[union-attr]
+        "standings", "--pool", POOL, "--db", procs.db, cwd=procs.dir)}
+    assert per_bot["random"] < per_bot["greedy"] < min(per_bot["smart"],
+                                                        per_bot["montecarlo"]), per_bot
     # what the CLI shows: the ladder (latest versions) and a bot's own report
     rows = run_json("standings", "--pool", POOL, "--ladder", "--db", procs.db, cwd=procs.dir)
     shown = {r["bot"]: r["version"] for r in rows}  # type: ignore[union-attr]
@@ -215,5 +228,7 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     assert all(v["median_ms"] is not None and v["p99_ms"] >= v["median_ms"]
                for v in versions.values())
     elapsed = time.monotonic() - t0
-    print(f"{len(logged)} matches in {elapsed:.0f} s; games {dict(played)}; "
-          f"scores { {f'{n}:{v}': round(s, 2) for (n, v), s in score.items()} }")
+    print(f"\n{len(logged)} matches in {elapsed:.0f} s; revoked token cut off in "
+          f"{closed_after:.1f} s; games {dict(played)}; online scores "
+          f"{ {f'{n}:{v}': round(s, 2) for (n, v), s in score.items()} }; "
+          f"Bradley-Terry per bot {per_bot}")
