@@ -20,6 +20,7 @@ from cfarena.server.arena import Arena, ArenaConfig, LadderPolicy
 from cfarena.server.arena.service import say
 from cfarena.server.cli.common import DbOption, build_rules, database, fail
 from cfarena.server.referee import TimeControl
+from cfarena.server.storage import StorageError
 
 
 def _port_problem(host: str, port: int) -> str | None:
@@ -104,7 +105,7 @@ def serve_cmd(
             fail(f"cannot listen on {host}:{port}: {problem}")
         try:
             result = asyncio.run(Arena(db, config).run())
-        except OSError as exc:
+        except (OSError, StorageError) as exc:
             fail(str(exc))
     aborted = f" ({result.aborted} aborted)" if result.aborted else ""
     say(f"stopped after {result.finished} match{'' if result.finished == 1 else 'es'}"
