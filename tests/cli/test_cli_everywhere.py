@@ -25,7 +25,8 @@ from .helpers import CFARENA, run_cli, run_json
 ROOT = Path(__file__).resolve().parents[2]
 READ_COMMANDS = [
     ["standings"], ["tournaments"], ["matches"], ["show", "m1"], ["export", "m1"],
-    ["replay", "m1", "--all"], ["verify", "--all"], ["bots", "list"],
+    ["replay", "m1", "--all"], ["verify", "--all"], ["bots", "list"], ["bots", "show", "x"],
+    ["bots", "revoke", "x"], ["bots", "rotate", "x"],
 ]
 BIG_SEED = 2**63 - 1  # JavaScript would read 9223372036854775807 as ...808
 LONG = ["montecarlo-with-a-rather-long-name-v2", "greedy-but-also-named-at-length-x",
@@ -366,7 +367,7 @@ def test_matches_reads_as_results_at_80_columns(crafted: tuple[Path, str],
 
 
 HELP = [["standings"], ["tournaments"], ["matches"], ["show"], ["replay"], ["verify"],
-        ["bots", "add"], ["run-tournament"], ["serve"], []]
+        ["bots", "add"], ["bots", "show"], ["run-tournament"], ["serve"], []]
 
 
 @pytest.mark.parametrize("args", HELP, ids=[" ".join(a) or "cfarena" for a in HELP])

@@ -68,11 +68,21 @@ def _faults(db: Database) -> list[tuple[str, ...]]:
 def test_0002_keeps_the_faults_of_a_0001_database_and_downgrades(db_url: str) -> None:
     engine = make_engine(db_url)
     upgrade(engine, "0001")
-    old = Database(engine)  # bots and schedule only: 0001 has no seat_logs for record_match
+    old = Database(engine)  # raw SQL: the models are those of the head revision
     try:
-        alice, bob = bots(old, "alice", "bob")
-        [mid] = old.schedule_matches(None, [plan("g0", [alice, bob])])
+        mid, alice, bob = "g0", 1, 2
         with engine.begin() as conn:
+            for bot_id, name in ((alice, "alice"), (bob, "bob")):
+                conn.execute(text("INSERT INTO bots (id, name, token_hash, created_at) VALUES "
+                                  "(:i, :n, :h, CURRENT_TIMESTAMP)"),
+                             {"i": bot_id, "n": name, "h": f"{bot_id:064x}"})
+            conn.execute(text("INSERT INTO matches (id, key, ordinal, pool, seed, rules, "
+                              "players, status, created_at) VALUES (:m, :m, 0, 'standard/2p', "
+                              "1, '{}', 2, 'scheduled', CURRENT_TIMESTAMP)"), {"m": mid})
+            for seat, bot_id in enumerate((alice, bob)):
+                conn.execute(text("INSERT INTO match_seats (match_id, seat, bot_id, forfeited, "
+                                  "faults) VALUES (:m, :s, :b, false, 0)"),
+                             {"m": mid, "s": seat, "b": bot_id})
             conn.execute(text("INSERT INTO faults (match_id, seat, bot_id, kind, detail, "
                               "at_turn, created_at) VALUES (:m, 1, :b, 'timeout', 'slow', 4, "
                               "CURRENT_TIMESTAMP)"), {"m": mid, "b": bob})

@@ -30,7 +30,14 @@ class Bot(abc.ABC):
     `on_events(match_id, turn.events)` followed by `choose(turn)`, and at the
     end `on_events` with the last events (if any) and `on_match_end`. Calls for
     one match never overlap; calls for different matches may (capacity > 1).
+
+    `version` (optional, at most 64 characters) is sent in the Hello: a
+    competition arena (`cfarena serve`) rates each version of a bot
+    separately. `python -m cfarena.sdk run --version V` (or
+    $CFARENA_BOT_VERSION) overrides it.
     """
+
+    version: str = ""
 
     @abc.abstractmethod
     def choose(self, turn: Turn) -> Move | int:

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from cfarena.sdk.bot import Bot
-from cfarena.sdk.client import BotClient, BotConnectionError
+from cfarena.sdk.client import MAX_VERSION_CHARS, BotClient, BotConnectionError
 
 PROG = "python -m cfarena.sdk"
 DEFAULT_SERVER = "127.0.0.1:50051"
@@ -124,6 +124,11 @@ def _add_connection_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--name", help="client description for the referee's logs")
     parser.add_argument(
+        "--version", dest="bot_version", default=os.environ.get("CFARENA_BOT_VERSION"),
+        help="the bot's version, rated separately by a competition arena (default: "
+        "$CFARENA_BOT_VERSION, else the Bot class's `version` attribute)",
+    )
+    parser.add_argument(
         "--retries",
         type=int,
         default=10,
@@ -152,6 +157,8 @@ def _client_from_args(
         raise UsageError("no token: pass --token or set CFARENA_TOKEN")
     if not (1 <= args.capacity <= 64):
         raise UsageError(f"--capacity must be 1-64, got {args.capacity}")
+    if args.bot_version is not None and len(args.bot_version) > MAX_VERSION_CHARS:
+        raise UsageError(f"--version must be at most {MAX_VERSION_CHARS} characters")
     if args.retries < -1:
         raise UsageError(f"--retries must be -1 or more, got {args.retries}")
     try:
@@ -164,6 +171,7 @@ def _client_from_args(
         token,
         capacity=args.capacity,
         client_name=args.name,
+        version=args.bot_version or None,
         max_retries=None if args.retries == -1 else args.retries,
         reconnect=args.retries != 0,
     )

@@ -90,12 +90,16 @@ class _Match:
     task: asyncio.Task[None] | None = None
 
 
+MAX_VERSION_CHARS = 64  # the longest Hello.version a referee accepts
+
+
 class BotClient:
     """Plays `bot` on a referee until the referee closes the stream (or forever, see below).
 
     `server` is "host:port"; `token` the bot's secret; `capacity` how many
     matches it plays at once (1-64). `client_name` is free text for the
-    referee's logs. `credentials` switches to a TLS channel. See the module
+    referee's logs. `version` (default: `bot.version`) is the bot's version for the
+    arena's ratings (at most 64 characters). `credentials` switches to a TLS channel. See the module
     docstring for `reconnect`, `max_retries` and `reconnect_on_close`.
     Cancel the task running `run()` to stop.
     """
@@ -108,6 +112,7 @@ class BotClient:
         *,
         capacity: int = 1,
         client_name: str | None = None,
+        version: str | None = None,
         reconnect: bool = True,
         max_retries: int | None = 10,
         reconnect_on_close: bool = False,
@@ -125,6 +130,10 @@ class BotClient:
         self.client_name = client_name or (
             f"{type(bot).__name__} (cfarena python sdk {SDK_VERSION})"
         )
+        self.version = getattr(bot, "version", "") if version is None else version
+        if not isinstance(self.version, str) or len(self.version) > MAX_VERSION_CHARS:
+            raise ValueError(f"version must be a string of at most {MAX_VERSION_CHARS} "
+                             f"characters, got {self.version!r}")
         self.reconnect = reconnect
         self.max_retries = max_retries
         self.reconnect_on_close = reconnect_on_close
@@ -222,6 +231,7 @@ class BotClient:
                     protocol=PROTOCOL,
                     capacity=self.capacity,
                     client=self.client_name,
+                    version=self.version,
                 )
                 await call.write(pb.BotMessage(hello=hello))
                 first = await call.read()

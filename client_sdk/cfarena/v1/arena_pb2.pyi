@@ -199,16 +199,18 @@ class BotMessage(_message.Message):
     def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., action: _Optional[_Union[Action, _Mapping]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("token", "protocol", "capacity", "client")
+    __slots__ = ("token", "protocol", "capacity", "client", "version")
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     token: str
     protocol: str
     capacity: int
     client: str
-    def __init__(self, token: _Optional[str] = ..., protocol: _Optional[str] = ..., capacity: _Optional[int] = ..., client: _Optional[str] = ...) -> None: ...
+    version: str
+    def __init__(self, token: _Optional[str] = ..., protocol: _Optional[str] = ..., capacity: _Optional[int] = ..., client: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class Action(_message.Message):
     __slots__ = ("match_id", "turn_id", "move_index")

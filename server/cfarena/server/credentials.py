@@ -7,8 +7,12 @@ import secrets
 
 
 def new_token() -> str:
-    """A fresh random token (URL-safe, 32 bytes of entropy)."""
-    return secrets.token_urlsafe(32)
+    """A fresh random token (URL-safe, 32 bytes of entropy), never starting with "-"
+    (a command line would read `--token -abc...` as an option)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
 
 
 def hash_token(token: str) -> str:

@@ -14,13 +14,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from cfarena.server.cli.bot_report import bot_report, print_bot_report
 from cfarena.server.cli.common import DbOption, database, fail, out, print_json, seed_json
-from cfarena.server.cli.report import standings_rows, standings_table
+from cfarena.server.cli.report import ladder_rows, ladder_table, standings_rows, standings_table
 from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.replay import export_log
 from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog, StorageError
 
-bots_app = typer.Typer(help="Register and list bots (for `cfarena serve`).", no_args_is_help=True)
+bots_app = typer.Typer(help="Register, list, rotate, revoke and show bots (for `cfarena serve`).",
+                       no_args_is_help=True)
 
 
 @bots_app.command("add")
@@ -69,10 +71,73 @@ def _bot_exists(name: str) -> NoReturn:
 def bots_list(db_url: str = DbOption) -> None:
     """List registered bots."""
     with database(db_url, create=False) as db:
-        table = Table("id", "name", "command", "registered")
+        table = Table("id", "name", "command", "registered", "token")
         for b in db.list_bots():
-            table.add_row(str(b.id), b.name, b.command or "", f"{b.created_at:%Y-%m-%d %H:%M}")
+            token = ("revoked" if b.revoked_at is not None else
+                     f"rotated {b.token_changed_at:%Y-%m-%d %H:%M}" if b.token_changed_at
+                     else "")
+            table.add_row(str(b.id), b.name, b.command or "", f"{b.created_at:%Y-%m-%d %H:%M}",
+                          token)
         out.print(table)
+
+
+@bots_app.command("rotate")
+def bots_rotate(
+    name: Annotated[str, typer.Argument(help="the bot's name")],
+    db_url: str = DbOption,
+) -> None:
+    """Give a bot a new token and print it (shown once). The old one stops working:
+    a running `serve` closes its connections within about a second. A revoked bot
+    is admitted again with the new token."""
+    secret = new_token()
+    with database(db_url, create=False) as db:
+        try:
+            db.rotate_token(name, hash_token(secret))
+        except StorageError as exc:
+            fail(str(exc))
+    out.print(f"bot {name!r} has a new token; the old one no longer works. "
+              "Its token, shown only now:")
+    print(secret)
+
+
+@bots_app.command("revoke")
+def bots_revoke(
+    name: Annotated[str, typer.Argument(help="the bot's name")],
+    db_url: str = DbOption,
+) -> None:
+    """Revoke a bot's token: no new connection is admitted, and a running `serve`
+    closes its live ones (UNAUTHENTICATED "token revoked") within about a second.
+    `cfarena bots rotate NAME` admits it again with a new token."""
+    with database(db_url, create=False) as db:
+        try:
+            db.revoke_bot(name)
+        except StorageError as exc:
+            fail(str(exc))
+    out.print(f"bot {name!r} revoked.")
+
+
+@bots_app.command("show")
+def bots_show(
+    name: Annotated[str, typer.Argument(help="the bot's name")],
+    pool: Annotated[str, typer.Option("--pool", help='rating pool, e.g. "standard/4p"')
+                    ] = "global",
+    faults: Annotated[int, typer.Option("--faults", help="how many recent faults")] = 20,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    db_url: str = DbOption,
+) -> None:
+    """What a bot's owner may see: its versions (with their ratings), its latest faults
+    with their exact reasons, its decision times (median, p99) per version."""
+    if faults < 0:
+        fail(f"--faults must be 0 or more, got {faults}")
+    with database(db_url, create=False) as db:
+        try:
+            report = bot_report(db, name, pool, faults)
+        except StorageError as exc:
+            fail(str(exc))
+    if json_out:
+        print_json(report)
+        return
+    print_bot_report(report)
 
 
 def standings_cmd(
@@ -81,15 +146,29 @@ def standings_cmd(
     pool: Annotated[str | None, typer.Option("--pool", help='rating pool, e.g. "standard/4p"')
                     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    ladder: Annotated[bool, typer.Option(
+        "--ladder", help="only the ladder (online rating per bot version; with --json)")
+                      ] = False,
+    versions: Annotated[bool, typer.Option(
+        "--versions", help="every version of each bot in the ladder, not only the latest")
+                        ] = False,
     db_url: str = DbOption,
 ) -> None:
-    """Standings: ratings, matches, wins, points per round, faults."""
+    """Standings: the ladder (`serve`'s online rating per bot version, which ranks) and
+    per bot the Bradley-Terry fit and Elo, matches, wins, points per round, faults."""
+    if tournament is not None and (ladder or versions):
+        fail("--ladder and --versions are for serve's pools, not tournaments")
     with database(db_url, create=False) as db:
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")
-        rows = standings_rows(db, tournament, pool)
+        ladder_list = ladder_rows(db, pool or "global", versions) if tournament is None else []
+        rows = [] if ladder else standings_rows(db, tournament, pool)
     if json_out:
-        print_json(rows)
+        print_json(ladder_list if ladder else rows)
+        return
+    if ladder_list:
+        out.print(ladder_table(ladder_list, f"Ladder, pool {pool or 'global'}"))
+    if ladder:
         return
     title = f"Tournament #{tournament}" if tournament is not None else f"Pool {pool or 'global'}"
     out.print(standings_table(rows, title))

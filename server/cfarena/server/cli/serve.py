@@ -1,277 +1,25 @@
-"""`cfarena serve`: a long-running referee that pairs whichever registered bots connect.
+"""`cfarena serve`: the competition arena (`cfarena.server.arena`) from the command line.
 
-Nothing a bot or a fault does stops it or loses a match:
-
-- a table is picked only among bots with a free connection, seated, and only
-  then scheduled in the database (a table that cannot be seated or scheduled is
-  not started, and picked again later);
-- finished matches are stored by a `MatchWriter` (in a worker thread, in order,
-  retrying while the database is away), never on the event loop;
-- SIGINT/SIGTERM: running matches get 5 s, then are stored as aborted; every bot
-  stream is ended with the shutdown status; what could not be stored within
-  10 s is written to `cfarena-unsaved-<timestamp>.jsonl` in the working directory;
-- on start, matches outside any tournament left `running` by a referee that was
-  killed are marked aborted ("referee stopped").
+The arena itself (ladder, token polling, storage off the event loop, shutdown) is
+`cfarena.server.arena.Arena`; this module only turns options into an
+`ArenaConfig` and results into lines and an exit status.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import random
-import secrets
-import signal
 import socket
-import sys
-import tempfile
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cfarena.engine import Rules
+from cfarena.server.arena import Arena, ArenaConfig, LadderPolicy
+from cfarena.server.arena.service import say
 from cfarena.server.cli.common import DbOption, build_rules, database, fail
-from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage
-from cfarena.server.referee import (
-    MatchRecord,
-    RefereeServer,
-    SeatingTimeout,
-    TimeControl,
-    TokenRegistry,
-)
-from cfarena.server.referee.connection import BotConnection
-from cfarena.server.referee.server import ShuttingDown
-from cfarena.server.storage import Database, MatchPlan, MatchStatus, StoredMatch
-from cfarena.server.tournament import to_stored
-
-STOPPED = "referee stopped"  # the reason of matches a stopped referee could not finish
-STOP_GRACE_S = 5.0  # running matches get this long to finish on SIGINT/SIGTERM
-FLUSH_TIMEOUT_S = 10.0  # then the writer gets this long to store what is queued
-IDLE_POLL_S = 0.1  # no table to start: look again after this long
-SCHEDULE_RETRY_S = (0.5, 5.0)  # scheduling failed: first retry, then doubling to
-
-
-def say(line: str) -> None:
-    """One line for the organiser watching the terminal (stderr)."""
-    print(line, file=sys.stderr, flush=True)
-
-
-@dataclass
-class ServeResult:
-    finished: int = 0  # matches played to the end
-    aborted: int = 0  # matches stored as aborted (cut off by the stop, referee errors)
-    unsaved: Path | None = None  # where the records that could not be stored went
-
-
-async def serve_forever(
-    db: Database,
-    rules: Rules,
-    players: int,
-    time_control: TimeControl,
-    host: str,
-    port: int,
-    concurrency: int,
-    seed: int | None,
-    max_matches: int | None = None,
-    *,
-    unsaved_dir: Path | None = None,
-    report: Callable[[str], None] = say,
-) -> ServeResult:
-    """Run matches among connected registered bots until stopped (or `max_matches` were
-    started and are over). OSError when it cannot listen."""
-    tokens = TokenRegistry()
-    ids: dict[str, int] = {}
-    for bot in db.list_bots():
-        tokens.add_hash(bot.name, bot.token_hash)
-        ids[bot.name] = bot.id
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    server = RefereeServer(tokens, host=host, port=port)
-    await server.start()
-    writer = MatchWriter(db, report)
-    writer.start()
-    result = ServeResult()
-    try:
-        try:
-            # only once it holds the port: a `serve` refused for a port in use (another
-            # one, maybe on this database) must not touch the matches in play
-            stale = await asyncio.to_thread(db.abort_running_matches, STOPPED)
-            if stale:
-                report(f"{stale} match{'' if stale == 1 else 'es'} left running by a "
-                       f"stopped referee marked aborted ({STOPPED!r})")
-            report(f"referee listening on {server.address} ({len(ids)} registered bots); "
-                   "Ctrl-C stops it")
-            await _play_matches(stop, db, server, writer, result, ids, rules, players,
-                                time_control, concurrency, seed, max_matches, report)
-        finally:
-            await server.stop(grace=0)  # done already, unless something failed before
-    finally:
-        left = await writer.close(FLUSH_TIMEOUT_S)
-        if left:
-            result.unsaved = _keep_unsaved(left, unsaved_dir or Path.cwd(), report)
-    return result
-
-
-def _keep_unsaved(records: list[StoredMatch], directory: Path,
-                  report: Callable[[str], None]) -> Path:
-    """Write the records the database did not take to a file (in `directory`, else in
-    the temp dir) and say where; the file's path."""
-    what = f"{len(records)} match record{'' if len(records) == 1 else 's'}"
-    problem: OSError | None = None
-    for where in (directory, Path(tempfile.gettempdir())):
-        try:
-            path = dump_unsaved(records, where)
-        except OSError as exc:
-            problem = problem or exc
-            continue
-        report(f"error: could not store {what}; written to {path}")
-        return path
-    report(f"error: could not store {what}, nor write them to a file: {problem}")
-    return directory
-
-
-async def _play_matches(
-    stop: asyncio.Event,
-    db: Database,
-    server: RefereeServer,
-    writer: MatchWriter,
-    result: ServeResult,
-    ids: dict[str, int],
-    rules: Rules,
-    players: int,
-    time_control: TimeControl,
-    concurrency: int,
-    seed: int | None,
-    max_matches: int | None,
-    report: Callable[[str], None],
-) -> None:
-    loop = asyncio.get_running_loop()
-    stopping = loop.create_task(stop.wait())
-    # Seeds from the OS's CSPRNG: a bot that dials in cannot find its match's seed from
-    # its hand, nor predict the next one, and a restart never replays a deal. 62-bit
-    # seeds: a repeated deal is as likely as guessing a random 62-bit number.
-    rng: random.Random = secrets.SystemRandom() if seed is None else random.Random(seed)
-    options = rules.to_options()
-    running: set[asyncio.Task[None]] = set()
-    started = 0
-    retry = SCHEDULE_RETRY_S[0]
-
-    def on_record(record: MatchRecord) -> None:  # every match, finished or aborted, once
-        writer.submit(to_stored(record))
-        if record.status is MatchStatus.FINISHED:
-            result.finished += 1
-        else:
-            result.aborted += 1
-        report(describe(record))
-
-    async def play(key: str, table: list[str], match_seed: int,
-                   conns: list[BotConnection]) -> None:
-        try:
-            await server.run_match(key, rules, match_seed, table, time_control,
-                                   connections=conns, on_record=on_record)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise
-            # the stop cut the match off: on_record has queued it as aborted
-        except ShuttingDown:  # never seated: store it as not played
-            _release(conns, key)
-            result.aborted += 1
-            writer.submit(StoredMatch(key, status=MatchStatus.ABORTED, reason=STOPPED))
-        except Exception as exc:  # a referee bug: on_record has queued it as aborted
-            report(f"error: match {key}: {type(exc).__name__}: {exc}")
-
-    async def pause(seconds: float) -> None:
-        await asyncio.wait({stopping}, timeout=seconds)
-
-    try:
-        while not stop.is_set() and (max_matches is None or started < max_matches):
-            if len(running) >= concurrency:
-                await asyncio.wait({*running, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                continue
-            table = _pick_table(server.connected_bots(), players, rng)
-            if table is None:
-                await pause(IDLE_POLL_S)
-                continue
-            key = f"serve-{uuid.uuid4().hex[:12]}"
-            try:  # the picked bots have free connections: this reserves them at once
-                conns = await server.seat(key, table, timeout=IDLE_POLL_S)
-            except SeatingTimeout:  # one left meanwhile: nothing stored, pick again
-                continue
-            match_seed = rng.getrandbits(62)
-            plan = MatchPlan(key, match_seed, options, players, [ids[b] for b in table])
-            try:
-                await writer.call(db.schedule_matches, None, [plan])
-            except Exception as exc:  # the database away (or refusing): not started
-                _release(conns, key)
-                if not is_outage(exc):
-                    report(f"error: cannot schedule a match: {exc}")
-                await pause(retry)
-                retry = min(retry * 2, SCHEDULE_RETRY_S[1])
-                continue
-            retry = SCHEDULE_RETRY_S[0]
-            try:
-                await writer.call(db.mark_running, key)
-            except Exception as exc:  # stored, but not as started: not played at all
-                _release(conns, key)
-                if not is_outage(exc):
-                    report(f"error: cannot start match {key}: {exc}")
-                writer.submit(StoredMatch(key, status=MatchStatus.ABORTED,
-                                          reason=f"not started: {exc}"))
-                await pause(retry)
-                continue
-            task = loop.create_task(play(key, table, match_seed, conns))
-            running.add(task)
-            task.add_done_callback(running.discard)
-            started += 1
-            await asyncio.sleep(0)  # it starts now: a stop from here on lets it finish
-        while running and not stop.is_set():  # --max-matches: let them finish
-            await asyncio.wait({*running, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        # a second Ctrl-C while stopping is ignored (not a KeyboardInterrupt traceback)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, lambda: None)
-        # running matches get STOP_GRACE_S, then are cut off (on_record: aborted);
-        # every bot is told the referee is shutting down
-        await server.stop(grace=STOP_GRACE_S)
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
-        stopping.cancel()
-        await asyncio.gather(stopping, return_exceptions=True)
-
-
-def _release(conns: Sequence[BotConnection], key: str) -> None:
-    """Give back seats reserved for a match that is not going to be played."""
-    for conn in conns:
-        conn.matches.pop(key, None)
-
-
-def describe(record: MatchRecord) -> str:
-    """One line per match for the terminal: its key, then per seat (in seat order)
-    the rank, bot and total, and the number of rounds (or why it was aborted)."""
-    if record.status is not MatchStatus.FINISHED:
-        return f"match {record.match_id} aborted: {record.reason}"
-    seats = []
-    for seat, bot in enumerate(record.seat_bots):
-        forfeit = " (forfeited)" if seat in record.forfeited else ""
-        seats.append(f"{record.ranks[seat]}. {bot} {record.totals[seat]}{forfeit}")
-    rounds = len(record.round_scores)
-    return (f"match {record.match_id}: {', '.join(seats)} "
-            f"({rounds} round{'' if rounds == 1 else 's'})")
-
-
-def _pick_table(free: dict[str, int], players: int, rng: random.Random) -> list[str] | None:
-    """A random table of distinct bots with a free slot each, or None."""
-    ready = sorted(name for name, slots in free.items() if slots > 0)
-    if len(ready) < players:
-        return None
-    table = rng.sample(ready, players)
-    return table
+from cfarena.server.referee import TimeControl
+from cfarena.server.storage import StorageError
 
 
 def _port_problem(host: str, port: int) -> str | None:
@@ -316,21 +64,34 @@ def serve_cmd(
         "competitions) [default: the OS's CSPRNG]")] = None,
     max_matches: Annotated[int | None, typer.Option("--max-matches",
                                                     help="stop after this many")] = None,
+    starve_after: Annotated[float, typer.Option(
+        "--starve-after", help="a bot waiting this many seconds for a match is seated "
+        "first")] = 30.0,
     db_url: str = DbOption,
 ) -> None:
-    """Serve bots registered with `cfarena bots add`: pair whoever is connected, forever.
+    """Run the competition ladder for bots registered with `cfarena bots add`.
 
-    Each match goes to the database (results, logs, ratings in the pool
-    "<preset>/<players>p" and "global"); while the database is away matches
-    in play are kept and stored when it is back. SIGINT/SIGTERM: running
-    matches get 5 s to finish, then are stored as aborted; records that cannot
-    be stored within 10 s go to cfarena-unsaved-<timestamp>.jsonl (exit 1).
+    Bots may be added, rotated and revoked while it runs. Tables are formed from
+    the connected bots (fewest games and most uncertain ratings first, similar
+    strength, seats balanced). Each match goes to the database (results, logs,
+    ratings per bot version in the pool "<preset>/<players>p" and "global");
+    while the database is away matches in play are kept and stored when it is back.
+    SIGINT/SIGTERM: running matches get 5 s to finish, then are stored as
+    aborted; records that cannot be stored within 10 s go to
+    cfarena-unsaved-<timestamp>.jsonl (exit 1).
     """
     if not 0 <= port <= 65535:
         fail(f"--port must be 0-65535, got {port}")
     if concurrency < 1:
         fail(f"--concurrency must be at least 1, got {concurrency}")
+    if starve_after < 0:
+        fail(f"--starve-after must be 0 or more, got {starve_after:g}")
     rule_set = build_rules(rules, rule or [], rules_file, players)
+    config = ArenaConfig(
+        rules=rule_set, players=players, time_control=TimeControl(timeout_ms), host=host,
+        port=port, concurrency=concurrency, seed=seed, max_matches=max_matches,
+        ladder=LadderPolicy(starve_after_s=starve_after),
+    )
     with database(db_url) as db:
         if not db.list_bots():
             fail("no registered bots: add one with `cfarena bots add NAME`")
@@ -338,10 +99,8 @@ def serve_cmd(
         if problem is not None:
             fail(f"cannot listen on {host}:{port}: {problem}")
         try:
-            result = asyncio.run(serve_forever(
-                db, rule_set, players, TimeControl(timeout_ms), host, port, concurrency, seed,
-                max_matches))
-        except OSError as exc:
+            result = asyncio.run(Arena(db, config).run())
+        except (OSError, StorageError) as exc:
             fail(str(exc))
     aborted = f" ({result.aborted} aborted)" if result.aborted else ""
     say(f"stopped after {result.finished} match{'' if result.finished == 1 else 'es'}"

@@ -49,6 +49,14 @@ class BotConnection:
     writer: _Writer
     conn_id: int = field(default_factory=lambda: next(_ids))
     client: str = ""
+    # the version its Hello reported ("" if none), and the hash of the token it
+    # connected with ("" for a one-time pass): the arena rates per version and
+    # closes the connections of a revoked token
+    version: str = ""
+    token_hash: str = ""
+    # why the referee ended this stream itself (a gRPC status code and details),
+    # e.g. its token was revoked; see `kick`
+    kicked: tuple[Any, str] | None = None
     # the one-time pass it connected with (a process the arena started), if any
     seat_pass: SeatPass | None = None
     # match_id -> seat, for matches this connection is seated in
@@ -66,6 +74,7 @@ class BotConnection:
     _drainer: asyncio.Task[None] | None = None
     _closed_event: asyncio.Event = field(default_factory=asyncio.Event)
     _retired: asyncio.Event = field(default_factory=asyncio.Event)
+    _kicked_event: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def free(self) -> int:
@@ -161,6 +170,18 @@ class BotConnection:
             if done is not None and not done.done():
                 done.set_exception(SeatFault(kind, detail))
         self._closed_event.set()
+
+    def kick(self, status: Any, detail: str) -> None:
+        """End this stream from the referee's side with a gRPC `status` (a
+        grpc.StatusCode) and `detail`: its seats fault (`disconnect`, `detail`) at once
+        and the bot's stream ends with that status."""
+        if self.kicked is None:
+            self.kicked = (status, detail)
+        self.close(FaultKind.DISCONNECT, detail)
+        self._kicked_event.set()
+
+    async def wait_kicked(self) -> None:
+        await self._kicked_event.wait()
 
     async def wait_closed(self) -> None:
         await self._closed_event.wait()

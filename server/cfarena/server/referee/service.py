@@ -13,6 +13,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from cfarena.engine import PRESETS
+from cfarena.server.credentials import hash_token
 from cfarena.server.match_record import FaultKind
 from cfarena.server.referee.connection import BotConnection, SeatFault
 from cfarena.server.referee.tokens import PassUsed
@@ -26,6 +27,7 @@ log = logging.getLogger("cfarena.referee")
 PROTOCOL = "cfarena.v1"
 SERVER_VERSION = "cfarena 0.1.0"
 MAX_CAPACITY = 64
+MAX_VERSION_CHARS = 64  # Hello.version
 MAX_HANDSHAKING = 256  # streams at once between opening and their Hello
 # how the referee ends every bot stream when it shuts down: status OK with these
 # details and this trailing metadata (see REFEREE.md, "Shutdown")
@@ -127,10 +129,15 @@ class ArenaService:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED,
                                 "this one-time credential was already used")
             raise AssertionError("unreachable") from None
-        name = seat_pass.bot_name if seat_pass else self.server.tokens.lookup(hello.token)
+        name = seat_pass.bot_name if seat_pass else await self.server.tokens.resolve(hello.token)
         if name is None:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "unknown or missing token")
         assert name is not None
+        if len(hello.version) > MAX_VERSION_CHARS or not hello.version.isprintable():
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Hello.version must be at most {MAX_VERSION_CHARS} printable characters",
+            )
         # a process the arena started plays one match at a time
         capacity = 1 if seat_pass else (hello.capacity or 1)
         if capacity > MAX_CAPACITY:
@@ -144,7 +151,9 @@ class ArenaService:
                 grpc.StatusCode.ALREADY_EXISTS,
                 f"bot {name!r} already has {self.server.max_connections_per_bot} connections",
             )
-        conn = BotConnection(name, capacity, context, client=hello.client, seat_pass=seat_pass)
+        conn = BotConnection(name, capacity, context, client=hello.client, seat_pass=seat_pass,
+                             version=hello.version,
+                             token_hash="" if seat_pass else hash_token(hello.token))
         await context.write(
             pb.RefereeMessage(
                 welcome=pb.Welcome(
@@ -169,18 +178,21 @@ class ArenaService:
     async def _serve(self, conn: BotConnection, requests: AsyncIterator[Incoming],
                      context: Any) -> None:
         """Read the bot's Actions until its stream ends; a connection made with a
-        one-time pass also ends, with status OK, once its match is over (`retire`)."""
-        if conn.seat_pass is None:
-            await self._read_actions(conn, requests, context)
-            return
+        one-time pass also ends, with status OK, once its match is over (`retire`),
+        and one the referee kicks (`BotConnection.kick`) with the kick's status."""
         reader = asyncio.ensure_future(self._read_actions(conn, requests, context))
-        retired = asyncio.ensure_future(conn.wait_retired())
+        stops = [asyncio.ensure_future(conn.wait_kicked())]
+        if conn.seat_pass is not None:
+            stops.append(asyncio.ensure_future(conn.wait_retired()))
         try:
-            await asyncio.wait({reader, retired}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({reader, *stops}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (reader, retired):
+            for task in (reader, *stops):
                 task.cancel()
-            await asyncio.gather(reader, retired, return_exceptions=True)
+            await asyncio.gather(reader, *stops, return_exceptions=True)
+        if conn.kicked is not None:
+            status, detail = conn.kicked
+            await context.abort(status, detail)
         if reader.done() and not reader.cancelled() and reader.exception() is not None:
             raise reader.exception()  # type: ignore[misc]
 

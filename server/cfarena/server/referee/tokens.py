@@ -31,6 +31,22 @@ class TokenRegistry:
                 found = name
         return found
 
+    def remove_hash(self, token_hash: str) -> None:
+        """Forget a token (revoked or rotated away); live connections are the caller's."""
+        self._by_hash.pop(token_hash, None)
+
+    def hashes(self) -> dict[str, str]:
+        """A copy of the known token hashes and their bots."""
+        return dict(self._by_hash)
+
+    async def resolve(self, token: str) -> str | None:
+        """The bot a connecting token belongs to (the referee asks once per connection).
+
+        This registry answers from memory; a subclass may ask a database (the
+        competition arena does, so that bots registered while it runs can play).
+        """
+        return self.lookup(token)
+
     def names(self) -> list[str]:
         return sorted(set(self._by_hash.values()))
 

@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cfarena.server.storage import queries, recording, scheduling
+from cfarena.server.storage.arena_store import ArenaStore
 from cfarena.server.storage.connect import (
     DEFAULT_URL,
     SQLITE_BEGIN,
@@ -82,8 +83,12 @@ def open_database(url: str = DEFAULT_URL, *, create: bool = True) -> Database:
     return Database(engine)
 
 
-class Database:
-    """Synchronous facade over one database; every method is one short transaction."""
+class Database(ArenaStore):
+    """Synchronous facade over one database; every method is one short transaction.
+
+    The competition arena's calls (token rotation and revocation, online ratings,
+    versions, a bot's faults and latency) are in `arena_store.ArenaStore`.
+    """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -150,8 +155,10 @@ class Database:
             return bot.id
 
     def bot_by_token_hash(self, token_hash: str) -> BotInfo | None:
+        """The bot this token hash admits (None: unknown, or the bot is revoked)."""
         with self._session() as s:
-            bot = s.scalars(select(Bot).where(Bot.token_hash == token_hash)).one_or_none()
+            bot = s.scalars(select(Bot).where(Bot.token_hash == token_hash,
+                                              Bot.revoked_at.is_(None))).one_or_none()
             return None if bot is None else queries.bot_info(bot)
 
     def list_bots(self) -> list[BotInfo]:

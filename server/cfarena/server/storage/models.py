@@ -68,6 +68,10 @@ class Bot(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     command: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp)
+    # set by `cfarena bots revoke`: the token admits nothing, live connections are closed
+    revoked_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # the last `cfarena bots rotate` (None: the token it was registered with)
+    token_changed_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class Tournament(Base):
@@ -125,6 +129,8 @@ class MatchSeat(Base):
     rank: Mapped[int | None] = mapped_column(Integer)
     forfeited: Mapped[bool] = mapped_column(Boolean)
     faults: Mapped[int] = mapped_column(Integer)
+    # the version the bot reported in its Hello ("" for none; always "" in tournaments)
+    bot_version: Mapped[str] = mapped_column(String(64), server_default="")
 
 
 class Fault(Base):
@@ -207,3 +213,18 @@ class RatingHistory(Base):
     elo_before: Mapped[float] = mapped_column(Float)
     elo_after: Mapped[float] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class SkillRating(Base):
+    """The online Weng-Lin (Plackett-Luce, openskill) rating of one version of a bot
+    in one pool, updated in the transaction that records each finished match."""
+
+    __tablename__ = "skill_ratings"
+
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), primary_key=True)
+    version: Mapped[str] = mapped_column(String(64), primary_key=True)
+    pool: Mapped[str] = mapped_column(String(100), primary_key=True)
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)
+    games: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp)

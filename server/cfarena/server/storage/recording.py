@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cfarena.server.ratings import INITIAL_ELO, elo_update
+from cfarena.server.storage.arena_store import rate_skill
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.models import (
     Fault,
@@ -99,8 +100,11 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
 
     if finished:
         ranks = [(seats[i].bot_id, record.ranks[i]) for i in sorted(seats)]
+        entrants = [((seats[i].bot_id, seats[i].bot_version), record.ranks[i])
+                    for i in sorted(seats)]
         for pool in dict.fromkeys((m.pool, GLOBAL_POOL)):
             _rate(s, m.id, pool, ranks, now)
+            rate_skill(s, pool, entrants, now)
     return True
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "ScheduledMatch",
     "SeatInfo",
     "SeatLog",
+    "SkillStanding",
     "Standing",
     "StoredMatch",
     "TournamentInfo",
@@ -37,6 +38,8 @@ class BotInfo:
     token_hash: str
     command: str | None
     created_at: datetime
+    revoked_at: datetime | None = None  # `cfarena bots revoke`: its token admits nothing
+    token_changed_at: datetime | None = None  # the last `cfarena bots rotate`
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,8 @@ class MatchPlan:
     players: int
     seat_bot_ids: Sequence[int]
     pool: str | None = None
+    # the version each seat's bot reported in its Hello (empty: "" for every seat)
+    seat_versions: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,3 +223,25 @@ class RatingPoint:
     elo_before: float
     elo_after: float
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SkillStanding:
+    """The online (openskill) rating of one version of a bot in one pool.
+
+    `conservative` is mu - 3 sigma (what the ladder ranks by), `elo` the same on
+    an Elo-like scale (see `cfarena.server.skill`); `games` the finished matches
+    rated; `seats[p]` how many of its matches (any status but aborted) it played
+    in seat position p (for seat balance); `updated_at` its last rated match.
+    """
+
+    bot_id: int
+    name: str
+    version: str
+    mu: float
+    sigma: float
+    conservative: float
+    elo: float
+    games: int
+    updated_at: datetime | None
+    seats: tuple[int, ...] = ()

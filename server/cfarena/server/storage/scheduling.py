@@ -34,6 +34,10 @@ def check_plan(plan: MatchPlan) -> None:
     if plan.players < 2 or len(plan.seat_bot_ids) != plan.players:
         raise ValueError(f"match {plan.key!r}: {plan.players} players but seats "
                          f"{list(plan.seat_bot_ids)}")
+    if plan.seat_versions and (len(plan.seat_versions) != plan.players
+                               or any(len(v) > 64 for v in plan.seat_versions)):
+        raise ValueError(f"match {plan.key!r}: seat versions {list(plan.seat_versions)} "
+                         f"(one per seat, at most 64 characters)")
     if not -_INT64 <= plan.seed < _INT64:
         raise ValueError(f"match {plan.key!r}: seed {plan.seed} does not fit 64 bits")
 
@@ -63,9 +67,10 @@ def schedule_matches(s: Session, tournament_id: int | None, plans: Sequence[Matc
             status=MatchStatus.SCHEDULED.value, created_at=utc_now(),
         ))
         s.flush()
+        versions = list(plan.seat_versions) or [""] * plan.players
         s.add_all(
             MatchSeat(match_id=match_id, seat=seat, bot_id=bot_id, forfeited=False,
-                      faults=0)
+                      faults=0, bot_version=versions[seat])
             for seat, bot_id in enumerate(plan.seat_bot_ids)
         )
         s.flush()

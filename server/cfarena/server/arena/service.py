@@ -1,0 +1,385 @@
+"""The competition arena: the asyncio loop around the referee that `cfarena serve` runs.
+
+Nothing a bot or a fault does stops it or loses a match:
+
+- tables come from the ladder (`ladder.pick_table`) among the connected entrants
+  (bot, version) with free capacity; their connections are reserved at once,
+  then the match is scheduled in the database (a table that cannot be seated or
+  scheduled is not started, and picked again later);
+- finished matches, with their rating updates, are stored by a `MatchWriter` (in a
+  worker thread, in order, retrying while the database is away), never on the
+  event loop; so is every other database call (the poll below);
+- every `poll_s` (1 s) the database is polled, in a worker thread, for the bots
+  (new ones, rotated and revoked tokens: the live connections of a token that is
+  gone are closed with UNAUTHENTICATED) and the pool's ratings and seat counts,
+  which the ladder reads;
+- each match's seed is fresh from the OS CSPRNG (62 bits, never repeated in a run);
+- SIGINT/SIGTERM: running matches get 5 s, then are stored as aborted; every bot
+  stream is ended with the shutdown status; what could not be stored within 10 s
+  is written to `cfarena-unsaved-<timestamp>.jsonl` in the working directory;
+- on start, matches outside any tournament left `running` by a referee that was
+  killed are marked aborted ("referee stopped").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cfarena.server.arena.config import ArenaConfig
+from cfarena.server.arena.ladder import Entrant, pick_table
+from cfarena.server.arena.tokens import LiveTokens
+from cfarena.server.match_record import MatchRecord
+from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage
+from cfarena.server.referee import RefereeServer
+from cfarena.server.referee.connection import BotConnection
+from cfarena.server.referee.server import ShuttingDown
+from cfarena.server.skill import Skill
+from cfarena.server.storage import (
+    BotInfo,
+    Database,
+    MatchPlan,
+    MatchStatus,
+    SkillStanding,
+    StoredMatch,
+)
+from cfarena.server.tournament import to_stored
+
+STOPPED = "referee stopped"  # the reason of matches a stopped referee could not finish
+STOP_GRACE_S = 5.0  # running matches get this long to finish on SIGINT/SIGTERM
+FLUSH_TIMEOUT_S = 10.0  # then the writer gets this long to store what is queued
+IDLE_POLL_S = 0.1  # no table to start: look again after this long
+SCHEDULE_RETRY_S = (0.5, 5.0)  # scheduling failed: first retry, then doubling to
+SEED_BITS = 62
+
+EntrantKey = tuple[str, str]  # (bot name, version)
+
+
+def say(line: str) -> None:
+    """One line for the organiser watching the terminal (stderr)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass
+class ServeResult:
+    finished: int = 0  # matches played to the end
+    aborted: int = 0  # matches stored as aborted (cut off by the stop, referee errors)
+    unsaved: Path | None = None  # where the records that could not be stored went
+
+
+@dataclass
+class ArenaStats:
+    """Counters for whoever watches the arena (metrics, tests); updated on the loop."""
+
+    started: int = 0  # matches started
+    finished: int = 0
+    aborted: int = 0
+    running: int = 0  # matches in play now
+    kicked: int = 0  # connections closed because their token was revoked or rotated
+    polls: int = 0  # successful polls of the database
+    last_poll: float | None = None  # time.monotonic() of the last successful poll
+    started_by_bot: dict[str, int] = field(default_factory=dict)
+
+
+class Arena:
+    """`cfarena serve`: a referee, a ladder and storage. `await Arena(...).run()`."""
+
+    def __init__(self, db: Database, config: ArenaConfig,
+                 report: Callable[[str], None] = say) -> None:
+        self.db = db
+        self.config = config
+        self.report = report
+        self.tokens = LiveTokens(db)
+        self.stats = ArenaStats()
+        self.server: RefereeServer | None = None
+        self.writer: MatchWriter | None = None
+        # Seeds from the OS's CSPRNG: a bot that dials in cannot find its match's seed
+        # from its hand, nor predict the next one, and a restart never replays a deal.
+        self._rng: random.Random = (secrets.SystemRandom() if config.seed is None
+                                    else random.Random(config.seed))
+        self._seeds: set[int] = set()
+        self._ids: dict[str, int] = {}  # bot name -> id (from the poll)
+        self._skills: dict[EntrantKey, Skill] = {}
+        self._seats: dict[EntrantKey, list[int]] = {}
+        self._last_start: dict[EntrantKey, float] = {}
+        self._first_seen: dict[EntrantKey, float] = {}
+        self._stop = asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+
+    # ---------------------------------------------------------------- running
+    def stop(self) -> None:
+        """Stop as SIGINT/SIGTERM do."""
+        self._stop.set()
+
+    async def run(self) -> ServeResult:
+        """Run matches among connected registered bots until stopped (or `max_matches`
+        were started and are over). OSError when it cannot listen."""
+        config = self.config
+        loop = asyncio.get_running_loop()
+        self._apply_bots(await asyncio.to_thread(self.db.list_bots), time.monotonic())
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._stop.set)
+        self.server = server = RefereeServer(self.tokens, host=config.host, port=config.port,
+                                             **dict(config.referee_options))
+        await server.start()
+        self.writer = writer = MatchWriter(self.db, self.report)
+        writer.start()
+        result = ServeResult()
+        poller = loop.create_task(self._poll_forever())
+        try:
+            try:
+                # only once it holds the port: a `serve` refused for a port in use
+                # (another one, maybe on this database) must not touch matches in play
+                stale = await asyncio.to_thread(self.db.abort_running_matches, STOPPED)
+                if stale:
+                    self.report(f"{stale} match{'' if stale == 1 else 'es'} left running by "
+                                f"a stopped referee marked aborted ({STOPPED!r})")
+                self.report(f"referee listening on {server.address} ({len(self._ids)} "
+                            "registered bots); Ctrl-C stops it")
+                await self._play_matches(result)
+            finally:
+                poller.cancel()
+                await asyncio.gather(poller, return_exceptions=True)
+                await server.stop(grace=0)  # done already, unless something failed before
+        finally:
+            left = await writer.close(FLUSH_TIMEOUT_S)
+            if left:
+                result.unsaved = self._keep_unsaved(left, config.unsaved_dir or Path.cwd())
+        return result
+
+    # -------------------------------------------------------------- the poll
+    async def _poll_forever(self) -> None:
+        while True:
+            await self.poll()
+            await asyncio.sleep(self.config.poll_s)
+
+    async def poll(self) -> None:
+        """Read bots, tokens and the pool's ratings from the database (in a worker
+        thread) and apply them: revoked or rotated-away tokens' connections close."""
+        assert self.writer is not None
+        started = time.monotonic()
+        try:
+            bots, standings = await self.writer.call(self._read_state)
+        except Exception as exc:  # reported by the writer (an outage) or here
+            if not is_outage(exc):
+                self.report(f"error: cannot read the bots and ratings: {exc}")
+            return
+        self._apply_bots(bots, started)
+        self._apply_standings(standings)
+        self.stats.polls += 1
+        self.stats.last_poll = time.monotonic()
+
+    def _read_state(self) -> tuple[list[BotInfo], list[SkillStanding]]:
+        return self.db.list_bots(), self.db.skill_standings(self.config.pool)
+
+    def _apply_bots(self, bots: Sequence[BotInfo], polled_at: float) -> None:
+        self._ids = {b.name: b.id for b in bots}
+        active = {b.token_hash: b.name for b in bots if b.revoked_at is None}
+        connections = self.server.connections() if self.server is not None else []
+        for line in self.tokens.sync(active, polled_at, connections):
+            self.stats.kicked += 1
+            self.report(line)
+
+    def _apply_standings(self, standings: Sequence[SkillStanding]) -> None:
+        self._skills = {(x.name, x.version): Skill(x.mu, x.sigma, x.games) for x in standings}
+        # the database counts every match scheduled so far (the ones started since
+        # this poll's query began are counted again in the next)
+        self._seats = {(x.name, x.version): list(x.seats) for x in standings}
+
+    # ------------------------------------------------------------ the ladder
+    def entrants(self, now: float | None = None) -> list[Entrant]:
+        """The connected (bot, version)s as the ladder sees them."""
+        assert self.server is not None
+        now = time.monotonic() if now is None else now
+        free: dict[EntrantKey, int] = {}
+        for conn in self.server.connections():
+            if conn.seat_pass is None and not conn.closed and conn.bot_name in self._ids:
+                key = (conn.bot_name, conn.version)
+                free[key] = free.get(key, 0) + conn.free
+        out = []
+        for key, slots in free.items():
+            since = max(self._last_start.get(key, 0.0), self._first_seen.setdefault(key, now))
+            skill = self._skills.get(key, Skill())
+            seats = self._seats.get(key, [])
+            out.append(Entrant(bot=key[0], version=key[1], free=slots, games=sum(seats),
+                               mu=skill.mu, sigma=skill.sigma, seats=tuple(seats),
+                               waiting_s=now - since))
+        return out
+
+    def _reserve(self, key: str, table: Sequence[Entrant]) -> list[BotConnection]:
+        """One connection per seat (the freest of that bot and version), reserved."""
+        assert self.server is not None
+        chosen: list[BotConnection] = []
+        for seat, entrant in enumerate(table):
+            conn = max((c for c in self.server.connections()
+                        if c.bot_name == entrant.bot and c.version == entrant.version
+                        and c.seat_pass is None and c.free > 0),
+                       key=lambda c: c.free)
+            conn.matches[key] = seat
+            chosen.append(conn)
+        return chosen
+
+    def _started(self, table: Sequence[Entrant]) -> None:
+        now = time.monotonic()
+        for seat, entrant in enumerate(table):
+            counts = self._seats.setdefault(entrant.key, [])
+            counts.extend([0] * (seat + 1 - len(counts)))
+            counts[seat] += 1
+            self._last_start[entrant.key] = now
+            self.stats.started_by_bot[entrant.bot] = \
+                self.stats.started_by_bot.get(entrant.bot, 0) + 1
+
+    def new_seed(self) -> int:
+        """A 62-bit seed never used before in this run (from the CSPRNG: a repeat
+        across runs is as likely as guessing a 62-bit number)."""
+        while True:
+            seed = self._rng.getrandbits(SEED_BITS)
+            if seed not in self._seeds:
+                self._seeds.add(seed)
+                return seed
+
+    # ----------------------------------------------------------- the matches
+    async def _play_matches(self, result: ServeResult) -> None:
+        assert self.server is not None and self.writer is not None
+        server, writer, config, report = self.server, self.writer, self.config, self.report
+        loop = asyncio.get_running_loop()
+        stopping = loop.create_task(self._stop.wait())
+        options = config.rules.to_options()
+        running = self._running
+        retry = SCHEDULE_RETRY_S[0]
+
+        def on_record(record: MatchRecord) -> None:  # every match, finished or aborted, once
+            writer.submit(to_stored(record))
+            if record.status is MatchStatus.FINISHED:
+                result.finished += 1
+                self.stats.finished += 1
+            else:
+                result.aborted += 1
+                self.stats.aborted += 1
+            report(describe(record))
+
+        async def play(key: str, table: list[str], match_seed: int,
+                       conns: list[BotConnection]) -> None:
+            self.stats.running += 1
+            try:
+                await server.run_match(key, config.rules, match_seed, table,
+                                       config.time_control, connections=conns,
+                                       on_record=on_record)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                # the stop cut the match off: on_record has queued it as aborted
+            except ShuttingDown:  # never seated: store it as not played
+                _release(conns, key)
+                result.aborted += 1
+                self.stats.aborted += 1
+                writer.submit(StoredMatch(key, status=MatchStatus.ABORTED, reason=STOPPED))
+            except Exception as exc:  # a referee bug: on_record has queued it as aborted
+                report(f"error: match {key}: {type(exc).__name__}: {exc}")
+            finally:
+                self.stats.running -= 1
+
+        async def pause(seconds: float) -> None:
+            await asyncio.wait({stopping}, timeout=seconds)
+
+        try:
+            while not self._stop.is_set() and (config.max_matches is None
+                                               or self.stats.started < config.max_matches):
+                if len(running) >= config.concurrency:
+                    await asyncio.wait({*running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                table = pick_table(self.entrants(), config.players, self._rng, config.ladder)
+                if table is None:
+                    await pause(IDLE_POLL_S)
+                    continue
+                key = f"serve-{uuid.uuid4().hex[:12]}"
+                conns = self._reserve(key, table)  # no await since the pick: all free
+                match_seed = self.new_seed()
+                plan = MatchPlan(key, match_seed, options, config.players,
+                                 [self._ids[e.bot] for e in table],
+                                 seat_versions=[e.version for e in table])
+                try:
+                    await writer.call(self.db.schedule_matches, None, [plan])
+                except Exception as exc:  # the database away (or refusing): not started
+                    _release(conns, key)
+                    if not is_outage(exc):
+                        report(f"error: cannot schedule a match: {exc}")
+                    await pause(retry)
+                    retry = min(retry * 2, SCHEDULE_RETRY_S[1])
+                    continue
+                retry = SCHEDULE_RETRY_S[0]
+                try:
+                    await writer.call(self.db.mark_running, key)
+                except Exception as exc:  # stored, but not as started: not played at all
+                    _release(conns, key)
+                    if not is_outage(exc):
+                        report(f"error: cannot start match {key}: {exc}")
+                    writer.submit(StoredMatch(key, status=MatchStatus.ABORTED,
+                                              reason=f"not started: {exc}"))
+                    await pause(retry)
+                    continue
+                self._started(table)
+                task = loop.create_task(play(key, [e.bot for e in table], match_seed, conns))
+                running.add(task)
+                task.add_done_callback(running.discard)
+                self.stats.started += 1
+                await asyncio.sleep(0)  # it starts now: a stop from here on lets it finish
+            while running and not self._stop.is_set():  # --max-matches: let them finish
+                await asyncio.wait({*running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # a second Ctrl-C while stopping is ignored (not a KeyboardInterrupt traceback)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, lambda: None)
+            # running matches get STOP_GRACE_S, then are cut off (on_record: aborted);
+            # every bot is told the referee is shutting down
+            await server.stop(grace=STOP_GRACE_S)
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+            stopping.cancel()
+            await asyncio.gather(stopping, return_exceptions=True)
+
+    def _keep_unsaved(self, records: list[StoredMatch], directory: Path) -> Path:
+        """Write the records the database did not take to a file (in `directory`, else
+        in the temp dir) and say where; the file's path."""
+        what = f"{len(records)} match record{'' if len(records) == 1 else 's'}"
+        problem: OSError | None = None
+        for where in (directory, Path(tempfile.gettempdir())):
+            try:
+                path = dump_unsaved(records, where)
+            except OSError as exc:
+                problem = problem or exc
+                continue
+            self.report(f"error: could not store {what}; written to {path}")
+            return path
+        self.report(f"error: could not store {what}, nor write them to a file: {problem}")
+        return directory
+
+
+def _release(conns: Sequence[BotConnection], key: str) -> None:
+    """Give back seats reserved for a match that is not going to be played."""
+    for conn in conns:
+        conn.matches.pop(key, None)
+
+
+def describe(record: MatchRecord) -> str:
+    """One line per match for the terminal: its key, then per seat (in seat order)
+    the rank, bot and total, and the number of rounds (or why it was aborted)."""
+    if record.status is not MatchStatus.FINISHED:
+        return f"match {record.match_id} aborted: {record.reason}"
+    seats = []
+    for seat, bot in enumerate(record.seat_bots):
+        forfeit = " (forfeited)" if seat in record.forfeited else ""
+        seats.append(f"{record.ranks[seat]}. {bot} {record.totals[seat]}{forfeit}")
+    rounds = len(record.round_scores)
+    return (f"match {record.match_id}: {', '.join(seats)} "
+            f"({rounds} round{'' if rounds == 1 else 's'})")

@@ -1,0 +1,232 @@
+"""The competition arena's storage calls (a mixin of `Database`): token rotation and
+revocation, the online (openskill) rating per (bot, version), seat positions for
+the ladder, and what a bot's owner may see (versions, faults, decision times)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from cfarena.server.skill import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
+from cfarena.server.storage.connect import StorageError
+from cfarena.server.storage.models import (
+    Bot,
+    Fault,
+    FaultKind,
+    GameLog,
+    Match,
+    MatchSeat,
+    MatchStatus,
+    SkillRating,
+)
+from cfarena.server.storage.queries import aware, bot_info
+from cfarena.server.storage.records import BotInfo, FaultInfo, SkillStanding
+
+Entrant = tuple[int, str]  # (bot id, version)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionHistory:
+    """One version of a bot as the database saw it: its matches (any status) and
+    when the first and the last of them were scheduled."""
+
+    version: str
+    matches: int
+    first_at: datetime
+    last_at: datetime
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ArenaStore:
+    """Mixed into `Database`, which provides `_session`."""
+
+    def _session(self, write: bool = False) -> AbstractContextManager[Session]:
+        raise NotImplementedError
+
+    # -- tokens ---------------------------------------------------------------
+
+    def revoke_bot(self, name: str) -> BotInfo:
+        """Revoke bot `name`'s token: it admits no new connection, and a running arena
+        closes the live ones (it polls `active_tokens`). `StorageError` if no such bot."""
+        with self._session(write=True) as s:
+            bot = _bot(s, name)
+            if bot.revoked_at is None:
+                bot.revoked_at = _now()
+            s.flush()
+            return bot_info(bot)
+
+    def rotate_token(self, name: str, token_hash: str) -> BotInfo:
+        """Give bot `name` a new token (its hash): the old one admits nothing from now
+        on (live connections made with it are closed by a running arena), and a
+        revoked bot is admitted again with the new one."""
+        with self._session(write=True) as s:
+            bot = _bot(s, name)
+            bot.token_hash = token_hash
+            bot.token_changed_at = _now()
+            bot.revoked_at = None
+            s.flush()
+            return bot_info(bot)
+
+    def active_tokens(self) -> dict[str, str]:
+        """Token hash -> bot name of every bot not revoked."""
+        with self._session() as s:
+            rows = s.execute(select(Bot.token_hash, Bot.name).where(Bot.revoked_at.is_(None)))
+            return {h: n for h, n in rows}
+
+    # -- online ratings ---------------------------------------------------------
+
+    def skill_standings(self, pool: str, *, tournaments: bool = False) -> list[SkillStanding]:
+        """Every (bot, version) rated in `pool`, best conservative score first, with its
+        seat-position counts over the matches outside tournaments of that pool
+        (`tournaments=True`: over all of them)."""
+        with self._session() as s:
+            seats = _seat_counts(s, pool, tournaments)
+            rows = s.execute(
+                select(SkillRating, Bot.name).join(Bot, Bot.id == SkillRating.bot_id)
+                .where(SkillRating.pool == pool))
+            out: list[SkillStanding] = []
+            seen: set[Entrant] = set()
+            for rating, name in rows:
+                key = (rating.bot_id, rating.version)
+                seen.add(key)
+                out.append(_standing(key, name, Skill(rating.mu, rating.sigma, rating.games),
+                                     aware(rating.updated_at), seats.get(key, ())))
+            # entrants that played (or play) but have no finished match yet
+            names = {i: n for i, n in s.execute(select(Bot.id, Bot.name))}
+            for key, counts in seats.items():
+                if key not in seen:
+                    out.append(_standing(key, names[key[0]], Skill(), None, counts))
+            out.sort(key=lambda x: (-x.conservative, x.name, x.version))
+            return out
+
+    def results_by_version(self, pool: str) -> list[list[tuple[Entrant, int]]]:
+        """((bot id, version), rank) per seat of every finished match of `pool`, in
+        finishing order: what the batch Bradley-Terry check is fitted on."""
+        with self._session() as s:
+            query = (select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.bot_version,
+                            MatchSeat.rank)
+                     .join(Match, Match.id == MatchSeat.match_id)
+                     .where(Match.status == MatchStatus.FINISHED.value)
+                     .order_by(Match.finished_at, Match.id, MatchSeat.seat))
+            if pool != "global":
+                query = query.where(Match.pool == pool)
+            out: dict[str, list[tuple[Entrant, int]]] = {}
+            for match_id, bot_id, version, rank in s.execute(query):
+                out.setdefault(match_id, []).append(((bot_id, version), int(rank or 0)))
+            return list(out.values())
+
+    # -- what a bot's owner sees ------------------------------------------------
+
+    def bot_versions(self, name: str) -> list[VersionHistory]:
+        """The versions bot `name` played with, oldest first."""
+        with self._session() as s:
+            bot = _bot(s, name)
+            rows = s.execute(
+                select(MatchSeat.bot_version, func.count(), func.min(Match.created_at),
+                       func.max(Match.created_at))
+                .join(Match, Match.id == MatchSeat.match_id)
+                .where(MatchSeat.bot_id == bot.id)
+                .group_by(MatchSeat.bot_version))
+            history = [VersionHistory(v, n, aware(a), aware(b)) for v, n, a, b in rows]
+            history.sort(key=lambda h: (h.first_at, h.version))
+            return history
+
+    def bot_faults(self, name: str, limit: int = 20) -> list[FaultInfo]:
+        """Bot `name`'s latest faults, newest first, with their exact details."""
+        with self._session() as s:
+            bot = _bot(s, name)
+            rows = s.scalars(select(Fault).where(Fault.bot_id == bot.id)
+                             .order_by(Fault.created_at.desc(), Fault.id.desc()).limit(limit))
+            return [FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat, bot_id=f.bot_id,
+                              bot_name=bot.name, kind=FaultKind(f.kind), detail=f.detail,
+                              at_turn=f.at_turn, created_at=aware(f.created_at))
+                    for f in rows]
+
+    def decision_times(self, name: str, matches: int = 200) -> dict[str, list[float]]:
+        """Per version, bot `name`'s answer times in ms (as the referee measured them,
+        from the stored game logs of its latest `matches` finished matches)."""
+        with self._session() as s:
+            bot = _bot(s, name)
+            rows = s.execute(
+                select(MatchSeat.seat, MatchSeat.bot_version, GameLog.log)
+                .join(Match, Match.id == MatchSeat.match_id)
+                .join(GameLog, GameLog.match_id == MatchSeat.match_id)
+                .where(MatchSeat.bot_id == bot.id,
+                       Match.status == MatchStatus.FINISHED.value)
+                .order_by(Match.finished_at.desc()).limit(matches))
+            times: dict[str, list[float]] = {}
+            for seat, version, log in rows:
+                got = times.setdefault(version, [])
+                for action in log.get("actions", ()):
+                    ms = action.get("ms")
+                    if action.get("seat") == seat and ms is not None:
+                        got.append(float(ms))
+            return times
+
+
+def _bot(s: Session, name: str) -> Bot:
+    bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
+    if bot is None:
+        raise StorageError(f"no bot named {name!r}")
+    return bot
+
+
+def _standing(key: Entrant, name: str, skill: Skill, updated_at: datetime | None,
+              seats: Sequence[int]) -> SkillStanding:
+    return SkillStanding(bot_id=key[0], name=name, version=key[1], mu=skill.mu,
+                         sigma=skill.sigma, conservative=skill.conservative, elo=skill.elo,
+                         games=skill.games, updated_at=updated_at, seats=tuple(seats))
+
+
+def _seat_counts(s: Session, pool: str, tournaments: bool) -> dict[Entrant, list[int]]:
+    """(bot id, version) -> matches played (or playing) per seat position in `pool`."""
+    query = (select(MatchSeat.bot_id, MatchSeat.bot_version, MatchSeat.seat, func.count())
+             .join(Match, Match.id == MatchSeat.match_id)
+             .where(Match.status != MatchStatus.ABORTED.value)
+             .group_by(MatchSeat.bot_id, MatchSeat.bot_version, MatchSeat.seat))
+    if pool != "global":
+        query = query.where(Match.pool == pool)
+    if not tournaments:
+        query = query.where(Match.tournament_id.is_(None))
+    out: dict[Entrant, list[int]] = {}
+    for bot_id, version, seat, n in s.execute(query):
+        counts = out.setdefault((bot_id, version), [])
+        counts.extend([0] * (seat + 1 - len(counts)))
+        counts[seat] += n
+    return out
+
+
+def rate_skill(s: Session, pool: str, seats: Sequence[tuple[Entrant, int]],
+               now: datetime) -> None:
+    """Update the online rating of every (bot, version) of a finished match in `pool`
+    from its seats' ranks (inside the match's recording transaction)."""
+    entrants = sorted({e for e, _ in seats})
+    rows = [{"bot_id": b, "version": v, "pool": pool, "mu": INITIAL_MU, "sigma": INITIAL_SIGMA,
+             "games": 0, "updated_at": now} for b, v in entrants]
+    # a concurrent writer may insert the same rows first: theirs win, then both lock them
+    dialect = s.get_bind().dialect.name
+    if dialect == "postgresql":
+        s.execute(postgresql.insert(SkillRating).values(rows).on_conflict_do_nothing())
+    elif dialect == "sqlite":
+        s.execute(sqlite.insert(SkillRating).values(rows).on_conflict_do_nothing())
+    else:  # pragma: no cover - the two supported backends are above
+        raise StorageError(f"unsupported database {dialect}")
+    found = s.scalars(
+        select(SkillRating).where(SkillRating.pool == pool,
+                                  SkillRating.bot_id.in_({b for b, _ in entrants}))
+        .order_by(SkillRating.bot_id, SkillRating.version).with_for_update())
+    current = {(r.bot_id, r.version): r for r in found}
+    before = {e: Skill(current[e].mu, current[e].sigma, current[e].games) for e in entrants}
+    for entrant, skill in rate_entrants(before, seats).items():
+        row = current[entrant]
+        row.mu, row.sigma, row.games, row.updated_at = skill.mu, skill.sigma, skill.games, now
+    s.flush()

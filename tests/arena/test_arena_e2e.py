@@ -1,0 +1,234 @@
+"""The competition arena end to end: a real `cfarena serve` on a real PostgreSQL, dial-in
+bot processes (the four samples; greedy in two versions at once, montecarlo upgraded
+from version 1 to 2 mid-run), a bot registered while it runs, a token revoked mid-run
+(its connection closed, a later connection refused), a PostgreSQL restart mid-run
+(the ladder keeps playing, every finished match stored and rated exactly once), the
+games shared evenly, and the ratings ordering the samples."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from cfarena.server.storage import MatchStatus, open_database
+from tests.cli.helpers import CFARENA, run_cli, run_json
+from tests.pg import PgCluster, postgres_cluster
+
+PLAYERS = "4"
+POOL = "standard/4p"
+TOTAL = 280  # matches in the run
+FINISHED_LINE = re.compile(r"^match (serve-[0-9a-f]+): \d+\. ", re.M)
+SAMPLES = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
+           "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Procs:
+    """serve and the bots, output in files, all stopped by process group at the end."""
+
+    def __init__(self, directory: Path, db: str, port: int) -> None:
+        self.dir, self.db, self.port = directory, db, port
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None
+              ) -> subprocess.Popen[bytes]:
+        with open(self.dir / f"{name}.err", "wb") as err:
+            proc = subprocess.Popen(argv, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=err,
+                                    env={**os.environ, **(env or {})}, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def bot(self, name: str, bot: str, token: str, *args: str,
+            env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        return self.start(name, [sys.executable, "-m", "cfarena.sdk", "run", SAMPLES[bot],
+                                 "--server", f"127.0.0.1:{self.port}", f"--token={token}",
+                                 "--retries", "50", "-q", *args],
+                          {"CFARENA_MC_BUDGET_MS": "2", **(env or {})})
+
+    def err(self, name: str = "serve") -> str:
+        return (self.dir / f"{name}.err").read_text(errors="replace")
+
+    def finished(self) -> list[str]:
+        return FINISHED_LINE.findall(self.err())
+
+    def wait(self, what: str, condition: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            serve = self.procs["serve"]
+            if serve.poll() is not None:
+                raise AssertionError(f"{what}: serve exited {serve.returncode}: {self.err()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}: {self.err()[-3000:]}")
+            time.sleep(0.1)
+
+    def stop(self, name: str) -> None:
+        proc = self.procs[name]
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def own_pg() -> Iterator[PgCluster]:
+    """A cluster of this module's own: the test restarts it."""
+    with postgres_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def procs(tmp_path: Path, own_pg: PgCluster) -> Iterator[Procs]:
+    p = Procs(tmp_path, own_pg.create_database("arena_e2e"), _free_port())
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def _add(procs: Procs, name: str) -> str:
+    added = run_cli("bots", "add", name, "--db", procs.db, cwd=procs.dir)
+    assert added.returncode == 0, added.stderr
+    return added.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(300)
+def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
+    t0 = time.monotonic()
+    tokens = {name: _add(procs, name) for name in [*SAMPLES, "intruder"]}
+    procs.start("serve", [CFARENA, "serve", "--port", str(procs.port), "--db", procs.db,
+                          "--players", PLAYERS, "--rule", "rounds=single",
+                          "--concurrency", "3"])
+    procs.wait("serve to listen", lambda: "referee listening on" in procs.err(), 30)
+    procs.bot("random", "random", tokens["random"])
+    procs.bot("greedy-1", "greedy", tokens["greedy"], "--version", "1")
+    procs.bot("greedy-2", "greedy", tokens["greedy"], env={"CFARENA_BOT_VERSION": "2"})
+    procs.bot("smart", "smart", tokens["smart"])
+    procs.bot("montecarlo-1", "montecarlo", tokens["montecarlo"], "--version", "1")
+    intruder = procs.bot("intruder", "random", tokens["intruder"])
+    procs.wait("80 matches", lambda: len(procs.finished()) >= 80, 120)
+
+    # a token revoked mid-run: its live connection is closed at once, a new one refused
+    revoked = run_cli("bots", "revoke", "intruder", "--db", procs.db, cwd=procs.dir)
+    assert revoked.returncode == 0, revoked.stderr
+    revoked_at = time.monotonic()
+    assert intruder.wait(10) != 0
+    closed_after = time.monotonic() - revoked_at
+    assert closed_after < 3.0, closed_after
+    assert "token revoked" in procs.err("intruder"), procs.err("intruder")
+    assert "connection" in procs.err() and "closed (token revoked)" in procs.err()
+    again = procs.bot("intruder-again", "random", tokens["intruder"])
+    assert again.wait(20) != 0
+    assert "unknown or missing token" in procs.err("intruder-again")
+
+    # a bot registered while serve runs plays; montecarlo is upgraded to version 2
+    late = _add(procs, "latecomer")
+    procs.bot("latecomer", "random", late, "--version", "0.1")
+    procs.stop("montecarlo-1")
+    procs.bot("montecarlo-2", "montecarlo", tokens["montecarlo"], "--version", "2")
+    mark = len(procs.finished())
+    procs.wait("80 more matches", lambda: len(procs.finished()) >= mark + 80, 120)
+
+    # PostgreSQL restarts: the ladder goes on, the matches wait to be stored
+    in_outage = len(procs.finished())
+    own_pg.stop()
+    try:
+        procs.wait("the storage warning", lambda: "storage unavailable" in procs.err(), 30)
+        time.sleep(3.0)
+    finally:
+        own_pg.start()
+    procs.wait("storage back", lambda: "storage available again" in procs.err(), 60)
+    mark = len(procs.finished())
+    procs.wait(f"{TOTAL} matches in all, 20 since the restart",
+               lambda: len(procs.finished()) >= max(TOTAL, mark + 20), 120)
+
+    serve = procs.procs["serve"]
+    serve.send_signal(signal.SIGTERM)
+    assert serve.wait(40) == 0, procs.err()
+    stderr = procs.err()
+    assert "Traceback" not in stderr, stderr
+    for name in ("random", "greedy-1", "greedy-2", "smart", "montecarlo-2", "latecomer"):
+        assert procs.procs[name].wait(20) == 0, procs.err(name)  # told: shutting down
+
+    logged = procs.finished()
+    assert len(logged) == len(set(logged))
+    with open_database(procs.db) as db:
+        matches = {m.id: m for m in db.list_matches(limit=None)}
+        finished = {k for k, m in matches.items() if m.status is MatchStatus.FINISHED}
+        # every match whose end was logged is stored as finished, and nothing else is;
+        # some of them ended while the database was away
+        assert set(logged) == finished
+        assert len(logged) > in_outage
+        assert all(m.status is not MatchStatus.RUNNING for m in matches.values())
+        with db.engine.connect() as conn:
+            played = Counter({(str(n), str(v)): int(c) for n, v, c in conn.execute(text(
+                "SELECT b.name, s.bot_version, count(*) FROM match_seats s "
+                "JOIN bots b ON b.id = s.bot_id JOIN matches m ON m.id = s.match_id "
+                "WHERE m.status = 'finished' GROUP BY b.name, s.bot_version"))})
+            seeds = [int(s) for (s,) in conn.execute(text("SELECT seed FROM matches"))]
+        ladder = {(x.name, x.version): x for x in db.skill_standings(POOL)}
+    assert len(seeds) == len(set(seeds))  # no deal twice
+    # rated exactly once: each (bot, version)'s rated games are its finished matches
+    assert {k: x.games for k, x in ladder.items() if x.games} == dict(played)
+    assert set(played) >= {("random", ""), ("greedy", "1"), ("greedy", "2"), ("smart", ""),
+                           ("montecarlo", "1"), ("montecarlo", "2"), ("latecomer", "0.1"),
+                           ("intruder", "")}
+    # the entrants connected all along shared the games evenly
+    steady = [played[k] for k in (("random", ""), ("greedy", "1"), ("greedy", "2"),
+                                  ("smart", ""))]
+    assert max(steady) <= 1.5 * min(steady), played
+    # the ratings order the samples. Measured in-process (benchmarks/bot_strength.py,
+    # single rounds): random ~60-80 Elo below greedy, greedy ~150-200 below smart and
+    # montecarlo, which are level at a 2 ms budget. The online rating of one version
+    # after ~150 matches is not sure of a 70-Elo gap (its sigma stays ~1.5-2 mu
+    # points, ~50 Elo), so random < greedy is asserted on the order-free
+    # Bradley-Terry check per bot; the big gaps on the online rating per version.
+    score = {k: x.conservative for k, x in ladder.items()}
+    greedy = max(score[("greedy", "1")], score[("greedy", "2")])
+    assert greedy < score[("smart", "")], score
+    assert greedy < min(score[("montecarlo", "1")], score[("montecarlo", "2")]), score
+    assert score[("random", "")] < score[("smart", "")], score
+    per_bot = {r["bot"]: r["bt_elo"] for r in run_json(  # type: ignore[union-attr]
+        "standings", "--pool", POOL, "--db", procs.db, cwd=procs.dir)}
+    assert per_bot["random"] < per_bot["greedy"] < min(per_bot["smart"],
+                                                        per_bot["montecarlo"]), per_bot
+    # what the CLI shows: the ladder (latest versions) and a bot's own report
+    rows = run_json("standings", "--pool", POOL, "--ladder", "--db", procs.db, cwd=procs.dir)
+    shown = {r["bot"]: r["version"] for r in rows}  # type: ignore[union-attr]
+    assert shown["montecarlo"] == "2" and shown["latecomer"] == "0.1"
+    report = run_json("bots", "show", "montecarlo", "--pool", POOL, "--db", procs.db,
+                      cwd=procs.dir)
+    versions = {v["version"]: v for v in report["versions"]}
+    assert set(versions) == {"1", "2"}
+    assert all(v["median_ms"] is not None and v["p99_ms"] >= v["median_ms"]
+               for v in versions.values())
+    elapsed = time.monotonic() - t0
+    print(f"\n{len(logged)} matches in {elapsed:.0f} s; revoked token cut off in "
+          f"{closed_after:.1f} s; games {dict(played)}; online scores "
+          f"{ {f'{n}:{v}': round(s, 2) for (n, v), s in score.items()} }; "
+          f"Bradley-Terry per bot {per_bot}")

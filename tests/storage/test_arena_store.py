@@ -1,0 +1,92 @@
+"""The arena's storage: versions per seat, online ratings per (bot, version) rated
+once per match, token rotation and revocation, a bot's faults and decision times.
+On SQLite and PostgreSQL (the `db` fixture)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from cfarena.server.skill import INITIAL_MU, Skill, rate_match
+from cfarena.server.storage import Database, FaultRecord, MatchPlan, StorageError, hash_token
+
+from .helpers import STANDARD, bots, result
+
+
+def _plan(key: str, seats: list[int], versions: list[str], seed: int = 7) -> MatchPlan:
+    return MatchPlan(key=key, seed=seed, rules=STANDARD, players=len(seats), seat_bot_ids=seats,
+                     seat_versions=versions)
+
+
+def test_each_version_is_rated_separately_and_once(db: Database) -> None:
+    alice, bob, carol = bots(db, "alice", "bob", "carol")
+    db.schedule_matches(None, [_plan("m1", [alice, bob, carol], ["1", "", "x"]),
+                               _plan("m2", [bob, alice, carol], ["", "2", "x"], seed=8)])
+    # alice 1 wins, bob and carol tie for second
+    assert db.record_match(result("m1", [[0, 5, 5]], [1, 2, 2]))
+    standing = {(x.name, x.version): x for x in db.skill_standings("standard/3p")}
+    expected = rate_match([Skill(), Skill(), Skill()], [1, 2, 2])
+    assert standing[("alice", "1")].mu == pytest.approx(expected[0].mu)
+    assert standing[("bob", "")].mu == pytest.approx(expected[1].mu)
+    assert standing[("carol", "x")].mu == pytest.approx(expected[2].mu)
+    assert standing[("bob", "")].mu == pytest.approx(standing[("carol", "x")].mu)  # a tie
+    assert standing[("alice", "1")].games == 1
+    # alice 2 is scheduled but has no finished match: listed at the prior, 0 games
+    assert standing[("alice", "2")].mu == INITIAL_MU and standing[("alice", "2")].games == 0
+    assert standing[("alice", "1")].seats == (1,) and standing[("alice", "2")].seats == (0, 1)
+    # the global pool is rated too; recording again changes nothing
+    assert {x.version for x in db.skill_standings("global") if x.name == "alice"} == {"1", "2"}
+    before = db.skill_standings("standard/3p")
+    assert not db.record_match(result("m1", [[0, 5, 5]], [1, 2, 2]))
+    assert db.skill_standings("standard/3p") == before
+    assert db.results_by_version("standard/3p") == [
+        [((alice, "1"), 1), ((bob, ""), 2), ((carol, "x"), 2)]]
+    assert [(h.version, h.matches) for h in db.bot_versions("alice")] == [("1", 1), ("2", 1)]
+
+
+def test_seat_versions_are_checked(db: Database) -> None:
+    alice, bob = bots(db, "alice", "bob")
+    with pytest.raises(ValueError, match="seat versions"):
+        db.schedule_matches(None, [_plan("m", [alice, bob], ["1"])])
+    with pytest.raises(ValueError, match="seat versions"):
+        db.schedule_matches(None, [_plan("m", [alice, bob], ["1", "v" * 65])])
+
+
+def test_revoke_and_rotate(db: Database) -> None:
+    bots(db, "alice", "bob")
+    old = hash_token("token-of-alice")
+    assert db.active_tokens() == {old: "alice", hash_token("token-of-bob"): "bob"}
+    revoked = db.revoke_bot("alice")
+    assert revoked.revoked_at is not None
+    assert db.bot_by_token_hash(old) is None
+    assert old not in db.active_tokens()
+    new = hash_token("a new token for alice")
+    rotated = db.rotate_token("alice", new)
+    assert rotated.revoked_at is None and rotated.token_changed_at is not None
+    assert db.bot_by_token_hash(old) is None
+    found = db.bot_by_token_hash(new)
+    assert found is not None and found.name == "alice"
+    assert db.active_tokens()[new] == "alice"
+    with pytest.raises(StorageError, match="no bot named 'nobody'"):
+        db.revoke_bot("nobody")
+
+
+def test_faults_and_decision_times_for_the_owner(db: Database) -> None:
+    alice, bob = bots(db, "alice", "bob")
+    db.schedule_matches(None, [_plan("m1", [alice, bob], ["1", ""])])
+    log = {"actions": [{"seat": 0, "turn_id": 1, "move": "draw", "ms": 3.5},
+                       {"seat": 1, "turn_id": 1, "move": "draw", "ms": 90.0},
+                       {"seat": 0, "turn_id": 2, "move": "pass", "ms": 1.5},
+                       {"seat": 0, "move": "pass"},
+                       {"seat": 0, "turn_id": 3, "move": "pass", "ms": None}]}
+    stored = replace(result("m1", [[0, 5]], [1, 2]),
+                     faults=[FaultRecord(0, "timeout", "no answer within 1000 ms", 3)],
+                     log=log)
+    assert db.record_match(stored)
+    assert db.decision_times("alice") == {"1": [3.5, 1.5]}
+    assert db.decision_times("bob") == {"": [90.0]}
+    [fault] = db.bot_faults("alice")
+    assert (fault.match_id, fault.kind.value, fault.detail, fault.at_turn) == (
+        "m1", "timeout", "no answer within 1000 ms", 3)
+    assert db.bot_faults("bob") == []
