@@ -35,6 +35,7 @@ import typer
 from cfarena.engine import Rules, RulesError
 from cfarena.server.cli.common import DbOption, build_rules, database, fail
 from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage
+from cfarena.server.ops import OpsConfig, operations
 from cfarena.server.referee import (
     MatchRecord,
     RefereeServer,
@@ -44,6 +45,7 @@ from cfarena.server.referee import (
 )
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.server import ShuttingDown
+from cfarena.server.referee.transport import ServerTls, TlsError
 from cfarena.server.storage import Database, MatchPlan, MatchStatus, StoredMatch
 from cfarena.server.tournament import to_stored
 
@@ -79,6 +81,7 @@ async def serve_forever(
     *,
     unsaved_dir: Path | None = None,
     report: Callable[[str], None] = say,
+    ops_config: OpsConfig | None = None,
 ) -> ServeResult:
     """Run matches among connected registered bots until stopped (or `max_matches` were
     started and are over). OSError when it cannot listen."""
@@ -91,8 +94,17 @@ async def serve_forever(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    server = RefereeServer(tokens, host=host, port=port)
-    await server.start()
+    async with operations(ops_config or OpsConfig(), report) as ops:  # metrics, the HTTP server
+        server = RefereeServer(tokens, host=host, port=port, **ops.referee_options())
+        await server.start()
+        return await _serve(server, db, ids, stop, rules, players, time_control, concurrency,
+                            seed, max_matches, unsaved_dir, report)
+
+
+async def _serve(server: RefereeServer, db: Database, ids: dict[str, int],
+                 stop: asyncio.Event, rules: Rules, players: int, time_control: TimeControl,
+                 concurrency: int, seed: int | None, max_matches: int | None,
+                 unsaved_dir: Path | None, report: Callable[[str], None]) -> ServeResult:
     writer = MatchWriter(db, report)
     writer.start()
     result = ServeResult()
@@ -316,6 +328,17 @@ def serve_cmd(
         "competitions) [default: the OS's CSPRNG]")] = None,
     max_matches: Annotated[int | None, typer.Option("--max-matches",
                                                     help="stop after this many")] = None,
+    # operations (docs/OPERATIONS.md)
+    tls_cert: Annotated[Path | None, typer.Option(
+        "--tls-cert", help="serve the bots' port over TLS with this PEM certificate chain "
+        "(with --tls-key)")] = None,
+    tls_key: Annotated[Path | None, typer.Option(
+        "--tls-key", help="the PEM private key of --tls-cert")] = None,
+    http_port: Annotated[int | None, typer.Option(
+        "--http-port", help="serve Prometheus metrics at http://HTTP_HOST:PORT/metrics "
+        "[default: no HTTP server]")] = None,
+    http_host: Annotated[str | None, typer.Option(
+        "--http-host", help="address of the HTTP server [default: --host]")] = None,
     db_url: str = DbOption,
 ) -> None:
     """Serve bots registered with `cfarena bots add`: pair whoever is connected, forever.
@@ -330,6 +353,7 @@ def serve_cmd(
         fail(f"--port must be 0-65535, got {port}")
     if concurrency < 1:
         fail(f"--concurrency must be at least 1, got {concurrency}")
+    ops_config = _ops_config(tls_cert, tls_key, http_host or host, http_port)
     rule_set = build_rules(rules, rule or [], rules_file)
     try:
         rule_set.resolve(players)
@@ -341,10 +365,15 @@ def serve_cmd(
         problem = _port_problem(host, port)
         if problem is not None:
             fail(f"cannot listen on {host}:{port}: {problem}")
+        if ops_config.http_port is not None:
+            problem = _port_problem(ops_config.http_host, ops_config.http_port)
+            if problem is not None:
+                fail(f"cannot listen on {ops_config.http_host}:{ops_config.http_port}: "
+                     f"{problem}")
         try:
             result = asyncio.run(serve_forever(
                 db, rule_set, players, TimeControl(timeout_ms), host, port, concurrency, seed,
-                max_matches))
+                max_matches, ops_config=ops_config))
         except OSError as exc:
             fail(str(exc))
     aborted = f" ({result.aborted} aborted)" if result.aborted else ""
@@ -352,6 +381,22 @@ def serve_cmd(
         f"{aborted}")
     if result.unsaved is not None:
         raise typer.Exit(1)
+
+
+def _ops_config(tls_cert: Path | None, tls_key: Path | None, http_host: str,
+                http_port: int | None) -> OpsConfig:
+    """The operations options, checked (a one-line usage error for any problem)."""
+    if (tls_cert is None) != (tls_key is None):
+        fail("--tls-cert and --tls-key go together")
+    tls = None
+    if tls_cert is not None and tls_key is not None:
+        try:
+            tls = ServerTls.load(tls_cert, tls_key)
+        except TlsError as exc:
+            fail(str(exc))
+    if http_port is not None and not 0 <= http_port <= 65535:
+        fail(f"--http-port must be 0-65535, got {http_port}")
+    return OpsConfig(tls=tls, http_host=http_host, http_port=http_port)
 
 
 def register(app: typer.Typer) -> None:
