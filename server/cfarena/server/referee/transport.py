@@ -28,6 +28,9 @@ class Keepalive:
         return [
             ("grpc.keepalive_time_ms", self.time_ms),
             ("grpc.keepalive_timeout_ms", self.timeout_ms),
+            # what actually bounds the wait for a ping's ack in this gRPC (1.85): without
+            # it a frozen peer is dropped only after its default, 60 s
+            ("grpc.http2.ping_timeout_ms", self.timeout_ms),
             # ping idle connections too: a bot waiting for a table is connected
             ("grpc.keepalive_permit_without_calls", 1),
             # keep pinging while no data flows (gRPC's default stops after 2 pings)
