@@ -60,7 +60,10 @@ async def _bot(server: str, name: str, token: str, times: list[tuple[str, str, i
     perf = time.perf_counter
     while not stop.is_set():
         try:
-            async with grpc.aio.insecure_channel(server) as channel:
+            # its own TCP connection, as a bot on its own machine has (channels of one
+            # process would otherwise share one, and the referee allows 32 streams on one)
+            options = [("grpc.use_local_subchannel_pool", 1)]
+            async with grpc.aio.insecure_channel(server, options) as channel:
                 call = channel.stream_stream(
                     "/cfarena.v1.Arena/Play",
                     request_serializer=pb.BotMessage.SerializeToString,
@@ -186,14 +189,18 @@ def _level(args: argparse.Namespace, concurrency: int, db: str, tmp: Path,
          str(args.timeout_ms), "--db", db], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
+        connected = 0.0
         while True:  # every bot connected
             if serve.poll() is not None:
                 raise SystemExit(f"serve exited: {(tmp / f'serve-{concurrency}.log').read_text()}")
             with contextlib.suppress(OSError, KeyError):
-                if _scrape(metrics)["cfarena_bots_connected"] >= args.bots:
+                connected = _scrape(metrics)["cfarena_bots_connected"]
+                if connected >= args.bots:
                     break
             if time.monotonic() > deadline:
-                raise SystemExit("the bots did not all connect within 120 s")
+                tail = (tmp / f"serve-{concurrency}.log").read_text()[-2000:]
+                raise SystemExit(f"only {connected:.0f} of {args.bots} bots connected within "
+                                 f"120 s; serve's log ends:\n{tail}")
             time.sleep(0.5)
         time.sleep(args.warmup)
         _finished_logs(db, seen)  # the warm-up's matches are not counted

@@ -12,10 +12,14 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from cfarena.server.referee import RefereeServer, TokenRegistry
+from cfarena.engine import Rules
+from cfarena.server.referee import RefereeServer, TimeControl, TokenRegistry
+
+from ..referee.harness import table
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+SHORT = Rules.preset("standard").with_options(rounds=1)
 
 
 def _reflect(address: str) -> tuple[list[str], list[str], str]:
@@ -55,40 +59,41 @@ def test_reflection_lists_and_describes_the_services(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_health_is_serving_while_running_and_not_serving_while_stopping() -> None:
+def test_health_is_serving_while_running_and_not_serving_while_stopping(
+        tmp_path: Path) -> None:
     async def main() -> None:
-        tokens = TokenRegistry()
-        tokens.add("a", "token-a")
-        server = RefereeServer(tokens)
-        await server.start()
-        channel = grpc.aio.insecure_channel(server.address)
-        stub = health_pb2_grpc.HealthStub(channel)
-        try:
-            for service in ("", "cfarena.v1.Arena"):
-                reply = await stub.Check(health_pb2.HealthCheckRequest(service=service),
-                                         timeout=5)
-                assert reply.status == SERVING, service
+        async with table(tmp_path, ["slow1", "slow2"]) as t:
+            for name in ("slow1", "slow2"):  # bots that never answer: the match runs on
+                t.raw(name, "hang", "--after", "0")
+            await t.server.wait_for_bots(["slow1", "slow2"], timeout=30)
+            channel = grpc.aio.insecure_channel(t.server.address)
+            stub = health_pb2_grpc.HealthStub(channel)
             try:
-                await stub.Check(health_pb2.HealthCheckRequest(service="no.such.Service"),
-                                 timeout=5)
-                raise AssertionError("an unknown service has no health")
-            except grpc.aio.AioRpcError as err:
-                assert err.code() == grpc.StatusCode.NOT_FOUND
-            # a watcher sees the stop begin: NOT_SERVING while matches are given their grace
-            watch = stub.Watch(health_pb2.HealthCheckRequest(service="cfarena.v1.Arena"))
-            first = await watch.read()
-            assert first.status == SERVING
-            # a match in progress keeps stop() in its grace period
-            hold = asyncio.get_running_loop().create_future()
-            server._matches.add(hold)  # type: ignore[arg-type]
-            stopping = asyncio.get_running_loop().create_task(server.stop(grace=2.0))
-            second = await asyncio.wait_for(watch.read(), 1.5)
-            assert second.status == NOT_SERVING
-            assert not stopping.done()
-            hold.cancel()
-            await stopping
-        finally:
-            await channel.close()
-            await server.stop(grace=0)
+                for service in ("", "cfarena.v1.Arena"):
+                    reply = await stub.Check(health_pb2.HealthCheckRequest(service=service),
+                                             timeout=5)
+                    assert reply.status == SERVING, service
+                try:
+                    await stub.Check(health_pb2.HealthCheckRequest(service="no.such.Service"),
+                                     timeout=5)
+                    raise AssertionError("an unknown service has no health")
+                except grpc.aio.AioRpcError as err:
+                    assert err.code() == grpc.StatusCode.NOT_FOUND
+                watch = stub.Watch(health_pb2.HealthCheckRequest(service="cfarena.v1.Arena"))
+                assert (await watch.read()).status == SERVING
+                loop = asyncio.get_running_loop()
+                match = loop.create_task(t.server.run_match(
+                    "m", SHORT, 1, ["slow1", "slow2"], TimeControl(move_timeout_ms=30_000)))
+                await asyncio.sleep(0.5)  # seated, waiting for an answer
+                # the stop gives the match its grace: the watcher sees NOT_SERVING at once
+                stopping = loop.create_task(t.server.stop(grace=3.0))
+                changed = await asyncio.wait_for(watch.read(), 2.0)
+                assert changed.status == NOT_SERVING
+                assert not stopping.done() and not match.done()
+                await stopping
+                record = await asyncio.gather(match, return_exceptions=True)
+                assert isinstance(record[0], asyncio.CancelledError)
+            finally:
+                await channel.close()
 
     asyncio.run(main())
