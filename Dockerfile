@@ -7,5 +7,5 @@ COPY client_sdk ./client_sdk
 COPY server ./server
 COPY bots ./bots
 RUN pip install --no-cache-dir '.[postgres]'
-EXPOSE 50051
+EXPOSE 50051 8080
 CMD ["cfarena", "--help"]

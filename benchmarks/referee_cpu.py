@@ -11,6 +11,10 @@ decision, best of `--repeat` runs: the part of benchmarks/referee.py's cost
 that is ours rather than gRPC's (the fake bot's parse, a few µs, included).
 
     python benchmarks/referee_cpu.py [--matches 64] [--concurrency 8] [--repeat 3]
+                                     [--no-metrics]
+
+By default the runners report to an `ArenaMetrics` observer, as under
+`cfarena serve` (--no-metrics: no observer, as under run-tournament).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from cfarena.engine import Rules
 from cfarena.server.match_record import TimeControl
+from cfarena.server.ops.metrics import ArenaMetrics
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.match_runner import MatchRunner
 from cfarena.v1 import arena_pb2 as pb
@@ -43,7 +48,8 @@ class _InstantBot:
         asyncio.get_running_loop().call_soon(self.conn.on_action, action)
 
 
-async def run(matches: int, concurrency: int) -> tuple[int, float]:
+async def run(matches: int, concurrency: int, metrics: ArenaMetrics | None = None
+              ) -> tuple[int, float]:
     """(decisions, process CPU seconds) for `matches` matches, `concurrency` at a time."""
     conns = []
     for name in ("a", "b"):
@@ -60,7 +66,7 @@ async def run(matches: int, concurrency: int) -> tuple[int, float]:
             for seat, conn in enumerate(conns):
                 conn.matches[match_id] = seat
             runner = MatchRunner(match_id, RULES, next(ids), conns, ["a", "b"],
-                                 TimeControl(5000))
+                                 TimeControl(5000), observer=metrics)
             record = await runner.run()
             decisions += sum(1 for action in record.actions if action.decided)
 
@@ -74,14 +80,17 @@ def main() -> None:
     ap.add_argument("--matches", type=int, default=64)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-metrics", action="store_true", help="no metrics observer")
     ns = ap.parse_args()
     best = float("inf")
     decisions = 0
     for _ in range(ns.repeat):
-        decisions, cpu = asyncio.run(run(ns.matches, ns.concurrency))
+        metrics = None if ns.no_metrics else ArenaMetrics()
+        decisions, cpu = asyncio.run(run(ns.matches, ns.concurrency, metrics))
         best = min(best, cpu / decisions * 1e6)
     print(f"referee without gRPC: {decisions:,} decisions per run, "
-          f"best {best:.1f} µs CPU per decision ({ns.concurrency} concurrent 2-player matches)")
+          f"best {best:.1f} µs CPU per decision ({ns.concurrency} concurrent 2-player matches"
+          f"{', no metrics' if ns.no_metrics else ', metrics on'})")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ optionally followed by `:ClassName`; without a class name the module must
 define exactly one Bot subclass. `--server` and `--token` default to the
 environment variables CFARENA_SERVER and CFARENA_TOKEN (how a local tournament
 hands them to the bots it spawns), then to 127.0.0.1:50051 and nothing.
+`--tls` connects over TLS, verifying the referee's certificate against the
+system's roots; `--tls-ca PATH` (or CFARENA_TLS_CA) against that CA file
+instead (a self-signed certificate: the certificate itself). CFARENA_TLS=1 is
+`--tls`.
 
 Exit status: 0 when the referee closed the stream (a referee shutting down
 does; with `--retries -1` the bot waits for it to come back instead) or on
@@ -28,6 +32,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
+
+import grpc
 
 from cfarena.sdk.bot import Bot
 from cfarena.sdk.client import MAX_VERSION_CHARS, BotClient, BotConnectionError
@@ -129,6 +135,14 @@ def _add_connection_args(parser: argparse.ArgumentParser) -> None:
         "$CFARENA_BOT_VERSION, else the Bot class's `version` attribute)",
     )
     parser.add_argument(
+        "--tls", action="store_true",
+        help="connect over TLS, verifying the referee against the system's CA roots "
+        "(default: $CFARENA_TLS=1, else plaintext)")
+    parser.add_argument(
+        "--tls-ca", metavar="PATH",
+        help="connect over TLS, verifying the referee against this PEM CA certificate "
+        "(default: $CFARENA_TLS_CA)")
+    parser.add_argument(
         "--retries",
         type=int,
         default=10,
@@ -161,6 +175,7 @@ def _client_from_args(
         raise UsageError(f"--version must be at most {MAX_VERSION_CHARS} characters")
     if args.retries < -1:
         raise UsageError(f"--retries must be -1 or more, got {args.retries}")
+    credentials = _tls_credentials(args)
     try:
         bot = factory()
     except Exception as err:
@@ -174,7 +189,28 @@ def _client_from_args(
         version=args.bot_version or None,
         max_retries=None if args.retries == -1 else args.retries,
         reconnect=args.retries != 0,
+        credentials=credentials,
     )
+
+
+def _tls_credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None:
+    """TLS credentials from --tls / --tls-ca (or their environment variables), or None
+    for a plaintext connection; UsageError for a CA file that cannot be used."""
+    ca_path = args.tls_ca or os.environ.get("CFARENA_TLS_CA") or None
+    tls = args.tls or os.environ.get("CFARENA_TLS", "") not in ("", "0")
+    if ca_path is None:
+        return grpc.ssl_channel_credentials() if tls else None
+    option = "--tls-ca" if args.tls_ca else "CFARENA_TLS_CA"
+    try:
+        data = Path(ca_path).read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{option} {ca_path}: no such file") from None
+    except OSError as err:
+        raise UsageError(f"{option} {ca_path}: cannot read it: "
+                         f"{(err.strerror or str(err)).lower()}") from None
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        raise UsageError(f"{option} {ca_path}: not a PEM certificate")
+    return grpc.ssl_channel_credentials(root_certificates=data)
 
 
 async def _run_until_signal(client: BotClient) -> int | None:

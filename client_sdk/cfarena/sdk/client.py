@@ -57,6 +57,18 @@ SHUTDOWN_DETAILS = "referee shutting down"
 
 log = logging.getLogger("cfarena.sdk")
 
+# Keepalive: ping the referee every 10 s, give up on the connection if a ping is not
+# acknowledged in 5 s (a referee that vanished without closing is noticed, and the
+# client reconnects). The referee accepts pings every 5 s or slower
+# (docs/OPERATIONS.md); pinging faster would earn a GOAWAY "too_many_pings".
+KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.http2.ping_timeout_ms", 5_000),  # what bounds the wait for the ack (1.85)
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+)
+
 FATAL_CODES = frozenset(
     {
         grpc.StatusCode.UNAUTHENTICATED,
@@ -147,6 +159,7 @@ class BotClient:
             ("grpc.initial_reconnect_backoff_ms", int(backoff_initial * 1000)),
             ("grpc.min_reconnect_backoff_ms", int(backoff_initial * 1000)),
             ("grpc.max_reconnect_backoff_ms", int(backoff_max * 1000)),
+            *KEEPALIVE_OPTIONS,
             *channel_options,
         ]
         self.welcome: pb.Welcome | None = None  # the last Welcome received
@@ -487,4 +500,5 @@ def run_bot(
     asyncio.run(BotClient(bot, server, token, capacity=capacity, **options).run())
 
 
-__all__ = ["FATAL_CODES", "PROTOCOL", "BotClient", "BotConnectionError", "run_bot"]
+__all__ = ["FATAL_CODES", "KEEPALIVE_OPTIONS", "PROTOCOL", "BotClient", "BotConnectionError",
+           "run_bot"]

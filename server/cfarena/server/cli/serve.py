@@ -10,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from cfarena.server.arena import Arena, ArenaConfig, LadderPolicy
-from cfarena.server.arena.service import say
+from cfarena.server.arena.service import ServeResult, say
 from cfarena.server.cli.common import DbOption, build_rules, database, fail
+from cfarena.server.ops import OpsConfig, operations
 from cfarena.server.referee import TimeControl
-from cfarena.server.storage import StorageError
+from cfarena.server.referee.transport import ServerTls, TlsError
+from cfarena.server.storage import Database, StorageError
 
 
 def _port_problem(host: str, port: int) -> str | None:
@@ -67,6 +70,17 @@ def serve_cmd(
     starve_after: Annotated[float, typer.Option(
         "--starve-after", help="a bot waiting this many seconds for a match is seated "
         "first")] = 30.0,
+    # operations (docs/OPERATIONS.md)
+    tls_cert: Annotated[Path | None, typer.Option(
+        "--tls-cert", help="serve the bots' port over TLS with this PEM certificate chain "
+        "(with --tls-key)")] = None,
+    tls_key: Annotated[Path | None, typer.Option(
+        "--tls-key", help="the PEM private key of --tls-cert")] = None,
+    http_port: Annotated[int | None, typer.Option(
+        "--http-port", help="serve Prometheus metrics at http://HTTP_HOST:PORT/metrics "
+        "[default: no HTTP server]")] = None,
+    http_host: Annotated[str | None, typer.Option(
+        "--http-host", help="address of the HTTP server [default: --host]")] = None,
     db_url: str = DbOption,
 ) -> None:
     """Run the competition ladder for bots registered with `cfarena bots add`.
@@ -92,14 +106,20 @@ def serve_cmd(
         port=port, concurrency=concurrency, seed=seed, max_matches=max_matches,
         ladder=LadderPolicy(starve_after_s=starve_after),
     )
+    ops_config = _ops_config(tls_cert, tls_key, http_host or host, http_port)
     with database(db_url) as db:
         if not db.list_bots():
             fail("no registered bots: add one with `cfarena bots add NAME`")
         problem = _port_problem(host, port)
         if problem is not None:
             fail(f"cannot listen on {host}:{port}: {problem}")
+        if ops_config.http_port is not None:
+            problem = _port_problem(ops_config.http_host, ops_config.http_port)
+            if problem is not None:
+                fail(f"cannot listen on {ops_config.http_host}:{ops_config.http_port}: "
+                     f"{problem}")
         try:
-            result = asyncio.run(Arena(db, config).run())
+            result = asyncio.run(_run_arena(db, config, ops_config))
         except (OSError, StorageError) as exc:
             fail(str(exc))
     aborted = f" ({result.aborted} aborted)" if result.aborted else ""
@@ -107,6 +127,28 @@ def serve_cmd(
         f"{aborted}")
     if result.unsaved is not None:
         raise typer.Exit(1)
+
+
+async def _run_arena(db: Database, config: ArenaConfig, ops_config: OpsConfig) -> ServeResult:
+    """The arena, with its operations side (metrics, the HTTP server, TLS) around it."""
+    async with operations(ops_config, say) as ops:
+        return await Arena(db, replace(config, referee_options=ops.referee_options())).run()
+
+
+def _ops_config(tls_cert: Path | None, tls_key: Path | None, http_host: str,
+                http_port: int | None) -> OpsConfig:
+    """The operations options, checked (a one-line usage error for any problem)."""
+    if (tls_cert is None) != (tls_key is None):
+        fail("--tls-cert and --tls-key go together")
+    tls = None
+    if tls_cert is not None and tls_key is not None:
+        try:
+            tls = ServerTls.load(tls_cert, tls_key)
+        except TlsError as exc:
+            fail(str(exc))
+    if http_port is not None and not 0 <= http_port <= 65535:
+        fail(f"--http-port must be 0-65535, got {http_port}")
+    return OpsConfig(tls=tls, http_host=http_host, http_port=http_port)
 
 
 def register(app: typer.Typer) -> None:

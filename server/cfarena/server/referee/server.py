@@ -10,16 +10,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 from cfarena.engine import Rules
 from cfarena.engine.state import MatchState
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.match_runner import MatchRunner
+from cfarena.server.referee.observer import RefereeObserver
 from cfarena.server.referee.service import GRPC_RECEIVE_LIMIT, ArenaService, method_handlers
 from cfarena.server.referee.tokens import PassRegistry, SeatPass, TokenRegistry
+from cfarena.server.referee.transport import DEFAULT_KEEPALIVE, Keepalive, ServerTls
 
 log = logging.getLogger("cfarena.referee")
+
+ARENA_SERVICE = "cfarena.v1.Arena"
 
 
 class SeatingTimeout(Exception):
@@ -43,6 +49,9 @@ class RefereeServer:
         hello_timeout_s: float = 10.0,
         max_connections_per_bot: int = 16,
         unix_socket: Path | None = None,
+        keepalive: Keepalive = DEFAULT_KEEPALIVE,
+        tls: ServerTls | None = None,
+        observer: RefereeObserver | None = None,
     ) -> None:
         self.tokens = tokens
         # one-time credentials of the bot processes the arena itself starts
@@ -55,6 +64,13 @@ class RefereeServer:
         self.max_message_bytes = max_message_bytes
         self.hello_timeout_s = hello_timeout_s
         self.max_connections_per_bot = max_connections_per_bot
+        self.keepalive = keepalive
+        # TLS on HOST:PORT (the Unix socket, local to the machine, stays plaintext)
+        self.tls = tls
+        # told of connections, matches, decisions and faults (metrics); None: nobody
+        self.observer = observer
+        # grpc.health.v1: SERVING from start() until stop() begins, then NOT_SERVING
+        self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]  # grpc-stubs
         self._connections: dict[str, list[BotConnection]] = {}
         self._changed: asyncio.Condition | None = None
         self._server: grpc.aio.Server | None = None
@@ -78,14 +94,23 @@ class RefereeServer:
                 # streams one client connection may hold open (a bot needs one per
                 # Play connection it makes, at most max_connections_per_bot)
                 ("grpc.max_concurrent_streams", 2 * self.max_connections_per_bot),
+                *self.keepalive.server_options(),
             ]
         )
         self._service = ArenaService(self)
         server.add_generic_rpc_handlers((method_handlers(self._service),))
+        # standard services: health checking, and reflection (grpcurl lists and calls
+        # the services without the .proto files)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (ARENA_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
         if self.port is not None:
             address = f"{self.host}:{self.port}"
             try:
-                self.port = server.add_insecure_port(address)
+                if self.tls is not None:
+                    self.port = server.add_secure_port(address, self.tls.credentials())
+                else:
+                    self.port = server.add_insecure_port(address)
             except RuntimeError:  # grpc raises (after logging why) on a port it cannot bind
                 self.port = 0
             if self.port == 0:
@@ -101,6 +126,8 @@ class RefereeServer:
             # the referee's alone, so only what a sandbox is given reaches it
             os.chmod(self.unix_socket, 0o666)
         self._server = server
+        for service in ("", ARENA_SERVICE):  # "": the server as a whole
+            await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
         log.info("referee listening on %s", self.address)
         return self.port or 0
 
@@ -116,6 +143,8 @@ class RefereeServer:
         finish, then are cancelled (recorded as aborted by their runners); then every
         bot stream is ended with the shutdown status, and the server stops."""
         self._accepting = False
+        if self._server is not None:  # health checks see it going at once
+            await self.health.enter_graceful_shutdown()
         if self._matches:
             _done, pending = await asyncio.wait(set(self._matches), timeout=grace)
             deciding = any(conn.pending for conn in self.connections())
@@ -150,12 +179,16 @@ class RefereeServer:
         self._connections.setdefault(conn.bot_name, []).append(conn)
         if conn.seat_pass is not None:
             conn.seat_pass.connection = conn
+        if self.observer is not None:
+            self.observer.connected(conn.bot_name)
         self._notify()
 
     def unregister(self, conn: BotConnection) -> None:
         conns = self._connections.get(conn.bot_name, [])
         if conn in conns:
             conns.remove(conn)
+            if self.observer is not None:
+                self.observer.disconnected(conn.bot_name)
         self._notify()
 
     def connections(self) -> list[BotConnection]:
@@ -286,9 +319,12 @@ class RefereeServer:
             tournament_id=tournament_id,
             key=key,
             initial_state=initial_state,
+            observer=self.observer,
         )
         task = asyncio.get_running_loop().create_task(runner.run())
         self._matches.add(task)
+        if self.observer is not None:
+            self.observer.match_started(match_id)
         try:
             record = await asyncio.shield(task)
         except BaseException:
@@ -305,6 +341,8 @@ class RefereeServer:
             raise
         finally:
             self._matches.discard(task)
+            if self.observer is not None:
+                self.observer.match_ended(runner.record)
             self._notify()
         if on_record is not None:
             on_record(record)

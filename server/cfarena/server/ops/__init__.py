@@ -1,0 +1,61 @@
+"""Operations around a referee: Prometheus metrics and the arena's HTTP server
+(docs/OPERATIONS.md). Health checking, reflection, keepalive and TLS live with the
+gRPC server itself (`cfarena.server.referee`).
+
+`operations(config)` is what a long-running arena wraps itself in: it starts the
+metrics and, with an HTTP port, the HTTP server on the running loop, and gives
+the `RefereeServer` options (`referee_options()`) that wire the two together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cfarena.server.ops.http import HttpServer, make_app
+from cfarena.server.ops.metrics import ArenaMetrics
+from cfarena.server.referee.transport import ServerTls
+
+
+@dataclass(frozen=True, slots=True)
+class OpsConfig:
+    """What `cfarena serve --tls-cert/--tls-key/--http-host/--http-port` asked for."""
+
+    tls: ServerTls | None = None
+    http_host: str = "127.0.0.1"
+    http_port: int | None = None  # None: no HTTP server
+
+
+@dataclass
+class Operations:
+    """The running operations side of an arena."""
+
+    config: OpsConfig
+    metrics: ArenaMetrics
+    http: HttpServer | None = None
+
+    def referee_options(self) -> dict[str, Any]:
+        """Keyword arguments for `RefereeServer(...)`: TLS and the metrics observer."""
+        return {"tls": self.config.tls, "observer": self.metrics}
+
+
+@contextlib.asynccontextmanager
+async def operations(config: OpsConfig, report: Callable[[str], None]
+                     ) -> AsyncIterator[Operations]:
+    """Metrics, and the HTTP server if a port was given, for as long as the block
+    runs; OSError (one line) if the HTTP port cannot be listened on."""
+    ops = Operations(config, ArenaMetrics())
+    if config.http_port is not None:
+        ops.http = HttpServer(make_app(ops.metrics), config.http_host, config.http_port)
+        await ops.http.start()
+        report(f"metrics on {ops.http.address}/metrics")
+    try:
+        yield ops
+    finally:
+        if ops.http is not None:
+            await ops.http.stop()
+
+
+__all__ = ["ArenaMetrics", "HttpServer", "Operations", "OpsConfig", "make_app", "operations"]

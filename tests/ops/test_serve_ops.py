@@ -1,0 +1,139 @@
+"""`cfarena serve` with TLS on the bots' port and Prometheus metrics on --http-port:
+real processes (serve, SDK bots), a certificate made in the test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.cli.helpers import CFARENA, run_cli, run_json
+from tests.cli.test_cli_serve import _free_port, _start, _stop
+
+from .metrics_text import scrape, value
+from .tls import self_signed
+
+
+def _sdk(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cfarena.sdk", "run", *args]
+
+
+def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    for name in ("a", "b"):
+        assert run_cli("bots", "add", name, "--token", f"secret-{name}", "--db", db,
+                       cwd=tmp_path).returncode == 0
+    port, http_port = _free_port(), _free_port()
+    serve = _start([CFARENA, "serve", "--port", str(port), "--players", "2", "--rule",
+                    "rounds=1", "--tls-cert", str(cert), "--tls-key", str(key),
+                    "--http-port", str(http_port), "--db", db], tmp_path, tmp_path / "serve.log")
+    procs = [serve]
+    try:
+        server = f"127.0.0.1:{port}"
+        # the CA by option for one bot, by environment variable for the other
+        procs.append(_start(_sdk("cfarena.bots.greedy", "--server", server, "--token",
+                                 "secret-a", "--tls-ca", str(cert), "--retries", "50"),
+                            tmp_path, tmp_path / "a.log"))
+        env_b = {**os.environ, "CFARENA_TLS_CA": str(cert)}
+        with open(tmp_path / "b.log", "wb") as out:
+            procs.append(subprocess.Popen(
+                _sdk("cfarena.bots.random_bot", "--server", server, "--token", "secret-b",
+                     "--retries", "50"),
+                cwd=tmp_path, env=env_b, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True))
+        deadline = time.monotonic() + 90
+        finished: list[object] = []
+        while time.monotonic() < deadline and len(finished) < 2:
+            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+            time.sleep(0.5)
+            finished = run_json("matches", "--status", "finished", "--db", db,
+                                cwd=tmp_path)  # type: ignore[assignment]
+        assert len(finished) >= 2, (tmp_path / "serve.log").read_text()
+
+        # a plaintext client is refused (the TLS handshake never happens): it gives up
+        plain = subprocess.run(
+            _sdk("cfarena.bots.random_bot", "--server", server, "--token", "secret-a",
+                 "--retries", "0"),
+            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert plain.returncode == 1, plain.stderr
+        assert "UNAVAILABLE" in plain.stderr and "connected to" not in plain.stderr
+
+        samples = scrape(f"http://127.0.0.1:{http_port}/metrics")
+        assert value(samples, "cfarena_decisions_total") > 10
+        assert value(samples, "cfarena_matches_total", status="finished") >= 2
+        assert value(samples, "cfarena_bots_connected") == 2
+        assert value(samples, "cfarena_bot_connections") == 2
+        assert value(samples, "cfarena_matches_running") in (0, 1)
+        assert value(samples, "cfarena_faults_total", kind="timeout") == 0
+        count = value(samples, "cfarena_decision_seconds_count")
+        assert count == value(samples, "cfarena_decision_seconds_bucket", le="+Inf")
+        assert count == value(samples, "cfarena_decisions_total")
+        assert 0 < value(samples, "cfarena_decision_seconds_sum") < count  # < 1 s each
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+    assert serve.returncode == 0, (tmp_path / "serve.log").read_text()
+    log = (tmp_path / "serve.log").read_text()
+    assert f"metrics on http://127.0.0.1:{http_port}/metrics" in log
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+def test_tls_and_http_option_errors_are_one_line(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    assert run_cli("bots", "add", "a", "--db", db, "--quiet", cwd=tmp_path).returncode == 0
+    cert, key = self_signed(tmp_path)
+    (tmp_path / "not-pem.txt").write_text("hello\n")
+    unreadable = tmp_path / "secret.pem"
+    unreadable.write_bytes(key.read_bytes())
+    unreadable.chmod(0)
+    cases = [
+        (["--tls-cert", str(cert)], ["--tls-cert and --tls-key go together"]),
+        (["--tls-key", str(key)], ["--tls-cert and --tls-key go together"]),
+        (["--tls-cert", str(tmp_path / "nope.pem"), "--tls-key", str(key)],
+         ["--tls-cert", "nope.pem: no such file"]),
+        (["--tls-cert", str(cert), "--tls-key", str(tmp_path / "not-pem.txt")],
+         ["--tls-key", "not a PEM file with a private key"]),
+        (["--tls-cert", str(key), "--tls-key", str(key)],
+         ["--tls-cert", "not a PEM file with a certificate"]),
+        (["--tls-cert", str(tmp_path), "--tls-key", str(key)], ["is a directory"]),
+        (["--http-port", "70000"], ["--http-port must be 0-65535, got 70000"]),
+    ]
+    if os.geteuid() != 0:  # root reads any file
+        cases.append((["--tls-cert", str(cert), "--tls-key", str(unreadable)],
+                      ["--tls-key", "cannot read it: permission denied"]))
+    for args, needles in cases:
+        _one_line_error(run_cli("serve", "--port", "0", *args, "--db", db, cwd=tmp_path),
+                        *needles)
+    # the HTTP port in use
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        used = busy.getsockname()[1]
+        _one_line_error(run_cli("serve", "--port", "0", "--http-port", str(used), "--db", db,
+                                cwd=tmp_path),
+                        f"cannot listen on 127.0.0.1:{used}: address already in use")
+
+
+def test_sdk_tls_ca_errors_are_usage_errors(tmp_path: Path) -> None:
+    (tmp_path / "junk.pem").write_text("junk\n")
+    for args, env, needle in [
+        (["--tls-ca", str(tmp_path / "nope.pem")], {}, "--tls-ca"),
+        (["--tls-ca", str(tmp_path / "junk.pem")], {}, "not a PEM certificate"),
+        ([], {"CFARENA_TLS_CA": str(tmp_path / "nope.pem")}, "CFARENA_TLS_CA"),
+    ]:
+        result = subprocess.run(
+            _sdk("cfarena.bots.random_bot", "--server", "127.0.0.1:1", "--token", "t", *args),
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+            env={**os.environ, **env})
+        assert result.returncode == 2, result.stderr
+        assert needle in result.stderr and result.stderr.count("\n") == 1, result.stderr
