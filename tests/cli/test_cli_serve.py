@@ -41,8 +41,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql",
-                                                            marks=pytest.mark.postgres)])
+# on SQLite: serve on PostgreSQL is played by tests/arena/test_arena_e2e.py and
+# tests/ops/test_arena_e2e.py (and its outages by test_cli_serve_faults.py)
+@pytest.mark.parametrize("backend", ["sqlite"])
 def test_serve_pairs_registered_bots_and_stops_cleanly(
     tmp_path: Path, backend: str, request: pytest.FixtureRequest
 ) -> None:
