@@ -131,7 +131,11 @@ def look() -> None:
     probe("stash-found", {
         "files": found, "shm": shm >= 0, "given_shm": given >= 0, "daemon": daemon_says(),
         "pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
-        "signal_fork_server": signal_fork_server(), "fork_server": fork_server_start(),
+        "signal_fork_server": signal_fork_server(),
+        # which sandbox: its PID namespace, and when its fork server started (a
+        # namespace number may be reused once its sandbox is gone; a start time, in
+        # clock ticks, may be shared by two servers started at once)
+        "fork_server": f"{os.readlink('/proc/self/ns/pid')}@{fork_server_start()}",
     })
 
 
