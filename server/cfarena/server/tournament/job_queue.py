@@ -56,8 +56,10 @@ def conninfo(engine: Engine) -> str:
 
 def new_app(engine: Engine) -> procrastinate.App:
     """A procrastinate app on this database (open it with `async with app.open_async()`)."""
+    # a short wait for a pooled connection: a worker whose database is away finds out in
+    # seconds (and rejoins when it is back) instead of hanging on the pool
     return procrastinate.App(connector=procrastinate.PsycopgConnector(
-        conninfo=conninfo(engine), kwargs={"connect_timeout": 5}))
+        conninfo=conninfo(engine), kwargs={"connect_timeout": 5}, timeout=5.0, min_size=1))
 
 
 def install_schema(engine: Engine) -> None:

@@ -87,6 +87,7 @@ class QueueWorker:
         self._socket_dir: Path | None = None
         self._worker: Worker | None = None
         self._stop = asyncio.Event()
+        quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
         self.app.task(name=job_queue.TASK, pass_context=True,
                       retry=procrastinate.RetryStrategy(max_attempts=3, wait=2))(self._job)
@@ -120,14 +121,11 @@ class QueueWorker:
                 try:
                     await self._run_once()
                     delay = 0.5
-                except (OSError, procrastinate.exceptions.ProcrastinateException,
-                        StorageError) as exc:
+                except Exception as exc:  # the database away: rejoin when it is back
                     if self._stop.is_set():
                         break
                     self.stats.restarts += 1
-                    log.warning("queue unavailable (%s); retrying in %.1f s",
-                                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                                delay)
+                    log.warning("queue unavailable (%s); retrying in %.1f s", _why(exc), delay)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stop.wait(), delay)
                     delay = min(delay * 2, 10.0)
@@ -235,6 +233,20 @@ class QueueWorker:
     def _finish_if_done(self, tournament_id: int) -> None:
         if not self.db.pending_matches(tournament_id):
             self.db.set_tournament_status(tournament_id, TournamentStatus.FINISHED)
+
+
+def _why(exc: BaseException) -> str:
+    """One line on why the queue failed (procrastinate wraps the driver's error)."""
+    cause = exc.__cause__ or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    return lines[0] if lines else type(cause).__name__
+
+
+def quiet_queue_logs() -> None:
+    """procrastinate and psycopg's pool log every failed attempt while the database is away
+    (with tracebacks); the worker says it in one line of its own instead."""
+    logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
 
 
 def queue_empty(db: Database, tournament_id: int | None) -> bool:
