@@ -59,6 +59,14 @@ def _results(url: str, tournament_id: int) -> dict[str, tuple[Any, Any, Any]]:
             for key, status, totals, ranks in rows}
 
 
+def _out(proc: subprocess.Popen[str]) -> str:
+    return proc.stdout.read() if proc.stdout else ""
+
+
+def _err(proc: subprocess.Popen[str]) -> str:
+    return proc.stderr.read() if proc.stderr else ""
+
+
 def _wait(procs: list[subprocess.Popen[str]], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     for proc in procs:
@@ -90,7 +98,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
             if doing[0][0] == 3:
                 break
             assert time.monotonic() < deadline, "the three workers never played at once"
-            assert all(p.poll() is None for p in workers), [p.stderr.read() for p in workers
+            assert all(p.poll() is None for p in workers), [_err(p) for p in workers
                                                             if p.poll() is not None]
             time.sleep(0.05)
         os.killpg(victim.pid, signal.SIGKILL)
@@ -102,10 +110,10 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         _wait([workers[1], workers[2], late], 90)
     finally:
         _stop(procs)
-    outputs = [json.loads(p.stdout.read()) for p in (workers[1], workers[2], late)]
+    outputs = [json.loads(_out(p)) for p in (workers[1], workers[2], late)]
     for p in (workers[1], workers[2], late):
         assert p.returncode == 0
-    assert "Traceback" not in "".join(p.stderr.read() for p in procs)
+    assert "Traceback" not in "".join(_err(p) for p in procs)
 
     # every scheduled match stored exactly once: finished, rated once, one log each
     results = _results(url, tid)
@@ -132,7 +140,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         _wait([single], 90)
     finally:
         _stop([single])
-    assert single.returncode == 0, single.stderr.read() if single.stderr else ""
+    assert single.returncode == 0, _err(single)
     assert _results(alone, 1) == results
     rating_rows = "select count(*) from rating_history"
     assert _query(alone, rating_rows) == _query(url, rating_rows)
@@ -167,7 +175,7 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
         _wait([worker], 120)
     finally:
         _stop([worker])
-    err = worker.stderr.read() if worker.stderr else ""
+    err = _err(worker)
     assert worker.returncode == 0, err[-3000:]
     assert "Traceback" not in err
     rows = _query(url, "select status, count(*) from matches group by status")

@@ -73,7 +73,8 @@ def worker_cmd(
     if json_out:
         sys.stdout.write(json.dumps({"played": stats.played, "skipped": stats.skipped,
                                      "restarts": stats.restarts,
-                                     "match_s": round(stats.match_s, 3)}) + "\n")
+                                     "match_s": round(stats.match_s, 3),
+                                     "store_s": round(stats.store_s, 3)}) + "\n")
     else:
         err.print(f"worker: played {stats.played} match(es)")
     if unsaved:

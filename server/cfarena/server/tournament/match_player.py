@@ -11,6 +11,7 @@ store (`acknowledge`) before it acknowledges the match's job.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ class TournamentPlayer:
     writer: MatchWriter | None = None
     room: MatchRoom | None = None
     names: dict[int, str] = field(default_factory=dict)  # bot id -> name
+    store_s: float = 0.0  # time waited for matches to be stored (with `acknowledge`)
 
     async def start(self, seatings: Sequence[Sequence[str]]) -> None:
         """Start the bots' processes ahead of need (`seatings`: the matches to come);
@@ -74,8 +76,12 @@ class TournamentPlayer:
         stored (StorageError if the database refused it)."""
         assert self.room is not None and self.writer is not None, "attach() first"
         record = await self.room.play(match, [self.names[i] for i in match.seat_bot_ids])
-        if self.acknowledge and not await self.writer.settled(match.id):
-            raise StorageError(f"match {match.id} could not be stored")
+        if self.acknowledge:
+            started = time.perf_counter()
+            stored = await self.writer.settled(match.id)
+            self.store_s += time.perf_counter() - started
+            if not stored:
+                raise StorageError(f"match {match.id} could not be stored")
         return record
 
     async def close(self, flush_timeout: float) -> list[StoredMatch]:

@@ -68,6 +68,7 @@ class WorkerStats:
     skipped: int = 0  # jobs whose match was already stored
     restarts: int = 0  # times the queue was left and rejoined (database away)
     match_s: float = 0.0  # time playing and storing matches (the rest is the queue's)
+    store_s: float = 0.0  # of which: waiting for the store (one transaction per match)
     unsaved: list[str] = field(default_factory=list)
 
 
@@ -198,8 +199,10 @@ class QueueWorker:
             return
         player = await self._player(tournament_id)
         started = time.monotonic()
+        stored_before = player.store_s
         record = await player.play(match)
         self.stats.match_s += time.monotonic() - started
+        self.stats.store_s += player.store_s - stored_before
         self.stats.played += 1
         if self.sink is not None:
             self.sink.match_done(record, None)
