@@ -4,6 +4,7 @@ the results a single worker gets; a worker that loses its database writes nothin
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -121,6 +122,15 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     per_match = _query(url, "select m.id, count(g.match_id) from matches m left join "
                             "game_logs g on g.match_id = m.id group by m.id")
     assert {n for _, n in per_match} == {1}
+    # the rotations of a deal never overlapped in time, across workers (the deal lock)
+    spans = _query(url, "select key, started_at, finished_at from matches order by started_at")
+    by_game: dict[str, list[tuple[Any, Any]]] = {}
+    for key, started, finished in spans:
+        by_game.setdefault(key.split("-")[1], []).append((started, finished))
+    assert len(by_game) == GAMES
+    for game, times in by_game.items():
+        for (_, first_end), (second_start, _) in itertools.pairwise(times):
+            assert first_end <= second_start, f"two rotations of {game} ran at once"
     # the match the killed worker held was played again (its job retried), not lost
     retried = _query(url, "select count(*) from procrastinate_jobs where attempts > 0")
     assert retried[0][0] >= 1
@@ -135,7 +145,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     # the same tournament, one worker, another database: the same results
     alone = pg_cluster.create_database("workers_alone")
     run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path)
-    single = _start_worker(alone, tmp_path / "alone")
+    single = _start_worker(alone, tmp_path / "alone", "--concurrency", "2")
     try:
         _wait([single], 90)
     finally:
@@ -199,3 +209,37 @@ def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
     data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path)
     assert data["tournament_id"] == created["tournament_id"] and data["resumed"] is True
     assert data["status"] == "finished" and data["played_now"] == 4
+
+
+def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
+        pg_cluster: PgCluster, tmp_path: Path) -> None:
+    """run-tournament schedules, then plays as a queue worker; Ctrl-C leaves the rest of
+    the jobs queued (none half-played), and the same command resumes them."""
+    url = pg_cluster.create_database("run_resume")
+    args = ["run-tournament", *TOURNAMENT, "--concurrency", "1", "--db", url]
+    proc = subprocess.Popen([CFARENA, *args], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with_jobs = _query(url, "select to_regclass('procrastinate_jobs') is not null")
+            if with_jobs[0][0] and _query(
+                    url, "select count(*) from matches where status = 'finished'")[0][0] >= 2:
+                break
+            assert time.monotonic() < deadline and proc.poll() is None, _err(proc)
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        _stop([proc])
+    assert proc.returncode == 130, _err(proc)
+    before = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
+    assert 2 <= len(before) < 2 * GAMES
+    assert _query(url, "select count(*) from procrastinate_jobs where status = 'doing'") \
+        == [(0,)]
+    data = run_json(*args, cwd=tmp_path)
+    assert data["resumed"] is True and data["status"] == "finished"
+    assert data["played_now"] == 2 * GAMES - len(before)
+    after = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
+    assert len(after) == 2 * GAMES
+    assert all(after[key] == stamp for key, stamp in before.items())  # none played again
