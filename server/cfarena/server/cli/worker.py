@@ -85,8 +85,18 @@ async def _work(db: Database, options: WorkerOptions, tournament: int | None,
                 until_done: bool) -> tuple[WorkerStats, list[str]]:
     worker = QueueWorker(db, options, only=tournament)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):  # finish the matches in play, then exit
-        loop.add_signal_handler(sig, worker.stop)
+
+    def on_signal() -> None:
+        """The first signal: finish the matches in play, store them, exit. The second:
+        stop now (the cut matches are played again from their seed by other workers)."""
+        if worker.stopping:
+            worker.halt()
+        else:
+            err.print("stopping: finishing the matches in play (again to stop now)")
+            worker.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
     await worker.start()
     try:
         stats = await worker.run(

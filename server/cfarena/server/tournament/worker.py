@@ -47,6 +47,10 @@ log = logging.getLogger("cfarena.worker")
 _FLUSH_TIMEOUT_S = 60.0
 
 
+class MatchCut(Exception):
+    """A match job cut short by `QueueWorker.halt` (it is retried)."""
+
+
 class MatchSink(Protocol):
     def match_done(self, record: MatchRecord, leader: str | None) -> None: ...
 
@@ -88,6 +92,8 @@ class QueueWorker:
         self._socket_dir: Path | None = None
         self._worker: Worker | None = None
         self._stop = asyncio.Event()
+        self._jobs: set[asyncio.Task[object]] = set()  # the jobs being played
+        self._halted = False
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
         self.app.task(name=job_queue.TASK, pass_context=True,
@@ -106,11 +112,23 @@ class QueueWorker:
         """Play this tournament with a player already started (run-tournament's)."""
         self.players[tournament_id] = player
 
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     def stop(self) -> None:
         """Stop taking jobs; the matches being played are finished and stored."""
         self._stop.set()
         if self._worker is not None:
             self._worker.stop()  # type: ignore[no-untyped-call]
+
+    def halt(self) -> None:
+        """Stop now: the matches in play are cut (nothing of them is stored; their jobs
+        are retried by other workers once this one's heartbeat stops)."""
+        self._halted = True
+        self.stop()
+        for task in list(self._jobs):
+            task.cancel()
 
     async def run(self, until: Callable[[], bool] | None = None) -> WorkerStats:
         """Take jobs until stopped, or until `until()` says so (checked every poll);
@@ -193,6 +211,20 @@ class QueueWorker:
     # ------------------------------------------------------------ one job
     async def _job(self, context: procrastinate.JobContext, tournament_id: int,
                    match_id: str) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._jobs.add(task)
+        try:
+            await self._play_job(tournament_id, match_id)
+        except asyncio.CancelledError:
+            if not self._halted:
+                raise
+            # cut by `halt`: a plain failure, which the queue retries (another worker)
+            raise MatchCut(f"match {match_id}: the worker was stopped mid-match") from None
+        finally:
+            self._jobs.discard(task)
+
+    async def _play_job(self, tournament_id: int, match_id: str) -> None:
         match = await asyncio.to_thread(self.db.pending_match, tournament_id, match_id)
         if match is None:  # stored already (by a worker that died before acknowledging)
             self.stats.skipped += 1
@@ -218,8 +250,10 @@ class QueueWorker:
             if info is None:
                 raise TournamentError(f"no tournament {tournament_id}")
             config, stored_launch = stored_config(info.config)
+            log_dir = self.options.log_dir
             launch = Launch(sandbox=stored_launch.sandbox, limits=stored_launch.limits,
                             binds=self.options.binds,
+                            hide=() if log_dir is None else (log_dir.resolve(),),
                             connect_timeout=self.options.connect_timeout)
             assert self._server is not None, "start() first"
             player = TournamentPlayer(self._server, self.db, config, launch,
@@ -234,7 +268,8 @@ class QueueWorker:
             return player
 
     def _finish_if_done(self, tournament_id: int) -> None:
-        if not self.db.pending_matches(tournament_id):
+        counts = self.db.match_counts(tournament_id)
+        if counts and counts.get("finished", 0) == sum(counts.values()):
             self.db.set_tournament_status(tournament_id, TournamentStatus.FINISHED)
 
 
