@@ -10,10 +10,18 @@ the same deal never run at once for one bot. Running the same configuration
 again resumes it: finished matches are kept, interrupted or unplayed ones are
 played again from their seed.
 
+On PostgreSQL the run is "schedule, then run one local worker": the pending
+matches become jobs of the database's queue (`job_queue`) and this process takes
+them like any `cfarena worker` (`worker`), while workers on other machines may take
+some too. On SQLite the local worker takes them straight from the schedule
+(`match_queue`). Either way a match is played by a `TournamentPlayer`.
+
 The run's parts: `config` (what defines a tournament), `stored_tournament`
 (finding, creating, scheduling and locking it in storage), `match_queue` (the
-order and concurrency of its matches), `match_play` (`MatchRoom`: one match,
-from taking its processes to storing it) and `pool` (the bot processes).
+order and concurrency of its matches on one machine), `job_queue` and `worker`
+(the same on PostgreSQL, across machines), `match_player` (a tournament's bots and
+room on this machine), `match_play` (`MatchRoom`: one match, from taking its
+processes to storing it) and `pool` (the bot processes).
 """
 
 from __future__ import annotations
