@@ -20,8 +20,6 @@ import pytest
 from tests.cli.helpers import CFARENA, marker, run_cli, run_json, wait_no_processes
 from tests.pg import PgCluster, postgres_cluster
 
-pytestmark = pytest.mark.postgres
-
 GAMES = 8  # deals; each is played in both seat rotations: 16 matches
 TOURNAMENT = ["--bot", "greedy", "--bot", "smart", "--players", "2", "--games", str(GAMES),
               "--rule", "rounds=2", "--seed", "20261203"]
@@ -74,6 +72,7 @@ def _wait(procs: list[subprocess.Popen[str]], timeout: float) -> None:
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
 
 
+@pytest.mark.postgres
 def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     url = pg_cluster.create_database("workers_e2e")
@@ -163,6 +162,7 @@ def own_pg() -> Iterator[PgCluster]:
         yield cluster
 
 
+@pytest.mark.postgres
 def test_a_worker_that_loses_its_database_writes_nothing_half(
         own_pg: PgCluster, tmp_path: Path) -> None:
     url = own_pg.create_database("outage")
@@ -211,6 +211,7 @@ def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
     assert data["status"] == "finished" and data["played_now"] == 4
 
 
+@pytest.mark.postgres
 def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     """run-tournament schedules, then plays as a queue worker; Ctrl-C leaves the rest of
