@@ -52,8 +52,10 @@ class MatchWriter:
     """
 
     def __init__(self, db: Database, say: Callable[[str], None], *,
-                 first_delay: float = FIRST_DELAY_S, max_delay: float = MAX_DELAY_S) -> None:
+                 first_delay: float = FIRST_DELAY_S, max_delay: float = MAX_DELAY_S,
+                 acknowledge: bool = False) -> None:
         self.db = db
+        self.acknowledge = acknowledge  # keep each record's outcome for `settled`
         self.say = say
         self.first_delay = first_delay
         self.max_delay = max_delay
@@ -65,6 +67,7 @@ class MatchWriter:
         self._nudge = asyncio.Event()
         self._closing = False
         self._outage_since: float | None = None
+        self._settled: dict[str, asyncio.Future[bool]] = {}
 
     # ----------------------------------------------------------- the state
     @property
@@ -101,6 +104,29 @@ class MatchWriter:
         """Queue a finished (or aborted) match; it is stored after every earlier one."""
         self._queue.put_nowait(record)
 
+    async def settled(self, match_id: str) -> bool:
+        """Wait until the record of `match_id` submitted last is stored (True) or refused
+        (False); a queue worker acknowledges its job only then. Cancelled by `close`.
+        Only for a writer made with `acknowledge=True`."""
+        assert self.acknowledge, "settled() needs MatchWriter(acknowledge=True)"
+        future = self._settled.get(match_id)
+        if future is None:
+            future = self._settled[match_id] = asyncio.get_running_loop().create_future()
+        try:
+            return await asyncio.shield(future)
+        finally:
+            if future.done():
+                self._settled.pop(match_id, None)
+
+    def _settle(self, match_id: str, stored: bool) -> None:
+        if not self.acknowledge:
+            return
+        future = self._settled.get(match_id)
+        if future is None:
+            future = self._settled[match_id] = asyncio.get_running_loop().create_future()
+        if not future.done():
+            future.set_result(stored)
+
     async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """`fn(*args)` in a worker thread; an outage is reported (and re-raised)."""
         return await self._call(fn, args, 0)
@@ -127,6 +153,9 @@ class MatchWriter:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             self._task = None
+        for future in self._settled.values():
+            future.cancel()
+        self._settled.clear()
         left = [record for record, _ in self.failed]
         if self._current is not None:
             left.append(self._current)
@@ -158,6 +187,7 @@ class MatchWriter:
                     self.say(f"error: cannot store match {record.match_id}: {why}; "
                              "kept for the unsaved-records file")
                     self.failed.append((record, why))
+                    self._settle(record.match_id, False)
                     return
                 wait = min(delay, CLOSING_DELAY_S) if self._closing else delay
                 with contextlib.suppress(TimeoutError):
@@ -165,6 +195,7 @@ class MatchWriter:
                 delay = min(delay * 2, self.max_delay)
                 continue
             self.written += 1
+            self._settle(record.match_id, True)
             return
 
 

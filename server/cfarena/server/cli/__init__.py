@@ -8,7 +8,7 @@ from typing import Any
 import typer
 import typer.main
 
-from cfarena.server.cli import inspection, replay, serve, tournament
+from cfarena.server.cli import inspection, replay, serve, tournament, worker
 
 app = typer.Typer(
     name="cfarena",
@@ -21,6 +21,7 @@ tournament.register(app)
 serve.register(app)
 inspection.register(app)
 replay.register(app)
+worker.register(app)
 
 
 def command() -> Any:

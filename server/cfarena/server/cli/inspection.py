@@ -174,22 +174,35 @@ def standings_cmd(
     out.print(standings_table(rows, title))
 
 
-def tournaments_cmd(db_url: str = DbOption,
+tournaments_app = typer.Typer(help="List tournaments with their progress (`create`: "
+                              "schedule one for workers).", no_args_is_help=False)
+
+
+@tournaments_app.callback(invoke_without_command=True)
+def tournaments_cmd(ctx: typer.Context, db_url: str = DbOption,
                     json_out: Annotated[bool, typer.Option(
                         "--json", help="print JSON (seeds as decimal strings)")] = False) -> None:
-    """List tournaments."""
+    """List tournaments, with how many of their matches are done (`create`: schedule one)."""
+    if ctx.invoked_subcommand is not None:
+        return
     with database(db_url, create=False) as db:
         items = db.list_tournaments()
+        counts = {t.id: db.match_counts(t.id) for t in items}
     if json_out:
         print_json([{"id": t.id, "name": t.name, "status": t.status.value,
-                     "created_at": t.created_at, "config": _config_json(t.config)}
+                     "created_at": t.created_at, "config": _config_json(t.config),
+                     "matches": sum(counts[t.id].values()),
+                     "finished": counts[t.id].get("finished", 0),
+                     "running": counts[t.id].get("running", 0)}
                     for t in items])
         return
-    table = Table("id", "name", "status", "bots", "created")
-    table.columns[1].overflow = table.columns[3].overflow = "fold"
+    table = Table("id", "name", "status", "done", "bots", "created")
+    table.columns[1].overflow = table.columns[4].overflow = "fold"
     for t in items:
         bots = ", ".join(b["name"] for b in t.config.get("bots", []))
-        table.add_row(str(t.id), t.name, t.status.value, bots, f"{t.created_at:%Y-%m-%d %H:%M}")
+        done = f"{counts[t.id].get('finished', 0)}/{sum(counts[t.id].values())}"
+        table.add_row(str(t.id), t.name, t.status.value, done, bots,
+                      f"{t.created_at:%Y-%m-%d %H:%M}")
     out.print(table)
 
 
@@ -426,7 +439,7 @@ def export_cmd(
 def register(app: typer.Typer) -> None:
     app.add_typer(bots_app, name="bots")
     app.command("standings")(standings_cmd)
-    app.command("tournaments")(tournaments_cmd)
+    app.add_typer(tournaments_app, name="tournaments")
     app.command("matches")(matches_cmd)
     app.command("show")(show_cmd)
     app.command("export")(export_cmd)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -22,12 +23,14 @@ from sqlalchemy.exc import ArgumentError
 
 from cfarena.bots import BUNDLED, bundled_names
 from cfarena.server.cli.common import DbOption, build_rules, database, err, fail, out, print_json
+from cfarena.server.cli.inspection import tournaments_app
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
 from cfarena.server.sandbox import SandboxLimits, sandbox_problem
 from cfarena.server.storage import StorageError
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
 from cfarena.server.tournament.pool import Launch
+from cfarena.server.tournament.runner import schedule_tournament
 
 DEFAULT_BOTS = tuple(BUNDLED)  # every bundled bot
 
@@ -144,8 +147,34 @@ def run_tournament_cmd(
 
     With no options: the four bundled bots, `standard` rules, 4-player tables,
     SQLite file cfarena.db. Run the same command again to resume an interrupted
-    tournament.
+    tournament. On PostgreSQL the matches are jobs: `cfarena worker` on other
+    machines plays some of them meanwhile (docs/WORKERS.md).
     """
+    _tournament_cmd(False, **locals())
+
+
+def create_cmd(**options: Any) -> None:
+    """Schedule a tournament without playing it: its matches wait for `cfarena worker`s
+    (PostgreSQL), or for `run-tournament` with the same options (which resumes it)."""
+    _tournament_cmd(True, **options)
+
+
+_RUN_ONLY = ("concurrency", "log_dir", "resume", "connect_timeout", "sandbox_bind")
+_RUN_SIGNATURE = inspect.signature(run_tournament_cmd, eval_str=True)
+create_cmd.__signature__ = _RUN_SIGNATURE.replace(  # type: ignore[attr-defined]
+    parameters=[p for p in _RUN_SIGNATURE.parameters.values() if p.name not in _RUN_ONLY])
+create_cmd.__annotations__ = {k: v for k, v in run_tournament_cmd.__annotations__.items()
+                              if k not in _RUN_ONLY}
+
+
+def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
+                    rules: str | None, rules_file: Path | None, rule: list[str] | None,
+                    games: int, timeout_ms: int, bank_ms: int, increment_ms: int,
+                    strikes: int, seed: int | None, db_url: str, json_out: bool, new: bool,
+                    no_sandbox: bool, memory_mb: int, cpu_seconds: int, max_processes: int,
+                    name: str, concurrency: int = 2, resume: int | None = None,
+                    log_dir: Path | None = None, sandbox_bind: list[Path] | None = None,
+                    connect_timeout: float = 30.0) -> None:
     specs = [parse_bot(s) for s in (bot or list(DEFAULT_BOTS))]
     if len({s.name for s in specs}) != len(specs):
         fail("--bot: the same bot name is given twice")
@@ -187,6 +216,9 @@ def run_tournament_cmd(
     )
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
+    if schedule_only:
+        _schedule(config, db_url, launch, new, json_out)
+        return
     with database(db_url) as db:
         bar = _ProgressBar(enabled=True)
         try:
@@ -227,6 +259,22 @@ def run_tournament_cmd(
                 f"{players}-player tables, {result.total} matches ({result.wall_s:.1f} s)"))
 
 
+def _schedule(config: TournamentConfig, db_url: str, launch: Launch, new: bool,
+              json_out: bool) -> None:
+    with database(db_url) as db:
+        try:
+            tournament_id, total, queued = asyncio.run(
+                schedule_tournament(config, db, launch, new=new))
+        except TournamentError as exc:
+            fail(escape(str(exc)))
+    if json_out:
+        print_json({"tournament_id": tournament_id, "matches": total, "queued": queued})
+        return
+    where = ("`cfarena worker --db URL` on each machine plays them" if queued is not None
+             else "`run-tournament` with the same options plays them")
+    out.print(f"tournament #{tournament_id}: {total} matches scheduled; {where}")
+
+
 def _sqlite_files(url: str) -> list[Path]:
     """The files of a SQLite database (kept out of every sandbox's view), or none."""
     try:
@@ -242,3 +290,4 @@ def _sqlite_files(url: str) -> list[Path]:
 
 def register(app: typer.Typer) -> None:
     app.command("run-tournament")(run_tournament_cmd)
+    tournaments_app.command("create")(create_cmd)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -204,6 +204,13 @@ class Database(ArenaStore):
             rows = s.scalars(select(Tournament).order_by(Tournament.id))
             return [queries.tournament_info(t) for t in rows]
 
+    def match_counts(self, tournament_id: int) -> dict[str, int]:
+        """How many of the tournament's matches are in each status (its progress)."""
+        with self._session() as s:
+            rows = s.execute(select(Match.status, func.count()).where(
+                Match.tournament_id == tournament_id).group_by(Match.status))
+            return {str(status): int(n) for status, n in rows}
+
     def set_tournament_status(self, tournament_id: int, status: TournamentStatus | str) -> None:
         value = TournamentStatus(status)
         with self._session(write=True) as s:
@@ -233,6 +240,14 @@ class Database(ArenaStore):
         (a match left running by a crashed referee is played again)."""
         with self._session() as s:
             return queries.scheduled(s, tournament_id, [m.value for m in _PENDING])
+
+    def pending_match(self, tournament_id: int, match_id: str) -> ScheduledMatch | None:
+        """One match of `pending_matches` (None once it is finished, or if it is not one of
+        the tournament's): what a queue worker plays for a job."""
+        with self._session() as s:
+            found = queries.scheduled(s, tournament_id, [m.value for m in _PENDING],
+                                      match_id=match_id)
+        return found[0] if found else None
 
     def finished_keys(self, tournament_id: int) -> set[str]:
         with self._session() as s:

@@ -77,10 +77,13 @@ def _filters(tournament_id: int | None, pool: str | None) -> list[Any]:
     return where
 
 
-def scheduled(s: Session, tournament_id: int, statuses: Sequence[str]) -> list[ScheduledMatch]:
-    matches = list(s.scalars(
-        select(Match).where(Match.tournament_id == tournament_id, Match.status.in_(statuses))
-        .order_by(Match.ordinal)))
+def scheduled(s: Session, tournament_id: int, statuses: Sequence[str],
+              match_id: str | None = None) -> list[ScheduledMatch]:
+    query = select(Match).where(Match.tournament_id == tournament_id,
+                                Match.status.in_(statuses))
+    if match_id is not None:
+        query = query.where(Match.id == match_id)
+    matches = list(s.scalars(query.order_by(Match.ordinal)))
     seats = _seat_bots(s, [m.id for m in matches])
     return [ScheduledMatch(id=m.id, key=m.key, seed=m.seed, rules=m.rules, players=m.players,
                            pool=m.pool, seat_bot_ids=tuple(seats.get(m.id, ())),

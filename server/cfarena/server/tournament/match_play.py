@@ -184,5 +184,8 @@ async def _let_exit(warms: Sequence[WarmBot]) -> None:
     waits = [w.process.wait() for w in warms
              if not w.written_off and w.process.returncode is None]
     if waits:
+        gathered = asyncio.gather(*waits)
+        # cut short (a worker halted mid-match): its outcome is read, not left to be logged
+        gathered.add_done_callback(lambda f: f.cancelled() or f.exception())
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*waits), _EXIT_GRACE_S)
+            await asyncio.wait_for(gathered, _EXIT_GRACE_S)

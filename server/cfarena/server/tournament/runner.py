@@ -10,33 +10,42 @@ the same deal never run at once for one bot. Running the same configuration
 again resumes it: finished matches are kept, interrupted or unplayed ones are
 played again from their seed.
 
+On PostgreSQL the run is "schedule, then run one local worker": the pending
+matches become jobs of the database's queue (`job_queue`) and this process takes
+them like any `cfarena worker` (`worker`), while workers on other machines may take
+some too. On SQLite the local worker takes them straight from the schedule
+(`match_queue`). Either way a match is played by a `TournamentPlayer`.
+
 The run's parts: `config` (what defines a tournament), `stored_tournament`
 (finding, creating, scheduling and locking it in storage), `match_queue` (the
-order and concurrency of its matches), `match_play` (`MatchRoom`: one match,
-from taking its processes to storing it) and `pool` (the bot processes).
+order and concurrency of its matches on one machine), `job_queue` and `worker`
+(the same on PostgreSQL, across machines), `match_player` (a tournament's bots and
+room on this machine), `match_play` (`MatchRoom`: one match, from taking its
+processes to storing it) and `pool` (the bot processes).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from cfarena.server.match_writer import MatchWriter, dump_unsaved
+from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.storage import Database, ScheduledMatch, TournamentStatus
+from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
-from cfarena.server.tournament.match_play import MatchRoom
+from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app, uses_queue
+from cfarena.server.tournament.match_player import TournamentPlayer
 from cfarena.server.tournament.match_queue import play_all
-from cfarena.server.tournament.pool import BotPool, BotStartError, Launch, needed_processes
-from cfarena.server.tournament.schedule import round_robin, seats_needed
+from cfarena.server.tournament.pool import Launch
+from cfarena.server.tournament.schedule import round_robin
 from cfarena.server.tournament.stored_tournament import (
     bot_ids,
     find_tournament,
@@ -44,6 +53,7 @@ from cfarena.server.tournament.stored_tournament import (
     lock_tournament,
     open_tournament,
 )
+from cfarena.server.tournament.worker import QueueWorker, WorkerOptions, queue_empty
 
 log = logging.getLogger("cfarena.tournament")
 
@@ -81,6 +91,28 @@ class TournamentRun:
 
 
 
+async def schedule_tournament(config: TournamentConfig, db: Database, launch: Launch, *,
+                              new: bool = False) -> tuple[int, int, int | None]:
+    """Create (or find again) the tournament and schedule its matches without playing
+    them; on PostgreSQL also queue them as jobs for `cfarena worker`s. Returns its id, its
+    number of matches and the jobs queued now (None on SQLite: no queue)."""
+    config.rules.resolve(config.players)
+    found = None if new else find_tournament(config, db, None, launch)
+    if found is not None and found.status is TournamentStatus.FINISHED:
+        raise TournamentError(f"tournament {found.id} with this configuration is finished; "
+                              "--new schedules another")
+    tournament_id, pending = open_tournament(config, db, None if found is None else found.id,
+                                             launch)
+    total = len(db.finished_keys(tournament_id)) + len(pending)
+    if not uses_queue(db.engine):
+        return tournament_id, total, None
+    install_schema(db.engine)
+    app = new_app(db.engine)
+    async with app.open_async():
+        queued = await enqueue(app, db.engine, tournament_id, pending)
+    return tournament_id, total, queued
+
+
 async def run_tournament(
     config: TournamentConfig,
     db: Database,
@@ -104,18 +136,26 @@ async def run_tournament(
     config.rules.resolve(config.players)  # RulesError before anything starts
     launch = launch or Launch(connect_timeout=connect_timeout)
     started = time.monotonic()
-    socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))  # 0700: the referee's
-    server = RefereeServer(TokenRegistry(), port=None, unix_socket=socket_dir / "arena.sock")
-    await server.start()
+    queued = uses_queue(db.engine)
+    if queued:
+        install_schema(db.engine)
+    worker = QueueWorker(db, WorkerOptions(
+        concurrency=concurrency, binds=launch.binds, connect_timeout=launch.connect_timeout,
+        log_dir=log_dir)) if queued else None
+    if worker is not None:
+        server = await worker.start()
+    else:
+        socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))  # 0700: the referee's
+        server = RefereeServer(TokenRegistry(), port=None, unix_socket=socket_dir / "arena.sock")
+        await server.start()
     if on_server is not None:
         on_server(server)
-    played = 0
     status = TournamentStatus.INTERRUPTED
     tournament_id: int | None = None
     resumed = False
     total = 0
-    pool: BotPool | None = None
-    writer: MatchWriter | None = None
+    counter = _Counter(sink, db)
+    player: TournamentPlayer | None = None
     unsaved: str | None = None
     locks = contextlib.ExitStack()
     locked = False  # this run holds its tournament's lock (only then may it write its status)
@@ -141,59 +181,87 @@ async def run_tournament(
         else:
             seatings = [list(m.seats) for m in round_robin(
                 [b.name for b in config.bots], config.players, config.games, 0)]
-        need = seats_needed(round_robin([b.name for b in config.bots], config.players, 1, 0))
-        pool = BotPool(
-            server, launch, {b.name: b.command for b in config.bots},
-            warm={b.name: need.get(b.name, 1) * concurrency for b in config.bots},
-            demand=needed_processes(seatings),
-        )
         # Bots first: a bot that does not start or connect stops the run before
         # any match is played.
-        try:
-            await pool.start()
-        except BotStartError as exc:
-            raise TournamentError(str(exc)) from None
+        player = TournamentPlayer(server, db, config, launch, concurrency, log_dir,
+                                  acknowledge=queued)
+        await player.start(seatings)
         tournament_id, pending = open_tournament(config, db, found_id, launch)
         if found_id is None:
             lock_tournament(locks, db, tournament_id)
             locked = True
         resumed = found_id is not None
-        names = {bot_id: name for name, bot_id in bot_ids(db, config).items()}
+        player.attach(tournament_id,
+                      {bot_id: name for name, bot_id in bot_ids(db, config).items()})
         total = len(db.finished_keys(tournament_id)) + len(pending)
         sink.started(tournament_id, total, total - len(pending), resumed)
-        lock = asyncio.Lock()
-        writer = MatchWriter(db, log.warning)
-        writer.start()
-        room = MatchRoom(server, pool, writer, config.time_control, tournament_id, log_dir)
+        counter.player, counter.tournament_id = player, tournament_id
+        if worker is not None:
+            # schedule, then run one local worker: the same jobs any `cfarena worker` takes
+            await _play_queued(worker, db, tournament_id, pending, player, counter)
+        else:  # SQLite: the local worker takes its matches straight from the schedule
+            async def play(match: ScheduledMatch) -> None:
+                assert player is not None
+                counter.match_done(await player.play(match), None)
 
-        async def play(match: ScheduledMatch) -> None:
-            nonlocal played
-            assert tournament_id is not None and writer is not None
-            record = await room.play(match, [names[i] for i in match.seat_bot_ids])
-            async with lock:
-                played += 1
-                sink.match_done(record, None if writer.outage else leader(db, tournament_id))
-
-        await play_all(pending, play, concurrency)
+            await play_all(pending, play, concurrency)
         status = TournamentStatus.FINISHED
     finally:
-        if writer is not None:  # what is played is stored before the status says so
-            left = await writer.close(_FLUSH_TIMEOUT_S)
-            if left:
-                where = dump_unsaved(left, Path.cwd())
-                status = TournamentStatus.INTERRUPTED
-                unsaved = (f"{len(left)} finished match(es) could not be stored (the "
-                           f"database is away); they are in {where}")
+        # what is played is stored before the status says so
+        left = await player.close(_FLUSH_TIMEOUT_S) if player is not None else []
+        if left:
+            where = dump_unsaved(left, Path.cwd())
+            status = TournamentStatus.INTERRUPTED
+            unsaved = (f"{len(left)} finished match(es) could not be stored (the "
+                       f"database is away); they are in {where}")
         if tournament_id is not None and locked:
             with contextlib.suppress(Exception):
                 db.set_tournament_status(tournament_id, status)
         locks.close()
-        if pool is not None:  # bots first, so their streams end before the server stops
-            await pool.close()
-        await server.stop(grace=0.5)
-        shutil.rmtree(socket_dir, ignore_errors=True)
+        if worker is not None:
+            await worker.close()
+        else:
+            await server.stop(grace=0.5)
+            shutil.rmtree(socket_dir, ignore_errors=True)
     if unsaved is not None:
         raise TournamentError(unsaved)
     assert tournament_id is not None
-    return TournamentRun(tournament_id, resumed, played, total, status.value,
+    return TournamentRun(tournament_id, resumed, counter.played, total, status.value,
                          time.monotonic() - started)
+
+
+@dataclass
+class _Counter:
+    """Counts the matches this run played and tells the progress sink, with the leader."""
+
+    sink: ProgressSink
+    db: Database
+    player: TournamentPlayer | None = None
+    tournament_id: int | None = None
+    played: int = 0
+
+    def match_done(self, record: MatchRecord, _leader: str | None) -> None:
+        self.played += 1
+        writer = None if self.player is None else self.player.writer
+        away = writer is None or writer.outage or self.tournament_id is None
+        self.sink.match_done(record, None if away or self.tournament_id is None
+                             else leader(self.db, self.tournament_id))
+
+
+async def _play_queued(worker: QueueWorker, db: Database, tournament_id: int,
+                       pending: Sequence[ScheduledMatch], player: TournamentPlayer,
+                       counter: _Counter) -> None:
+    """Queue the pending matches and take this tournament's jobs until none is left
+    (other workers may take some of them meanwhile)."""
+    worker.adopt(tournament_id, player)
+    worker.sink = counter
+    async with worker.app.open_async():
+        await enqueue(worker.app, db.engine, tournament_id, pending)
+    worker.only = tournament_id
+    await worker.run(until=lambda: queue_empty(db, tournament_id))
+    if not db.pending_matches(tournament_id):
+        return
+    failed = job_queue.queued_matches(db.engine, tournament_id, ("failed",))
+    if failed:
+        raise TournamentError(f"{len(failed)} match job(s) failed (see the log above); run "
+                              "the same command again to retry them")

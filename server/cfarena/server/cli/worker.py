@@ -1,0 +1,113 @@
+"""`cfarena worker`: take tournament match jobs from PostgreSQL and play them here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cfarena.server.cli.common import DbOption, database, err, fail
+from cfarena.server.sandbox import sandbox_problem
+from cfarena.server.storage import Database
+from cfarena.server.tournament.job_queue import install_schema, uses_queue
+from cfarena.server.tournament.worker import QueueWorker, WorkerOptions, WorkerStats, queue_empty
+
+
+def worker_cmd(
+    db_url: str = DbOption,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c",
+                                             help="matches at once on this machine")] = 2,
+    tournament: Annotated[int | None, typer.Option(
+        "--tournament", "-t", help="only this tournament's matches [default: any]")] = None,
+    until_done: Annotated[bool, typer.Option(
+        "--until-done", help="exit once no match job is waiting or running (else: run until "
+        "Ctrl-C or SIGTERM)")] = False,
+    heartbeat_s: Annotated[float, typer.Option(
+        "--heartbeat-s", help="seconds between this worker's heartbeats")] = 2.0,
+    stalled_s: Annotated[float, typer.Option(
+        "--stalled-after-s", help="a worker silent this long is taken for dead and its "
+        "matches are played again by others (use the same value on every machine)")] = 10.0,
+    sandbox_bind: Annotated[list[Path] | None, typer.Option(
+        "--sandbox-bind", help="a file or directory every bot may read (repeatable)")] = None,
+    connect_timeout: Annotated[float, typer.Option(
+        "--connect-timeout", help="seconds a bot may take to connect")] = 30.0,
+    log_dir: Annotated[Path | None, typer.Option(
+        "--log-dir", help="also write each seat's output here")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print what it did as JSON")
+                        ] = False,
+) -> None:
+    """Play tournament matches from a PostgreSQL database, on this machine's referee with
+    its own sandboxed bot processes (the bots' commands must exist here). Start as many
+    as you like, on any machines; kill one and its matches are played again by another."""
+    if concurrency < 1:
+        fail(f"--concurrency must be at least 1, got {concurrency}")
+    if heartbeat_s <= 0 or stalled_s <= 2 * heartbeat_s:
+        fail("--stalled-after-s must be more than twice --heartbeat-s (and both positive)")
+    for path in sandbox_bind or []:
+        if not path.exists():
+            fail(f"--sandbox-bind: no such file or directory: {path}")
+    problem = sandbox_problem()
+    if problem is not None:
+        err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
+                  "played here[/]")
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    options = WorkerOptions(concurrency=concurrency, heartbeat_s=heartbeat_s,
+                            stalled_s=stalled_s,
+                            binds=tuple(p.resolve() for p in sandbox_bind or []),
+                            connect_timeout=connect_timeout, log_dir=log_dir)
+    with database(db_url) as db:
+        if not uses_queue(db.engine):
+            fail("cfarena worker needs a PostgreSQL database (--db postgresql://...); on "
+                 "SQLite run-tournament plays its matches itself")
+        if tournament is not None and db.get_tournament(tournament) is None:
+            fail(f"no tournament {tournament}")
+        install_schema(db.engine)
+        stats, unsaved = asyncio.run(_work(db, options, tournament, until_done))
+    if json_out:
+        sys.stdout.write(json.dumps({"played": stats.played, "skipped": stats.skipped,
+                                     "restarts": stats.restarts,
+                                     "match_s": round(stats.match_s, 3),
+                                     "store_s": round(stats.store_s, 3)}) + "\n")
+    else:
+        err.print(f"worker: played {stats.played} match(es)")
+    if unsaved:
+        fail("; ".join(unsaved), code=1)
+
+
+async def _work(db: Database, options: WorkerOptions, tournament: int | None,
+                until_done: bool) -> tuple[WorkerStats, list[str]]:
+    worker = QueueWorker(db, options, only=tournament)
+    loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        """The first signal: finish the matches in play, store them, exit. The second:
+        stop now (the cut matches are played again from their seed by other workers)."""
+        if worker.stopping:
+            worker.halt()
+        else:
+            err.print("stopping: finishing the matches in play (again to stop now)")
+            worker.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    await worker.start()
+    try:
+        stats = await worker.run(
+            until=(lambda: queue_empty(db, tournament)) if until_done else None)
+    finally:
+        await worker.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)
+    return stats, worker.stats.unsaved
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker_cmd)

@@ -1,0 +1,121 @@
+"""Matches as jobs on a PostgreSQL-backed queue (procrastinate), beside cfarena's tables.
+
+A tournament on PostgreSQL is a set of `cfarena.play_match` jobs, one per match, on the
+queue `tournament-<id>`. procrastinate does the claiming (`FOR UPDATE SKIP LOCKED`), the
+workers' heartbeats and the retries; cfarena adds:
+
+- a queue lock per deal, `T<id>-g<game>`: procrastinate never runs two jobs with one
+  lock at once, so the rotations of a deal never play at the same time, on any worker
+  (two live processes of one bot could signal each other the hands they hold). The
+  lock names the game, not its seed: seeds of unplayed deals are shown nowhere;
+- `retry_stalled`: the jobs of workers whose heartbeat stopped (kill -9, machine gone)
+  go back to the queue, to be played again from their seed by another worker;
+- exactly once is the database's, not the queue's: a job whose match is finished does
+  nothing, and `record_match` never stores a finished match again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+
+import procrastinate
+import psycopg
+from procrastinate import exceptions as queue_errors
+from procrastinate.schema import SchemaManager
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from cfarena.server.storage import ScheduledMatch, StorageError
+from cfarena.server.storage.connect import one_line
+
+TASK = "cfarena.play_match"
+QUEUE_PREFIX = "tournament-"
+_SCHEMA_LOCK = 0x6366_0002  # advisory lock key: one process installs the queue's schema
+
+
+def queue_name(tournament_id: int) -> str:
+    return f"{QUEUE_PREFIX}{tournament_id}"
+
+
+def deal_lock(tournament_id: int, key: str) -> str:
+    """The queue lock of a match's deal: its game ("t0-g3-r1" -> "T7-g3")."""
+    game = next((part for part in key.split("-") if part.startswith("g")), key)
+    return f"T{tournament_id}-{game}"
+
+
+def uses_queue(engine: Engine) -> bool:
+    """Whether tournaments in this database are played through the job queue."""
+    return engine.dialect.name == "postgresql"
+
+
+def conninfo(engine: Engine) -> str:
+    """The libpq connection string of the database (procrastinate's own connections)."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def new_app(engine: Engine) -> procrastinate.App:
+    """A procrastinate app on this database (open it with `async with app.open_async()`)."""
+    # a short wait for a pooled connection: a worker whose database is away finds out in
+    # seconds (and rejoins when it is back) instead of hanging on the pool
+    return procrastinate.App(connector=procrastinate.PsycopgConnector(
+        conninfo=conninfo(engine), kwargs={"connect_timeout": 5}, timeout=5.0, min_size=1))
+
+
+def install_schema(engine: Engine) -> None:
+    """procrastinate's tables and functions, once (idempotent; concurrent callers wait)."""
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("select pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+            present = conn.execute(text("select to_regclass('procrastinate_jobs')")).scalar()
+            if present is None:
+                raw = conn.connection.driver_connection
+                assert raw is not None
+                raw.execute(SchemaManager.get_schema())  # no parameters: its % stay as they are
+    except (SQLAlchemyError, psycopg.Error) as exc:
+        raise StorageError(f"cannot install the job queue's schema: {one_line(exc)}") from exc
+
+
+async def enqueue(app: procrastinate.App, engine: Engine, tournament_id: int,
+                  pending: Sequence[ScheduledMatch]) -> int:
+    """A job for each pending match that has none waiting or running; how many were
+    added (resume: a match whose job is still queued is not queued twice)."""
+    queued = set(queued_matches(engine, tournament_id, ("todo", "doing")))
+    added = 0
+    for match in pending:
+        if match.id in queued:
+            continue
+        with contextlib.suppress(queue_errors.AlreadyEnqueued):
+            await app.configure_task(
+                TASK, queue=queue_name(tournament_id), lock=deal_lock(tournament_id, match.key),
+                queueing_lock=match.id,
+            ).defer_async(tournament_id=tournament_id, match_id=match.id)
+            added += 1
+    return added
+
+
+def queued_matches(engine: Engine, tournament_id: int | None,
+                   statuses: Iterable[str]) -> list[str]:
+    """Match ids of the jobs in these states (of one tournament, or of all)."""
+    query = ("select args->>'match_id' from procrastinate_jobs where task_name = :task "
+             "and status::text = any(:statuses)")
+    params: dict[str, object] = {"task": TASK, "statuses": list(statuses)}
+    if tournament_id is not None:
+        query += " and queue_name = :queue"
+        params["queue"] = queue_name(tournament_id)
+    try:
+        with engine.connect() as conn:
+            return [str(row[0]) for row in conn.execute(text(query), params)]
+    except SQLAlchemyError as exc:
+        raise StorageError(f"cannot read the job queue: {one_line(exc)}") from exc
+
+
+async def retry_stalled(app: procrastinate.App, seconds_since_heartbeat: float) -> int:
+    """Put the match jobs of workers without a heartbeat for that long back in the queue."""
+    stalled = await app.job_manager.get_stalled_jobs(
+        task_name=TASK, seconds_since_heartbeat=seconds_since_heartbeat)
+    retried = 0
+    for job in stalled:
+        await app.job_manager.retry_job(job)
+        retried += 1
+    return retried

@@ -1,0 +1,123 @@
+"""What a machine needs to play one tournament's matches: its bots' warm processes, a
+writer to storage and a room; and the tournament's definition read back from storage.
+
+`TournamentPlayer.play` is everything after "take a match": fresh sandboxed processes
+for its seats, the match played from its seed, stored and rated (one transaction,
+`Database.record_match`). The local run (`match_queue.play_all`, SQLite) and the queue
+workers (`worker`, PostgreSQL) both play through it; a queue worker also waits for the
+store (`acknowledge`) before it acknowledges the match's job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cfarena.engine import Rules
+from cfarena.server.match_writer import MatchWriter
+from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl
+from cfarena.server.sandbox import SandboxLimits
+from cfarena.server.storage import Database, ScheduledMatch, StorageError, StoredMatch
+from cfarena.server.tournament.config import BotSpec, TournamentConfig, TournamentError
+from cfarena.server.tournament.match_play import MatchRoom
+from cfarena.server.tournament.pool import BotPool, BotStartError, Launch, needed_processes
+from cfarena.server.tournament.schedule import round_robin, seats_needed
+
+log = logging.getLogger("cfarena.tournament")
+
+
+@dataclass
+class TournamentPlayer:
+    """One tournament's bots on this machine, and where their matches are played."""
+
+    server: RefereeServer
+    db: Database
+    config: TournamentConfig
+    launch: Launch
+    concurrency: int
+    log_dir: Path | None = None
+    acknowledge: bool = False  # wait for each match to be stored (queue workers)
+    pool: BotPool | None = None
+    writer: MatchWriter | None = None
+    room: MatchRoom | None = None
+    names: dict[int, str] = field(default_factory=dict)  # bot id -> name
+    store_s: float = 0.0  # time waited for matches to be stored (with `acknowledge`)
+
+    async def start(self, seatings: Sequence[Sequence[str]]) -> None:
+        """Start the bots' processes ahead of need (`seatings`: the matches to come);
+        TournamentError if a bot does not start or connect."""
+        config = self.config
+        need = seats_needed(round_robin([b.name for b in config.bots], config.players, 1, 0))
+        self.pool = BotPool(
+            self.server, self.launch, {b.name: b.command for b in config.bots},
+            warm={b.name: need.get(b.name, 1) * self.concurrency for b in config.bots},
+            demand=needed_processes([list(s) for s in seatings]),
+        )
+        try:
+            await self.pool.start()
+        except BotStartError as exc:
+            raise TournamentError(str(exc)) from None
+        self.writer = MatchWriter(self.db, log.warning, acknowledge=self.acknowledge)
+        self.writer.start()
+
+    def attach(self, tournament_id: int, names: dict[int, str]) -> None:
+        """Play for tournament `tournament_id` (whose bots have these ids)."""
+        assert self.pool is not None and self.writer is not None, "start() first"
+        self.names = names
+        self.room = MatchRoom(self.server, self.pool, self.writer, self.config.time_control,
+                              tournament_id, self.log_dir)
+
+    async def play(self, match: ScheduledMatch) -> MatchRecord:
+        """Play `match` and hand it to storage; with `acknowledge`, return once it is
+        stored (StorageError if the database refused it)."""
+        assert self.room is not None and self.writer is not None, "attach() first"
+        record = await self.room.play(match, [self.names[i] for i in match.seat_bot_ids])
+        if self.acknowledge:
+            started = time.perf_counter()
+            stored = await self.writer.settled(match.id)
+            self.store_s += time.perf_counter() - started
+            if not stored:
+                raise StorageError(f"match {match.id} could not be stored")
+        return record
+
+    async def close(self, flush_timeout: float) -> list[StoredMatch]:
+        """Store what is queued (for up to `flush_timeout` s), then stop the processes;
+        the records left unstored."""
+        left: list[StoredMatch] = []
+        if self.writer is not None:
+            left = await self.writer.close(flush_timeout)
+            self.writer = None
+        if self.pool is not None:
+            await self.pool.close()
+            self.pool = None
+        return left
+
+
+def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
+    """The tournament (and how its bots are started) as `open_tournament` stored it: what
+    a worker on another machine plays. The bot commands must exist on that machine."""
+    try:
+        bots = tuple(
+            BotSpec(b["name"]) if str(b["command"]) == f"bundled:{b['name']}"
+            else BotSpec(b["name"], str(b["command"]))
+            for b in stored["bots"])
+        tc = stored["time_control"]
+        config = TournamentConfig(
+            bots=bots, rules=Rules.from_options(stored["rules"]),
+            players=int(stored["players"]), games=int(stored["games"]),
+            seed=stored.get("seed") if stored.get("seed_fixed") else None,
+            time_control=TimeControl(tc["move_timeout_ms"], tc["bank_ms"],
+                                     tc["increment_ms"], tc["strikes"]),
+        )
+        sandbox = stored.get("sandbox")
+        launch = Launch(sandbox=False) if sandbox is None else Launch(
+            sandbox=True, limits=SandboxLimits(memory_mib=int(sandbox["memory_mib"]),
+                                               cpu_seconds=int(sandbox["cpu_seconds"]),
+                                               processes=int(sandbox["processes"])))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TournamentError(f"the stored tournament cannot be read: {exc}") from None
+    return config, launch

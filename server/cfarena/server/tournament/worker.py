@@ -1,0 +1,292 @@
+"""A queue worker: takes match jobs from PostgreSQL, plays them on its own referee with
+its own sandboxed bot processes, stores them, and acknowledges the jobs.
+
+`cfarena worker --db URL` runs one on any machine; `run-tournament` on PostgreSQL runs
+one in its own process for its tournament (`only`), so there is one way to play a
+match job. The worker:
+
+- registers with procrastinate and heartbeats (`heartbeat_s`); a worker silent for
+  `stalled_s` is taken for dead, and every worker puts its jobs back in the queue
+  (`job_queue.retry_stalled`), to be played from a fresh start by whoever takes them;
+- keeps one `TournamentPlayer` per tournament it plays (its bots' warm processes),
+  built from the tournament as stored: the bot commands must exist on this machine;
+- acknowledges a job only once its match is stored (one transaction: result, logs,
+  ratings); a match found finished is acknowledged without playing it;
+- when the database goes away, finishes the matches it is playing, keeps their records
+  until the database is back (nothing is half-written: a record is one transaction),
+  and starts taking jobs again when it returns; the jobs it held are retried by
+  heartbeat, and find their matches stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import procrastinate
+from procrastinate.worker import Worker
+
+from cfarena.server.match_writer import dump_unsaved
+from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
+from cfarena.server.storage import Database, StorageError, TournamentStatus
+from cfarena.server.tournament import job_queue
+from cfarena.server.tournament.config import TournamentError
+from cfarena.server.tournament.match_player import TournamentPlayer, stored_config
+from cfarena.server.tournament.pool import Launch
+
+log = logging.getLogger("cfarena.worker")
+
+_FLUSH_TIMEOUT_S = 60.0
+
+
+class MatchCut(Exception):
+    """A match job cut short by `QueueWorker.halt` (it is retried)."""
+
+
+class MatchSink(Protocol):
+    def match_done(self, record: MatchRecord, leader: str | None) -> None: ...
+
+
+@dataclass
+class WorkerOptions:
+    concurrency: int = 2
+    heartbeat_s: float = 2.0  # how often the worker says it is alive
+    stalled_s: float = 10.0  # silent this long: dead, its jobs go back to the queue
+    poll_s: float = 1.0  # how often it looks for jobs (besides LISTEN/NOTIFY)
+    binds: tuple[Path, ...] = ()  # extra read-only paths for every sandbox
+    connect_timeout: float = 30.0
+    log_dir: Path | None = None
+
+
+@dataclass
+class WorkerStats:
+    played: int = 0
+    skipped: int = 0  # jobs whose match was already stored
+    restarts: int = 0  # times the queue was left and rejoined (database away)
+    match_s: float = 0.0  # time playing and storing matches (the rest is the queue's)
+    store_s: float = 0.0  # of which: waiting for the store (one transaction per match)
+    unsaved: list[str] = field(default_factory=list)
+
+
+class QueueWorker:
+    """One worker process's jobs: see the module docstring."""
+
+    def __init__(self, db: Database, options: WorkerOptions, *, only: int | None = None,
+                 sink: MatchSink | None = None) -> None:
+        self.db = db
+        self.options = options
+        self.only = only
+        self.sink = sink
+        self.stats = WorkerStats()
+        self.players: dict[int, TournamentPlayer] = {}
+        self._starting: dict[int, asyncio.Lock] = {}
+        self._server: RefereeServer | None = None
+        self._socket_dir: Path | None = None
+        self._worker: Worker | None = None
+        self._stop = asyncio.Event()
+        self._jobs: set[asyncio.Task[object]] = set()  # the jobs being played
+        self._halted = False
+        quiet_queue_logs()
+        self.app = job_queue.new_app(db.engine)
+        self.app.task(name=job_queue.TASK, pass_context=True,
+                      retry=procrastinate.RetryStrategy(max_attempts=3, wait=2))(self._job)
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self) -> RefereeServer:
+        """The worker's referee (on a Unix socket in a private directory)."""
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-worker-"))
+        self._server = RefereeServer(TokenRegistry(), port=None,
+                                     unix_socket=self._socket_dir / "arena.sock")
+        await self._server.start()
+        return self._server
+
+    def adopt(self, tournament_id: int, player: TournamentPlayer) -> None:
+        """Play this tournament with a player already started (run-tournament's)."""
+        self.players[tournament_id] = player
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        """Stop taking jobs; the matches being played are finished and stored."""
+        self._stop.set()
+        if self._worker is not None:
+            self._worker.stop()  # type: ignore[no-untyped-call]
+
+    def halt(self) -> None:
+        """Stop now: the matches in play are cut (nothing of them is stored; their jobs
+        are retried by other workers once this one's heartbeat stops)."""
+        self._halted = True
+        self.stop()
+        for task in list(self._jobs):
+            task.cancel()
+
+    async def run(self, until: Callable[[], bool] | None = None) -> WorkerStats:
+        """Take jobs until stopped, or until `until()` says so (checked every poll);
+        rejoin the queue after the database went away."""
+        watcher = asyncio.create_task(self._watch(until)) if until is not None else None
+        delay = 0.5
+        try:
+            while not self._stop.is_set():
+                try:
+                    await self._run_once()
+                    delay = 0.5
+                except Exception as exc:  # the database away: rejoin when it is back
+                    if self._stop.is_set():
+                        break
+                    self.stats.restarts += 1
+                    log.warning("queue unavailable (%s); retrying in %.1f s", _why(exc), delay)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), delay)
+                    delay = min(delay * 2, 10.0)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+        return self.stats
+
+    async def close(self) -> None:
+        for tournament_id, player in list(self.players.items()):
+            left = await player.close(_FLUSH_TIMEOUT_S)
+            if left:
+                where = dump_unsaved(left, Path.cwd())
+                self.stats.unsaved.append(
+                    f"{len(left)} finished match(es) of tournament {tournament_id} could not "
+                    f"be stored (the database is away); they are in {where}")
+        self.players.clear()
+        if self._server is not None:
+            await self._server.stop(grace=0.5)
+            self._server = None
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    async def _run_once(self) -> None:
+        options = self.options
+        async with self.app.open_async():
+            queues = None if self.only is None else [job_queue.queue_name(self.only)]
+            self._worker = Worker(
+                self.app, queues=queues, name="cfarena-worker",
+                concurrency=options.concurrency, wait=True,
+                fetch_job_polling_interval=options.poll_s,
+                update_heartbeat_interval=options.heartbeat_s,
+                stalled_worker_timeout=options.stalled_s,
+                install_signal_handlers=False,
+                additional_context={},
+            )
+            retrier = asyncio.create_task(self._retry_stalled())
+            try:
+                if self._stop.is_set():
+                    return
+                await self._worker.run()  # type: ignore[no-untyped-call]
+            finally:
+                retrier.cancel()
+                await asyncio.gather(retrier, return_exceptions=True)
+                self._worker = None
+
+    async def _retry_stalled(self) -> None:
+        while True:
+            retried = await job_queue.retry_stalled(self.app, self.options.stalled_s)
+            if retried:
+                log.warning("%d match job(s) of a silent worker put back in the queue",
+                            retried)
+            await asyncio.sleep(max(0.5, self.options.stalled_s / 4))
+
+    async def _watch(self, until: Callable[[], bool]) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(StorageError):
+                if await asyncio.to_thread(until):
+                    self.stop()
+                    return
+            await asyncio.sleep(self.options.poll_s)
+
+    # ------------------------------------------------------------ one job
+    async def _job(self, context: procrastinate.JobContext, tournament_id: int,
+                   match_id: str) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._jobs.add(task)
+        try:
+            await self._play_job(tournament_id, match_id)
+        except asyncio.CancelledError:
+            if not self._halted:
+                raise
+            # cut by `halt`: a plain failure, which the queue retries (another worker)
+            raise MatchCut(f"match {match_id}: the worker was stopped mid-match") from None
+        finally:
+            self._jobs.discard(task)
+
+    async def _play_job(self, tournament_id: int, match_id: str) -> None:
+        match = await asyncio.to_thread(self.db.pending_match, tournament_id, match_id)
+        if match is None:  # stored already (by a worker that died before acknowledging)
+            self.stats.skipped += 1
+            return
+        player = await self._player(tournament_id)
+        started = time.monotonic()
+        stored_before = player.store_s
+        record = await player.play(match)
+        self.stats.match_s += time.monotonic() - started
+        self.stats.store_s += player.store_s - stored_before
+        self.stats.played += 1
+        if self.sink is not None:
+            self.sink.match_done(record, None)
+        await asyncio.to_thread(self._finish_if_done, tournament_id)
+
+    async def _player(self, tournament_id: int) -> TournamentPlayer:
+        lock = self._starting.setdefault(tournament_id, asyncio.Lock())
+        async with lock:
+            player = self.players.get(tournament_id)
+            if player is not None:
+                return player
+            info = await asyncio.to_thread(self.db.get_tournament, tournament_id)
+            if info is None:
+                raise TournamentError(f"no tournament {tournament_id}")
+            config, stored_launch = stored_config(info.config)
+            log_dir = self.options.log_dir
+            launch = Launch(sandbox=stored_launch.sandbox, limits=stored_launch.limits,
+                            binds=self.options.binds,
+                            hide=() if log_dir is None else (log_dir.resolve(),),
+                            connect_timeout=self.options.connect_timeout)
+            assert self._server is not None, "start() first"
+            player = TournamentPlayer(self._server, self.db, config, launch,
+                                      self.options.concurrency, self.options.log_dir,
+                                      acknowledge=True)
+            pending = await asyncio.to_thread(self.db.pending_matches, tournament_id)
+            ids = {b.name: b.id for b in await asyncio.to_thread(self.db.list_bots)}
+            names = {ids[b.name]: b.name for b in config.bots if b.name in ids}
+            await player.start([[names[i] for i in m.seat_bot_ids] for m in pending])
+            player.attach(tournament_id, names)
+            self.players[tournament_id] = player
+            return player
+
+    def _finish_if_done(self, tournament_id: int) -> None:
+        counts = self.db.match_counts(tournament_id)
+        if counts and counts.get("finished", 0) == sum(counts.values()):
+            self.db.set_tournament_status(tournament_id, TournamentStatus.FINISHED)
+
+
+def _why(exc: BaseException) -> str:
+    """One line on why the queue failed (procrastinate wraps the driver's error)."""
+    cause = exc.__cause__ or exc
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    return lines[0] if lines else type(cause).__name__
+
+
+def quiet_queue_logs() -> None:
+    """procrastinate and psycopg's pool log every failed attempt while the database is away
+    (with tracebacks); the worker says it in one line of its own instead."""
+    logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
+    logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+
+
+def queue_empty(db: Database, tournament_id: int | None) -> bool:
+    """No match job waiting or running (of one tournament, or of any)."""
+    return not job_queue.queued_matches(db.engine, tournament_id, ("todo", "doing"))

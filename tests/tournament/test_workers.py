@@ -1,0 +1,246 @@
+"""Tournament matches as jobs on PostgreSQL, played by `cfarena worker` processes: one is
+killed mid-run and one joins late, and the tournament is still stored exactly once, with
+the results a single worker gets; a worker that loses its database writes nothing half."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.cli.helpers import CFARENA, marker, run_cli, run_json, wait_no_processes
+from tests.pg import PgCluster, postgres_cluster
+
+GAMES = 8  # deals; each is played in both seat rotations: 16 matches
+TOURNAMENT = ["--bot", "greedy", "--bot", "smart", "--players", "2", "--games", str(GAMES),
+              "--rule", "rounds=2", "--seed", "20261203"]
+FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--concurrency", "1"]
+
+
+def _conninfo(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+def _query(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    with psycopg.connect(_conninfo(url), connect_timeout=3) as conn:
+        return list(conn.execute(sql.encode(), params or None).fetchall())
+
+
+def _start_worker(url: str, cwd: Path, *extra: str, mark: str | None = None
+                  ) -> subprocess.Popen[str]:
+    cwd.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, **({"CFARENA_TEST_MARK": mark} if mark else {}))
+    return subprocess.Popen([CFARENA, "worker", "--db", url, "--until-done", "--json", *FAST,
+                             *extra], cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _results(url: str, tournament_id: int) -> dict[str, tuple[Any, Any, Any]]:
+    rows = _query(url, "select key, status, totals, ranks from matches "
+                       "where tournament_id = %s", tournament_id)
+    return {key: (status, json.dumps(totals), json.dumps(ranks))
+            for key, status, totals, ranks in rows}
+
+
+def _out(proc: subprocess.Popen[str]) -> str:
+    return proc.stdout.read() if proc.stdout else ""
+
+
+def _err(proc: subprocess.Popen[str]) -> str:
+    return proc.stderr.read() if proc.stderr else ""
+
+
+def _wait(procs: list[subprocess.Popen[str]], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+
+
+@pytest.mark.postgres
+def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
+        pg_cluster: PgCluster, tmp_path: Path) -> None:
+    url = pg_cluster.create_database("workers_e2e")
+    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path)
+    tid, total = created["tournament_id"], created["matches"]
+    assert total == 2 * GAMES and created["queued"] == total
+    # the queue shows no deal: no seed of an unplayed match is in its jobs or locks
+    seeds = {str(s) for (s,) in _query(url, "select seed from matches")}
+    jobs = _query(url, "select args::text, coalesce(lock, ''), coalesce(queueing_lock, '') "
+                       "from procrastinate_jobs")
+    assert len(jobs) == total
+    assert not any(seed in " ".join(job) for seed in seeds for job in jobs)
+
+    mark = marker()
+    victim = _start_worker(url, tmp_path / "w1", mark=mark)
+    workers = [victim, *(_start_worker(url, tmp_path / f"w{i}") for i in (2, 3))]
+    procs = list(workers)
+    try:
+        # kill a worker while all three are in the middle of a match
+        deadline = time.monotonic() + 60
+        while True:
+            doing = _query(url, "select count(*) from procrastinate_jobs where status = 'doing'")
+            if doing[0][0] == 3:
+                break
+            assert time.monotonic() < deadline, "the three workers never played at once"
+            assert all(p.poll() is None for p in workers), [_err(p) for p in workers
+                                                            if p.poll() is not None]
+            time.sleep(0.05)
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+        # its bot processes go with it
+        assert wait_no_processes(mark, tmp_path / "w1") == []
+        late = _start_worker(url, tmp_path / "w4")
+        procs.append(late)
+        _wait([workers[1], workers[2], late], 90)
+    finally:
+        _stop(procs)
+    outputs = [json.loads(_out(p)) for p in (workers[1], workers[2], late)]
+    for p in (workers[1], workers[2], late):
+        assert p.returncode == 0
+    assert "Traceback" not in "".join(_err(p) for p in procs)
+
+    # every scheduled match stored exactly once: finished, rated once, one log each
+    results = _results(url, tid)
+    assert len(results) == total and {r[0] for r in results.values()} == {"finished"}
+    per_match = _query(url, "select m.id, count(g.match_id) from matches m left join "
+                            "game_logs g on g.match_id = m.id group by m.id")
+    assert {n for _, n in per_match} == {1}
+    # the rotations of a deal never overlapped in time, across workers (the deal lock)
+    spans = _query(url, "select key, started_at, finished_at from matches order by started_at")
+    by_game: dict[str, list[tuple[Any, Any]]] = {}
+    for key, started, finished in spans:
+        by_game.setdefault(key.split("-")[1], []).append((started, finished))
+    assert len(by_game) == GAMES
+    for game, times in by_game.items():
+        for (_, first_end), (second_start, _) in itertools.pairwise(times):
+            assert first_end <= second_start, f"two rotations of {game} ran at once"
+    # the match the killed worker held was played again (its job retried), not lost
+    retried = _query(url, "select count(*) from procrastinate_jobs where attempts > 0")
+    assert retried[0][0] >= 1
+    assert _query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
+        == [("succeeded", total)]
+    played = sum(o["played"] for o in outputs)
+    assert played >= 1  # the survivors and the late worker shared the rest
+    status = run_json("tournaments", "--db", url, cwd=tmp_path)
+    assert status[0]["status"] == "finished"  # type: ignore[index]
+    assert status[0]["finished"] == total  # type: ignore[index]
+
+    # the same tournament, one worker, another database: the same results
+    alone = pg_cluster.create_database("workers_alone")
+    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path)
+    single = _start_worker(alone, tmp_path / "alone", "--concurrency", "2")
+    try:
+        _wait([single], 90)
+    finally:
+        _stop([single])
+    assert single.returncode == 0, _err(single)
+    assert _results(alone, 1) == results
+    rating_rows = "select count(*) from rating_history"
+    assert _query(alone, rating_rows) == _query(url, rating_rows)
+
+
+@pytest.fixture(scope="module")
+def own_pg() -> Iterator[PgCluster]:
+    """A cluster of this module's own, so that stopping it disturbs no other test."""
+    with postgres_cluster() as cluster:
+        yield cluster
+
+
+@pytest.mark.postgres
+def test_a_worker_that_loses_its_database_writes_nothing_half(
+        own_pg: PgCluster, tmp_path: Path) -> None:
+    url = own_pg.create_database("outage")
+    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path)
+    total = created["matches"]
+    worker = _start_worker(url, tmp_path / "w", "--concurrency", "2")
+    try:
+        deadline = time.monotonic() + 60
+        while _query(url, "select count(*) from matches where status = 'finished'")[0][0] < 2:
+            assert time.monotonic() < deadline and worker.poll() is None
+            time.sleep(0.1)
+        own_pg.stop()  # mid-run: matches are being played
+        time.sleep(4)
+        assert worker.poll() is None, "the worker died with its database"
+        own_pg.start()
+        # nothing half-written: a match is finished with all its rows, or has none
+        halves = _query(url, "select m.id from matches m where (m.status = 'finished') <> "
+                             "exists (select 1 from game_logs g where g.match_id = m.id)")
+        assert halves == []
+        _wait([worker], 120)
+    finally:
+        _stop([worker])
+    err = _err(worker)
+    assert worker.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    rows = _query(url, "select status, count(*) from matches group by status")
+    assert rows == [("finished", total)]
+    assert _query(url, "select count(*) from game_logs")[0][0] == total
+
+
+def test_worker_needs_postgresql(tmp_path: Path) -> None:
+    result = run_cli("worker", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "needs a PostgreSQL database" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
+    """On SQLite `tournaments create` only schedules; run-tournament with the same options
+    then takes the matches straight from that schedule (a resume), with no queue."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    small = [*TOURNAMENT[:7], "2", *TOURNAMENT[8:]]  # 2 games: 4 matches
+    created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path)
+    assert created["queued"] is None and created["matches"] == 4
+    data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path)
+    assert data["tournament_id"] == created["tournament_id"] and data["resumed"] is True
+    assert data["status"] == "finished" and data["played_now"] == 4
+
+
+@pytest.mark.postgres
+def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
+        pg_cluster: PgCluster, tmp_path: Path) -> None:
+    """run-tournament schedules, then plays as a queue worker; Ctrl-C leaves the rest of
+    the jobs queued (none half-played), and the same command resumes them."""
+    url = pg_cluster.create_database("run_resume")
+    args = ["run-tournament", *TOURNAMENT, "--concurrency", "1", "--db", url]
+    proc = subprocess.Popen([CFARENA, *args], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with_jobs = _query(url, "select to_regclass('procrastinate_jobs') is not null")
+            if with_jobs[0][0] and _query(
+                    url, "select count(*) from matches where status = 'finished'")[0][0] >= 2:
+                break
+            assert time.monotonic() < deadline and proc.poll() is None, _err(proc)
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        _stop([proc])
+    assert proc.returncode == 130, _err(proc)
+    before = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
+    assert 2 <= len(before) < 2 * GAMES
+    assert _query(url, "select count(*) from procrastinate_jobs where status = 'doing'") \
+        == [(0,)]
+    data = run_json(*args, cwd=tmp_path)
+    assert data["resumed"] is True and data["status"] == "finished"
+    assert data["played_now"] == 2 * GAMES - len(before)
+    after = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
+    assert len(after) == 2 * GAMES
+    assert all(after[key] == stamp for key, stamp in before.items())  # none played again
