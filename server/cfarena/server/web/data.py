@@ -164,6 +164,9 @@ class WebData:
             raise NotFound(str(exc)) from None
         history = [{"version": version, "rating": round(elo, 1)}
                    for version, elo in self.rating_history(name, pool)]
+        rated = {x.version: x.games for x in self.db.skill_standings(pool) if x.name == name}
+        for version in report["versions"]:
+            version["rated"] = rated.get(version["version"], 0)
         recent = [match_summary(m) for m in self.db.list_matches(bot=name, limit=RECENT_MATCHES)]
         return {"bot": name, "pool": pool, "versions": report["versions"],
                 "faults": report["faults"], "rating_history": history,
