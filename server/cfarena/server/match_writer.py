@@ -68,6 +68,8 @@ class MatchWriter:
         self._closing = False
         self._outage_since: float | None = None
         self._settled: dict[str, asyncio.Future[bool]] = {}
+        # told of every record once it is stored (on the loop; must return at once)
+        self.on_written: list[Callable[[StoredMatch], None]] = []
 
     # ----------------------------------------------------------- the state
     @property
@@ -196,6 +198,8 @@ class MatchWriter:
                 continue
             self.written += 1
             self._settle(record.match_id, True)
+            for hook in self.on_written:
+                hook(record)
             return
 
 

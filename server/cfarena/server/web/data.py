@@ -1,0 +1,253 @@
+"""What the pages and the JSON API show, read from the database (synchronous: run it
+in a worker thread, never on the event loop).
+
+Everything here goes through `disclosure` before it leaves: a match's seed, log
+and hands only when its deal is over everywhere; never a token, a token hash, a
+tournament's config (its master seed) or a bot's command line.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from cfarena.server.skill import Skill, rate_entrants
+from cfarena.server.storage import (
+    Database,
+    MatchDetail,
+    MatchInfo,
+    MatchStatus,
+    SeatInfo,
+    StorageError,
+)
+from cfarena.server.web.disclosure import deal_revealed
+
+LEADERBOARD_TTL_S = 2.0  # the Bradley-Terry bootstrap is costly: at most this often
+RECENT_MATCHES = 20
+FAULTS_SHOWN = 50
+REPLAYS_KEPT = 32  # rendered replay pages kept (LRU)
+
+
+class NotFound(Exception):
+    """No such bot or match (the message says which)."""
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="seconds")
+
+
+def seat_json(s: SeatInfo) -> dict[str, Any]:
+    return {"seat": s.seat, "bot": s.bot_name, "total": s.total, "rank": s.rank,
+            "forfeited": s.forfeited, "faults": s.faults}
+
+
+def match_summary(m: MatchInfo) -> dict[str, Any]:
+    """A match in a list: no seed, no log (see `match_json` for one match)."""
+    return {
+        "id": m.id, "status": m.status.value, "pool": m.pool, "players": m.players,
+        "tournament_id": m.tournament_id, "reason": m.reason,
+        "created_at": iso(m.created_at), "started_at": iso(m.started_at),
+        "finished_at": iso(m.finished_at), "duration_s": m.duration_s,
+        "seats": [seat_json(s) for s in sorted(m.seats, key=lambda s: s.seat)],
+    }
+
+
+def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
+    """One match: its result, scores per round and faults; its seed and the link to
+    its log only if `revealed` (`disclosure.deal_revealed`)."""
+    m = detail.match
+    out = match_summary(m)
+    out["round_scores"] = detail.round_scores or []
+    out["faults"] = [
+        {"seat": f.seat, "bot": f.bot_name, "kind": f.kind.value, "detail": f.detail,
+         "turn": f.at_turn, "at": iso(f.created_at)} for f in detail.faults]
+    out["revealed"] = revealed
+    out["seed"] = str(m.seed) if revealed else None
+    out["log"] = f"/api/matches/{m.id}/log" if revealed and detail.log_sha256 else None
+    return out
+
+
+@dataclass
+class _Replay:
+    """The online rating replayed over a pool's finished matches in finishing order
+    (`skill.rate_entrants`, as the arena rates them), kept and extended as matches
+    finish: each bot's rating after each of its matches, for its chart."""
+
+    done: int = 0  # matches replayed
+    skills: dict[tuple[int, str], Skill] = field(default_factory=dict)
+    history: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
+
+    def extend(self, results: Sequence[Sequence[tuple[tuple[int, str], int]]]) -> None:
+        for seats in results[self.done:]:
+            before = {e: self.skills.get(e, Skill()) for e, _rank in seats}
+            after = rate_entrants(before, seats)
+            self.skills.update(after)
+            for (bot_id, version), skill in after.items():
+                self.history.setdefault(bot_id, []).append((version, skill.elo))
+        self.done = max(self.done, len(results))
+
+
+@dataclass
+class _Cached:
+    key: tuple[str, int]
+    at: float
+    value: dict[str, Any]
+
+
+class WebData:
+    """The database reads behind the pages and the API (each call: a few queries)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._lock = threading.Lock()
+        self._leaderboard: dict[str, _Cached] = {}
+        self._replays: dict[str, _Replay] = {}
+        self._replay_pages: OrderedDict[str, str] = OrderedDict()
+
+    # ------------------------------------------------------------ leaderboard
+    def leaderboard(self, pool: str) -> dict[str, Any]:
+        """The ladder of `pool` (latest version of each bot, by the online rating),
+        with the Bradley-Terry 95% interval, games, win share, points per round and
+        faults; recomputed when a match has finished since, at most every 2 s."""
+        finished = self.db.finished_count(pool)
+        with self._lock:  # one computation at a time; the others wait and share it
+            cached = self._leaderboard.get(pool)
+            now = time.monotonic()
+            if cached is None or (cached.key != (pool, finished)
+                                  and now - cached.at >= LEADERBOARD_TTL_S):
+                cached = _Cached((pool, finished), now,
+                                 self._compute_leaderboard(pool, finished))
+                self._leaderboard[pool] = cached
+            # the count is always today's; the rows at most LEADERBOARD_TTL_S old
+            return {**cached.value, "finished": finished}
+
+    def _compute_leaderboard(self, pool: str, finished: int) -> dict[str, Any]:
+        # the CLI's ladder (`cfarena standings --ladder`), imported here: the CLI imports
+        # this module; the per-bot counts are `Database.standings` (without the CLI's
+        # per-bot Bradley-Terry fit, which the page does not show)
+        from cfarena.server.cli.report import ladder_rows
+
+        per_bot = {x.name: x for x in self.db.standings(None, pool)}
+        rows = []
+        for rank, r in enumerate(ladder_rows(self.db, pool), 1):
+            bot = per_bot.get(r["bot"])
+            matches = bot.matches if bot is not None else 0
+            rows.append({
+                "rank": rank, "bot": r["bot"], "version": r["version"],
+                "versions": r["versions"], "rating": round(r["skill_elo"]),
+                "score": r["score"], "mu": r["mu"], "sigma": r["sigma"],
+                "interval": (None if r["ci_low"] is None
+                             else [round(r["ci_low"]), round(r["ci_high"])]),
+                "bt_rating": None if r["bt_elo"] is None else round(r["bt_elo"]),
+                "games": r["games"],
+                "matches": matches,
+                "win_share": round(bot.wins / matches, 3) if bot and matches else None,
+                "points_per_round": (None if bot is None or bot.mean_score is None
+                                     else round(bot.mean_score, 2)),
+                "faults": bot.faults if bot is not None else 0,
+            })
+        return {"pool": pool, "finished": finished, "rows": rows}
+
+    # ------------------------------------------------------------------- bots
+    def bot(self, name: str, pool: str) -> dict[str, Any]:
+        """A bot's page: versions (ratings, latency), its rating after each match,
+        recent matches and faults. NotFound if there is no such bot."""
+        from cfarena.server.cli.bot_report import bot_report  # `cfarena bots show`'s
+
+        if not any(b.name == name for b in self.db.list_bots()):
+            raise NotFound(f"no bot named {name!r}")
+        try:
+            report = bot_report(self.db, name, pool, FAULTS_SHOWN)
+        except StorageError as exc:  # removed meanwhile
+            raise NotFound(str(exc)) from None
+        history = [{"version": version, "rating": round(elo, 1)}
+                   for version, elo in self.rating_history(name, pool)]
+        rated = {x.version: x.games for x in self.db.skill_standings(pool) if x.name == name}
+        for version in report["versions"]:
+            version["rated"] = rated.get(version["version"], 0)
+        recent = [match_summary(m) for m in self.db.list_matches(bot=name, limit=RECENT_MATCHES)]
+        return {"bot": name, "pool": pool, "versions": report["versions"],
+                "faults": report["faults"], "rating_history": history,
+                "recent_matches": recent}
+
+    def rating_history(self, name: str, pool: str) -> list[tuple[str, float]]:
+        """(version, online rating on the Elo-like scale) after each of the bot's
+        finished matches in `pool`, oldest first."""
+        bot_id = next((b.id for b in self.db.list_bots() if b.name == name), None)
+        results = self.db.results_by_version(pool)
+        with self._lock:
+            replay = self._replays.setdefault(pool, _Replay())
+            if len(results) < replay.done:  # fewer than before (a restore): start over
+                replay = self._replays[pool] = _Replay()
+            replay.extend(results)
+            return list(replay.history.get(bot_id, [])) if bot_id is not None else []
+
+    # ---------------------------------------------------------------- matches
+    def matches(self, bot: str | None, status: MatchStatus | None, limit: int
+                ) -> list[dict[str, Any]]:
+        return [match_summary(m) for m in self.db.list_matches(None, bot, status, limit)]
+
+    def match(self, match_id: str) -> dict[str, Any]:
+        """One match (see `match_json`); NotFound if there is none."""
+        detail = self.db.get_match(match_id)
+        if detail is None:
+            raise NotFound(f"no match {match_id!r}")
+        return match_json(detail, deal_revealed(self.db.same_deal(match_id)))
+
+    def log(self, match_id: str) -> dict[str, Any] | None:
+        """The game log of a match whose deal is over everywhere; None while it may
+        not be shown; NotFound if there is no such match or no log."""
+        deal = self.db.same_deal(match_id)
+        if not deal:
+            raise NotFound(f"no match {match_id!r}")
+        if not deal_revealed(deal):
+            return None
+        log = self.db.get_log(match_id)
+        if log is None:
+            raise NotFound(f"no game log for match {match_id!r}")
+        return log
+
+    def replay_html(self, match_id: str) -> str | None:
+        """The replay viewer of a match whose deal is over (None while it may not be
+        shown; NotFound as `log`). The rendering (~100 ms) is kept for the latest
+        `REPLAYS_KEPT` matches; whether it may be shown is asked every time (a deal
+        dealt again later, by a rerun tournament, hides it again)."""
+        deal = self.db.same_deal(match_id)
+        if not deal:
+            raise NotFound(f"no match {match_id!r}")
+        if not deal_revealed(deal):
+            return None
+        with self._lock:
+            page = self._replay_pages.get(match_id)
+            if page is not None:
+                self._replay_pages.move_to_end(match_id)
+                return page
+        log = self.db.get_log(match_id)
+        if log is None:
+            raise NotFound(f"no game log for match {match_id!r}")
+        from cfarena.server.replay.html import render_html
+
+        page = render_html(log)
+        with self._lock:
+            self._replay_pages[match_id] = page
+            while len(self._replay_pages) > REPLAYS_KEPT:
+                self._replay_pages.popitem(last=False)
+        return page
+
+    def status(self, match_id: str) -> MatchStatus | None:
+        found = [st for i, _t, st in self.db.same_deal(match_id) if i == match_id]
+        return found[0] if found else None
+
+    def running(self, limit: int = 50) -> list[dict[str, Any]]:
+        return self.matches(None, MatchStatus.RUNNING, limit)
+
+
+def round_rows(detail: dict[str, Any]) -> list[list[int]]:
+    """Scores by round, as stored (rows: rounds; columns: seats)."""
+    rows: Sequence[Sequence[int]] = detail.get("round_scores") or []
+    return [list(r) for r in rows]
