@@ -112,7 +112,11 @@ def test_a_stopped_arena_and_untagged_matches(db: Database) -> None:
     assert _status(db, tmatch)[0] == "running"
     # an arena that beats again after being declared dead is live again
     db.arena_beat("B", STALE_S)
-    assert [x[0] for x in db.live_arenas(STALE_S)] == ["A", "B"]
+    assert db.live_arenas(STALE_S) == [("A", "hostA:1"), ("B", "hostB:1")]
+    # an arena's first poll may beat before its start registers it: both are upserts
+    db.arena_beat("C", STALE_S)
+    assert db.arena_started("C", "hostC:1", STALE_S, "referee stopped") == []
+    assert ("C", "hostC:1") in db.live_arenas(STALE_S)
 
 
 def test_a_match_finished_after_it_was_aborted_is_rated_once(db: Database) -> None:

@@ -25,8 +25,10 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cfarena.server.storage import scheduling
@@ -75,9 +77,7 @@ class FleetStore:
         `stopped_reason`). Returns the ids of the matches it aborted."""
         with self._session(write=True) as s:
             now = _db_now(s)
-            s.merge(Arena(id=arena_id, address=address[:200], started_at=now,
-                          heartbeat_at=now, stopped_at=None))
-            s.flush()
+            _upsert(s, arena_id, now, address=address[:200])
             untagged = list(s.scalars(select(Match.id).where(
                 Match.tournament_id.is_(None), Match.arena_id.is_(None),
                 Match.status.in_(_OPEN))))
@@ -93,11 +93,7 @@ class FleetStore:
         unfinished matches on the other arenas."""
         with self._session(write=True) as s:
             now = _db_now(s)
-            beat = s.execute(update(Arena).where(Arena.id == arena_id)
-                             .values(heartbeat_at=now, stopped_at=None))
-            if not getattr(beat, "rowcount", 0):  # its row was cleaned up: register again
-                s.add(Arena(id=arena_id, address="", started_at=now, heartbeat_at=now))
-                s.flush()
+            _upsert(s, arena_id, now)
             aborted = _reap(s, arena_id, now, stale_s)
             rows = s.execute(
                 select(MatchSeat.bot_id, func.count(MatchSeat.match_id.distinct()))
@@ -145,6 +141,20 @@ class FleetStore:
             (match_id,) = scheduling.schedule_matches(s, None, [plan])
             s.execute(update(Match).where(Match.id == match_id).values(arena_id=arena_id))
             return None
+
+
+def _upsert(s: Session, arena_id: str, now: datetime, address: str | None = None) -> None:
+    """Arena `arena_id` beats now (and listens on `address`, if given): its row is
+    inserted or updated in one statement (its poll may race its start)."""
+    values = {"id": arena_id, "address": address or "", "started_at": now,
+              "heartbeat_at": now, "stopped_at": None}
+    changed: dict[str, Any] = {"heartbeat_at": now, "stopped_at": None}
+    if address is not None:
+        changed.update(address=address, started_at=now)
+    dialect = s.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(Arena).values(values)
+    s.execute(statement.on_conflict_do_update(index_elements=[Arena.id], set_=changed))
 
 
 def _reap(s: Session, arena_id: str, now: datetime, stale_s: float) -> list[str]:
