@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 import socket
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
-from cfarena.sdk.multi import Target, resolve_servers, split_servers
+from cfarena.bots.greedy import GreedyBot
+from cfarena.sdk.client import BotConnectionError
+from cfarena.sdk.multi import MultiClient, Target, make_clients, resolve_servers, split_servers
+from cfarena.v1.arena_pb2_grpc import add_ArenaServicer_to_server
 
-from .sdk_fake_referee import FakeReferee, Session
+from .sdk_fake_referee import FakeReferee, Session, _Servicer
 from .sdk_samples import match_end, match_start, start_events, turn, welcome
 from .test_sdk_cli import _env, _kill, _spawn, run
 
@@ -138,3 +144,77 @@ def test_a_bad_server_list_is_a_usage_error() -> None:
             "'127.0.0.1:1,,127.0.0.1:2'"]
 
     run(main())
+
+
+class _TlsReferee(FakeReferee):
+    """The scripted referee over TLS, on a given loopback address."""
+
+    def __init__(self, script: Any, host: str, cert: Path, key: Path) -> None:
+        super().__init__(script)
+        self.host, self.cert, self.key = host, cert, key
+
+    async def start(self, port: int = 0) -> int:
+        server = grpc.aio.server()
+        add_ArenaServicer_to_server(_Servicer(self), server)
+        creds = grpc.ssl_server_credentials([(self.key.read_bytes(), self.cert.read_bytes())])
+        self.port = server.add_secure_port(f"{self.host}:{port}", creds)
+        assert self.port, f"could not bind {self.host}:{port}"
+        await server.start()
+        self.server = server
+        return self.port
+
+
+def _certificate(directory: Path, name: str) -> tuple[Path, Path]:
+    openssl = shutil.which("openssl")
+    assert openssl is not None, "the openssl binary is needed to make a test certificate"
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj",
+         f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}"],
+        check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_over_tls_each_address_of_a_name_is_checked_against_the_name(tmp_path: Path) -> None:
+    """A name with two addresses (two referees on 127.0.0.1 and 127.0.0.2, one port):
+    one TLS stream each, verified against the name (the certificate names no IP); the
+    same addresses under a name the certificate does not carry are refused."""
+    cert, key = _certificate(tmp_path, "arenas.test")
+    seen: list[str] = []
+
+    def script_for(host: str) -> Any:
+        async def script(s: Session) -> None:
+            await s.hello()
+            await s.send(welcome(), match_start("m"), turn("m", 3, start_events()))
+            await s.action()
+            seen.append(host)
+            await s.send(match_end("m", 2))
+        return script
+
+    async def main() -> None:
+        first = _TlsReferee(script_for("127.0.0.1"), "127.0.0.1", cert, key)
+        port = await first.start()
+        second = _TlsReferee(script_for("127.0.0.2"), "127.0.0.2", cert, key)
+        await second.start(port)
+        resolve = _resolver({"arenas.test": ["127.0.0.1", "127.0.0.2"],
+                             "impostor.test": ["127.0.0.1", "127.0.0.2"]})
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        try:
+            client = make_clients(GreedyBot(), resolve_servers([f"arenas.test:{port}"], resolve),
+                                  "t", credentials=credentials, reconnect=False)
+            assert isinstance(client, MultiClient) and len(client.clients) == 2
+            await client.run()
+            wrong = make_clients(GreedyBot(),
+                                 resolve_servers([f"impostor.test:{port}"], resolve), "t",
+                                 credentials=credentials, reconnect=False)
+            with pytest.raises(BotConnectionError, match="cannot connect"):
+                await wrong.run()
+        finally:
+            await first.stop()
+            await second.stop()
+        first.check()
+        second.check()
+
+    run(main())
+    assert sorted(seen) == ["127.0.0.1", "127.0.0.2"]
