@@ -30,7 +30,7 @@ def _store_matches(url: str, arena: str, bot_ids: list[int], start: MpEvent) -> 
     db = open_database(url)
     rng = random.Random(arena)
     try:
-        db.arena_started(arena, arena, 10.0, "stopped")
+        db.arena_started(arena, "here", arena, 10.0, "stopped")
         keys = []
         for i in range(PER_PROCESS):
             seats = rng.sample(bot_ids, len(bot_ids))
@@ -54,7 +54,7 @@ def _play_with_capacity(url: str, arena: str, bot_ids: list[int], capacity: int,
     db = open_database(url)
     rng = random.Random(arena)
     try:
-        db.arena_started(arena, arena, 10.0, "stopped")
+        db.arena_started(arena, "here", arena, 10.0, "stopped")
         start.wait(30)
         deadline = time.monotonic() + 3.0
         for i in itertools.count():

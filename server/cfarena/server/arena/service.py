@@ -35,6 +35,7 @@ import asyncio
 import random
 import secrets
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -152,11 +153,14 @@ class Arena:
             try:
                 # only once it holds the port: a `serve` refused for a port in use
                 # (another one, maybe on this database) must not touch matches in play
-                stale = await asyncio.to_thread(self.db.arena_started, self.id, server.address,
+                start = await asyncio.to_thread(self.db.arena_started, self.id,
+                                                socket.gethostname(), server.address,
                                                 config.stale_s, STOPPED)
-                if stale:
-                    self.report(f"{len(stale)} match{'' if len(stale) == 1 else 'es'} left "
-                                "running by a stopped referee or dead arena marked aborted")
+                if start.aborted:
+                    stale = len(start.aborted)
+                    self.report(f"{stale} match{'' if stale == 1 else 'es'} left running by "
+                                f"a stopped referee marked aborted ({STOPPED!r})")
+                self._report_died(start.died)
                 self.report(f"referee listening on {server.address} ({len(self._ids)} "
                             f"registered bots; arena {self.id}); Ctrl-C stops it")
                 await self._play_matches(result)
@@ -194,12 +198,15 @@ class Arena:
         self._apply_bots(bots, started)
         self._apply_standings(standings)
         self._busy_elsewhere = dict(beat.busy_elsewhere)
-        if beat.aborted:
-            self.stats.reaped += len(beat.aborted)
-            self.report(f"{len(beat.aborted)} match{'' if len(beat.aborted) == 1 else 'es'} "
-                        f"of a dead arena marked aborted: {', '.join(beat.aborted)}")
+        self._report_died(beat.died)
         self.stats.polls += 1
         self.stats.last_poll = time.monotonic()
+
+    def _report_died(self, died: Sequence[str]) -> None:
+        if died:
+            self.stats.reaped += len(died)
+            self.report(f"{len(died)} match{'' if len(died) == 1 else 'es'} of a dead arena "
+                        f"marked aborted: {', '.join(died)}")
 
     def _read_state(self) -> tuple[list[BotInfo], list[SkillStanding], ArenaBeat]:
         beat = self.db.arena_beat(self.id, self.config.stale_s)

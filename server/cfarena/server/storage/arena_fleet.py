@@ -42,11 +42,13 @@ _OPEN = (MatchStatus.SCHEDULED.value, MatchStatus.RUNNING.value)
 
 @dataclass(frozen=True, slots=True)
 class ArenaBeat:
-    """What one heartbeat found: the matches of dead arenas it marked aborted, and the
-    unfinished matches per bot id on the other (live) arenas."""
+    """What one heartbeat (or an arena's start) found: the matches of silent arenas it
+    marked aborted as died (`died`), those it marked aborted as stopped (`aborted`:
+    at the start only), and the unfinished matches per bot id on the other arenas."""
 
     aborted: tuple[str, ...] = ()
     busy_elsewhere: Mapping[int, int] = field(default_factory=dict)
+    died: tuple[str, ...] = ()
 
 
 def died_reason(arena_id: str, address: str | None, stale_s: float) -> str:
@@ -69,23 +71,32 @@ class FleetStore:
     def _session(self, write: bool = False) -> AbstractContextManager[Session]:
         raise NotImplementedError
 
-    def arena_started(self, arena_id: str, address: str, stale_s: float,
-                      stopped_reason: str) -> list[str]:
-        """Register arena `arena_id` (listening on `address`) as live, and mark aborted
-        the unfinished matches outside tournaments that no live arena runs: those of
-        dead arenas and untagged ones (a referee from before arenas had ids, killed:
-        `stopped_reason`). Returns the ids of the matches it aborted."""
+    def arena_started(self, arena_id: str, host: str, address: str, stale_s: float,
+                      stopped_reason: str) -> ArenaBeat:
+        """Register arena `arena_id` (on machine `host`, listening on `address`) as live,
+        and mark aborted the unfinished matches outside tournaments that no live arena
+        runs. With `stopped_reason`: those of the arenas that listened on this address
+        of this machine (this one holds the port now: they are gone, a referee killed
+        and started again) and untagged ones (a referee from before arenas had ids);
+        as died (`died_reason`): those of arenas silent for `stale_s`. `aborted` lists
+        the first, `died` the second."""
         with self._session(write=True) as s:
             now = _db_now(s)
-            _upsert(s, arena_id, now, address=address[:200])
-            untagged = list(s.scalars(select(Match.id).where(
-                Match.tournament_id.is_(None), Match.arena_id.is_(None),
-                Match.status.in_(_OPEN))))
-            if untagged:
-                s.execute(update(Match).where(Match.id.in_(untagged), Match.status.in_(_OPEN))
+            _upsert(s, arena_id, now, host=host[:200], address=address[:200])
+            before = list(s.scalars(select(Arena.id).where(
+                Arena.id != arena_id, Arena.host == host[:200],
+                Arena.address == address[:200])))
+            s.execute(update(Arena).where(Arena.id.in_(before), Arena.stopped_at.is_(None))
+                      .values(stopped_at=now))
+            gone = list(s.scalars(select(Match.id).where(
+                Match.tournament_id.is_(None), Match.status.in_(_OPEN),
+                Match.arena_id.is_(None) | Match.arena_id.in_(before))
+                .order_by(Match.id).with_for_update()))
+            if gone:
+                s.execute(update(Match).where(Match.id.in_(gone), Match.status.in_(_OPEN))
                           .values(status=MatchStatus.ABORTED.value,
                                   reason=storable_text(stopped_reason), finished_at=now))
-            return untagged + _reap(s, arena_id, now, stale_s)
+            return ArenaBeat(tuple(gone), died=tuple(_reap(s, arena_id, now, stale_s)))
 
     def arena_beat(self, arena_id: str, stale_s: float) -> ArenaBeat:
         """Arena `arena_id` is alive: its heartbeat is now. Marks aborted the unfinished
@@ -94,14 +105,14 @@ class FleetStore:
         with self._session(write=True) as s:
             now = _db_now(s)
             _upsert(s, arena_id, now)
-            aborted = _reap(s, arena_id, now, stale_s)
+            died = _reap(s, arena_id, now, stale_s)
             rows = s.execute(
                 select(MatchSeat.bot_id, func.count(MatchSeat.match_id.distinct()))
                 .join(Match, Match.id == MatchSeat.match_id)
                 .where(Match.tournament_id.is_(None), Match.status.in_(_OPEN),
                        Match.arena_id != arena_id)
                 .group_by(MatchSeat.bot_id))
-            return ArenaBeat(tuple(aborted), {int(b): int(n) for b, n in rows})
+            return ArenaBeat(busy_elsewhere={int(b): int(n) for b, n in rows}, died=tuple(died))
 
     def arena_stopped(self, arena_id: str) -> None:
         """Arena `arena_id` stopped cleanly (its matches are stored)."""
@@ -143,14 +154,16 @@ class FleetStore:
             return None
 
 
-def _upsert(s: Session, arena_id: str, now: datetime, address: str | None = None) -> None:
-    """Arena `arena_id` beats now (and listens on `address`, if given): its row is
-    inserted or updated in one statement (its poll may race its start)."""
-    values = {"id": arena_id, "address": address or "", "started_at": now,
-              "heartbeat_at": now, "stopped_at": None}
+def _upsert(s: Session, arena_id: str, now: datetime, host: str | None = None,
+            address: str | None = None) -> None:
+    """Arena `arena_id` beats now (and runs on `host`, listening on `address`, if
+    given): its row is inserted or updated in one statement (its poll may race its
+    start)."""
+    values = {"id": arena_id, "host": host or "", "address": address or "",
+              "started_at": now, "heartbeat_at": now, "stopped_at": None}
     changed: dict[str, Any] = {"heartbeat_at": now, "stopped_at": None}
-    if address is not None:
-        changed.update(address=address, started_at=now)
+    if host is not None and address is not None:
+        changed.update(host=host, address=address, started_at=now)
     dialect = s.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     statement = insert(Arena).values(values)

@@ -129,6 +129,7 @@ class Arena(Base):
     __tablename__ = "arenas"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(200))  # the machine's name (gethostname)
     address: Mapped[str] = mapped_column(String(200))  # where its bots dial in (host:port)
     started_at: Mapped[datetime] = mapped_column(Timestamp)
     heartbeat_at: Mapped[datetime] = mapped_column(Timestamp)

@@ -21,6 +21,7 @@ def upgrade() -> None:
     op.create_table(
         "arenas",
         sa.Column("id", sa.String(64), nullable=False),
+        sa.Column("host", sa.String(200), nullable=False),
         sa.Column("address", sa.String(200), nullable=False),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("heartbeat_at", sa.DateTime(timezone=True), nullable=False),
