@@ -4,8 +4,9 @@ address (each reconnecting on its own), all playing the same `Bot` object.
 Addresses: "host:port" items, several per string separated by commas
 (`split_servers`); a host name that resolves to several addresses gets one stream
 per address (`resolve_servers`; over TLS the certificate is still checked against
-the name). A name that does not resolve now is kept as it is: gRPC resolves it
-again on every reconnect.
+the name). A name's addresses are looked up once, when the bot starts (restart it
+to follow a change); a name with one address, or one that does not resolve now,
+is kept as it is, and gRPC resolves it again on every reconnect.
 
 Capacity is shared, not split: every stream declares the bot's whole capacity, and
 arenas that share one database (a fleet, docs/ARENA.md "Running on several
