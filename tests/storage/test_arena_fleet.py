@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from cfarena.server.storage import Database
 from cfarena.server.storage.arena_fleet import ArenaBeat
@@ -115,6 +115,13 @@ def test_a_stopped_arena_and_untagged_matches(db: Database) -> None:
     # an arena that beats again after being declared dead is live again
     db.arena_beat("B", STALE_S)
     assert db.live_arenas(STALE_S) == [("A", "hostA:1"), ("B", "hostB:1")]
+    # an arena whose row was deleted (cleaned up by hand) is dead too
+    db.arena_started("Z", "machineZ", "hostZ:1", STALE_S, "stopped")
+    assert db.schedule_seated(plan("z1", [a, b], seed=10), "Z", {a: 2, b: 2}) is None
+    with db.engine.begin() as conn:
+        conn.execute(delete(Arena).where(Arena.id == "Z"))
+    assert db.arena_beat("A", STALE_S).died == ("z1",)
+    assert _status(db, "z1") == ("aborted", "arena Z died (no heartbeat for 10 s)")
     # an arena's first poll may beat before its start registers it: both are upserts
     db.arena_beat("C", STALE_S)
     assert db.arena_started("C", "machineC", "hostC:1", STALE_S, "referee stopped") \

@@ -172,21 +172,22 @@ def _upsert(s: Session, arena_id: str, now: datetime, host: str | None = None,
 
 def _reap(s: Session, arena_id: str, now: datetime, stale_s: float) -> list[str]:
     """Mark aborted the unfinished matches of the arenas other than `arena_id` that are
-    stale or stopped; their ids."""
+    stale, stopped or gone (no row); their ids. Only the arenas that have unfinished
+    matches are looked at (the rows of old arenas pile up, one per start)."""
     cutoff = now - timedelta(seconds=stale_s)
-    dead = {a.id: a.address for a in s.scalars(select(Arena).where(Arena.id != arena_id))
-            if a.stopped_at is not None or aware(a.heartbeat_at) < cutoff}
-    # matches of arenas whose row is gone are dead too
-    orphans = select(Match.arena_id).where(
+    holding = set(s.scalars(select(Match.arena_id).where(
         Match.tournament_id.is_(None), Match.status.in_(_OPEN), Match.arena_id.is_not(None),
-        Match.arena_id != arena_id, Match.arena_id.not_in(select(Arena.id))).distinct()
-    for orphan in s.scalars(orphans):
-        assert orphan is not None
-        dead.setdefault(orphan, "")
+        Match.arena_id != arena_id).distinct()))
+    if not holding:
+        return []
+    rows = {a.id: a for a in s.scalars(select(Arena).where(Arena.id.in_(holding)))}
     aborted: list[str] = []
-    for dead_id, address in sorted(dead.items()):
-        ids = _abort_open(s, dead_id, died_reason(dead_id, address, stale_s), now)
-        aborted.extend(ids)
+    for dead_id in sorted(a for a in holding if a is not None):
+        row = rows.get(dead_id)
+        if row is not None and row.stopped_at is None and aware(row.heartbeat_at) >= cutoff:
+            continue  # alive
+        reason = died_reason(dead_id, row.address if row is not None else None, stale_s)
+        aborted.extend(_abort_open(s, dead_id, reason, now))
     return aborted
 
 
