@@ -35,7 +35,7 @@ FINISHED = re.compile(r"^match (serve-[0-9a-f]+): \d+\. ", re.M)
 ARENA_ID = re.compile(r"arena ([0-9a-f]{16})\); Ctrl-C")
 BOTS = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
         "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
-EACH = 20  # matches each arena plays before the kill, and b after it
+EACH = 12  # matches each arena plays before the kill, and b after it
 
 
 def _free_port() -> int:
@@ -137,13 +137,21 @@ def test_two_arenas_one_killed(fleet: Fleet) -> None:
                lambda: min(len(fleet.finished(n)) for n in ports) >= EACH, 60, ("a", "b"))
     warm = time.monotonic() - t0
 
-    # arena a is killed while it plays
-    fleet.wait("a match in play on arena a", lambda: bool(_open_matches(fleet.db, ids["a"])),
-               20, ("a", "b"))
-    os.kill(fleet.procs["a"].pid, signal.SIGKILL)
+    # arena a is killed while it plays: frozen (SIGSTOP) until the database shows a
+    # match of it in play, so that what is cut off is known exactly, then SIGKILLed
+    a = fleet.procs["a"].pid
+    deadline = time.monotonic() + 20
+    while True:
+        os.kill(a, signal.SIGSTOP)
+        cut_off = _open_matches(fleet.db, ids["a"])
+        if cut_off or time.monotonic() > deadline:
+            break
+        os.kill(a, signal.SIGCONT)
+        time.sleep(0.05)
+    os.kill(a, signal.SIGKILL)
     assert fleet.procs["a"].wait(10) == -signal.SIGKILL
     killed_at = time.monotonic()
-    cut_off = _open_matches(fleet.db, ids["a"])
+    assert cut_off, "arena a had no match in play for 20 s"
     logged_a = fleet.finished("a")
     b_before = len(fleet.finished("b"))
     # b goes on (the bots' streams to a are gone) and aborts a's matches once a is stale
