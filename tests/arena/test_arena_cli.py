@@ -55,6 +55,8 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
         (["bots", "show", "alice", "--faults", "-1"], "error: --faults must be 0 or more"),
         (["standings", "-t", "1", "--ladder"], "error: --ladder and --versions are for"),
         (["serve", "--starve-after", "-1"], "error: --starve-after must be 0 or more"),
+        (["serve", "--dead-after", "2"], "error: --dead-after must be at least 3 seconds"),
+        (["serve", "--dead-after", "nan"], "error: --dead-after must be at least 3 seconds"),
     ]:
         result = run_cli(*argv, "--db", db, cwd=tmp_path)
         assert result.returncode == 2, (argv, result.stderr)

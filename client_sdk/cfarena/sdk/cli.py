@@ -5,6 +5,9 @@ optionally followed by `:ClassName`; without a class name the module must
 define exactly one Bot subclass. `--server` and `--token` default to the
 environment variables CFARENA_SERVER and CFARENA_TOKEN (how a local tournament
 hands them to the bots it spawns), then to 127.0.0.1:50051 and nothing.
+Several addresses (`--server` repeated, or a comma list; a name that resolves to
+several addresses) play the bot on several arenas of one database at once, one
+stream per address, each reconnecting on its own (`cfarena.sdk.multi`).
 `--tls` connects over TLS, verifying the referee's certificate against the
 system's roots; `--tls-ca PATH` (or CFARENA_TLS_CA) against that CA file
 instead (a self-signed certificate: the certificate itself). CFARENA_TLS=1 is
@@ -37,6 +40,7 @@ import grpc
 
 from cfarena.sdk.bot import Bot
 from cfarena.sdk.client import MAX_VERSION_CHARS, BotClient, BotConnectionError
+from cfarena.sdk.multi import MultiClient, make_clients, resolve_servers, split_servers
 
 PROG = "python -m cfarena.sdk"
 DEFAULT_SERVER = "127.0.0.1:50051"
@@ -121,7 +125,12 @@ def load_bot_class(target: str) -> type[Bot]:
 
 def _add_connection_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--server", help=f"referee HOST:PORT (default: $CFARENA_SERVER or {DEFAULT_SERVER})"
+        "--server", action="append", metavar="HOST:PORT[,HOST:PORT...]",
+        help="referee address; repeat it, or separate addresses with commas, to play on "
+        "several arenas of one database at once (one stream each, the capacity shared: "
+        "the bot never plays more than --capacity matches in total); a name that "
+        f"resolves to several addresses is one stream per address (default: "
+        f"$CFARENA_SERVER or {DEFAULT_SERVER})"
     )
     parser.add_argument("--token", help="the bot's secret token (default: $CFARENA_TOKEN)")
     parser.add_argument(
@@ -164,8 +173,12 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _client_from_args(
     args: argparse.Namespace, factory: Callable[[], Bot], label: str
-) -> BotClient:
-    server = args.server or os.environ.get("CFARENA_SERVER") or DEFAULT_SERVER
+) -> BotClient | MultiClient:
+    given = args.server or [os.environ.get("CFARENA_SERVER") or DEFAULT_SERVER]
+    try:
+        servers = split_servers(given)
+    except ValueError as err:
+        raise UsageError(f"--server: {err}") from None
     token = args.token or os.environ.get("CFARENA_TOKEN") or ""
     if not token:
         raise UsageError("no token: pass --token or set CFARENA_TOKEN")
@@ -180,9 +193,9 @@ def _client_from_args(
         bot = factory()
     except Exception as err:
         raise UsageError(f"cannot create {label}: {type(err).__name__}: {err}") from err
-    return BotClient(
+    return make_clients(
         bot,
-        server,
+        resolve_servers(servers),
         token,
         capacity=args.capacity,
         client_name=args.name,
@@ -213,7 +226,7 @@ def _tls_credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None
     return grpc.ssl_channel_credentials(root_certificates=data)
 
 
-async def _run_until_signal(client: BotClient) -> int | None:
+async def _run_until_signal(client: BotClient | MultiClient) -> int | None:
     """Run the client; the signal number if SIGTERM/SIGINT stopped it, else None."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()

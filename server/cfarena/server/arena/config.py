@@ -26,6 +26,9 @@ class ArenaConfig:
     max_matches: int | None = None  # stop after this many were started and are over
     # how often the database is asked for revoked/rotated tokens and ratings
     poll_s: float = 1.0
+    # several arenas on one database: one not heard of (its heartbeat is every poll)
+    # for this long is dead, and its unfinished matches are marked aborted
+    stale_s: float = 10.0
     ladder: LadderPolicy = field(default_factory=LadderPolicy)
     # extra keyword arguments for RefereeServer (TLS, keepalive, ...: the operations'
     # options go here without touching the arena)

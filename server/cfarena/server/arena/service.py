@@ -21,6 +21,14 @@ Nothing a bot or a fault does stops it or loses a match:
   killed are marked aborted ("referee stopped");
 - `pause()` (the web API's admin action) starts no new table until `resume()`;
   running matches play on.
+
+Several arenas may share one database (docs/ARENA.md, "Running on several
+machines"): each has an id and beats in the database on every poll; a live arena
+marks the unfinished matches of one not heard of for `stale_s` aborted (the reason
+names it; their deals are never played again); a bot's capacity holds across the
+arenas (`Database.schedule_seated` refuses a table whose bot has no slot left on
+any of them, and the poll tells each arena how busy each bot is on the others);
+games, seat counts and ratings are read from the database, so they are shared.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import asyncio
 import random
 import secrets
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -54,6 +63,7 @@ from cfarena.server.storage import (
     SkillStanding,
     StoredMatch,
 )
+from cfarena.server.storage.arena_fleet import ArenaBeat
 from cfarena.server.tournament import to_stored
 
 STOPPED = "referee stopped"  # the reason of matches a stopped referee could not finish
@@ -90,6 +100,8 @@ class ArenaStats:
     polls: int = 0  # successful polls of the database
     last_poll: float | None = None  # time.monotonic() of the last successful poll
     started_by_bot: dict[str, int] = field(default_factory=dict)
+    reaped: int = 0  # matches of dead arenas this one marked aborted
+    refused: int = 0  # tables not started: a bot had no slot left across the arenas
 
 
 class Arena:
@@ -101,6 +113,7 @@ class Arena:
         self.config = config
         self.report = report
         self.tokens = LiveTokens(db)
+        self.id = uuid.uuid4().hex[:16]  # this arena among those on the database
         self.stats = ArenaStats()
         self.server: RefereeServer | None = None
         self.writer: MatchWriter | None = None
@@ -114,6 +127,7 @@ class Arena:
         self._seats: dict[EntrantKey, list[int]] = {}
         self._last_start: dict[EntrantKey, float] = {}
         self._first_seen: dict[EntrantKey, float] = {}
+        self._busy_elsewhere: dict[int, int] = {}  # bot id -> its matches on other arenas
         self._stop = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
         self.paused = False  # no new table while set (running matches play on)
@@ -152,12 +166,16 @@ class Arena:
             try:
                 # only once it holds the port: a `serve` refused for a port in use
                 # (another one, maybe on this database) must not touch matches in play
-                stale = await asyncio.to_thread(self.db.abort_running_matches, STOPPED)
-                if stale:
+                start = await asyncio.to_thread(self.db.arena_started, self.id,
+                                                socket.gethostname(), server.address,
+                                                config.stale_s, STOPPED)
+                if start.aborted:
+                    stale = len(start.aborted)
                     self.report(f"{stale} match{'' if stale == 1 else 'es'} left running by "
                                 f"a stopped referee marked aborted ({STOPPED!r})")
+                self._report_died(start.died)
                 self.report(f"referee listening on {server.address} ({len(self._ids)} "
-                            "registered bots); Ctrl-C stops it")
+                            f"registered bots; arena {self.id}); Ctrl-C stops it")
                 await self._play_matches(result)
             finally:
                 poller.cancel()
@@ -167,6 +185,10 @@ class Arena:
             left = await writer.close(FLUSH_TIMEOUT_S)
             if left:
                 result.unsaved = self._keep_unsaved(left, config.unsaved_dir or Path.cwd())
+            try:  # the other arenas need not wait for its heartbeat to go stale
+                await asyncio.to_thread(self.db.arena_stopped, self.id)
+            except Exception as exc:
+                self.report(f"error: cannot mark arena {self.id} stopped: {exc}")
         return result
 
     # -------------------------------------------------------------- the poll
@@ -181,18 +203,27 @@ class Arena:
         assert self.writer is not None
         started = time.monotonic()
         try:
-            bots, standings = await self.writer.call(self._read_state)
+            bots, standings, beat = await self.writer.call(self._read_state)
         except Exception as exc:  # reported by the writer (an outage) or here
             if not is_outage(exc):
                 self.report(f"error: cannot read the bots and ratings: {exc}")
             return
         self._apply_bots(bots, started)
         self._apply_standings(standings)
+        self._busy_elsewhere = dict(beat.busy_elsewhere)
+        self._report_died(beat.died)
         self.stats.polls += 1
         self.stats.last_poll = time.monotonic()
 
-    def _read_state(self) -> tuple[list[BotInfo], list[SkillStanding]]:
-        return self.db.list_bots(), self.db.skill_standings(self.config.pool)
+    def _report_died(self, died: Sequence[str]) -> None:
+        if died:
+            self.stats.reaped += len(died)
+            self.report(f"{len(died)} match{'' if len(died) == 1 else 'es'} of a dead arena "
+                        f"marked aborted: {', '.join(died)}")
+
+    def _read_state(self) -> tuple[list[BotInfo], list[SkillStanding], ArenaBeat]:
+        beat = self.db.arena_beat(self.id, self.config.stale_s)
+        return self.db.list_bots(), self.db.skill_standings(self.config.pool), beat
 
     def _apply_bots(self, bots: Sequence[BotInfo], polled_at: float) -> None:
         self._ids = {b.name: b.id for b in bots}
@@ -218,8 +249,10 @@ class Arena:
             if conn.seat_pass is None and not conn.closed and conn.bot_name in self._ids:
                 key = (conn.bot_name, conn.version)
                 free[key] = free.get(key, 0) + conn.free
+        left = self._slots_left()
         out = []
-        for key, slots in free.items():
+        for key, here in free.items():
+            slots = min(here, left.get(key[0], 0))
             since = max(self._last_start.get(key, 0.0), self._first_seen.setdefault(key, now))
             skill = self._skills.get(key, Skill())
             seats = self._seats.get(key, [])
@@ -227,6 +260,44 @@ class Arena:
                                mu=skill.mu, sigma=skill.sigma, seats=tuple(seats),
                                waiting_s=now - since))
         return out
+
+    def _slots_left(self) -> dict[str, int]:
+        """Bot name -> matches it can still take across the arenas: its capacity here
+        (its connections' summed) less its matches here and on the other arenas."""
+        assert self.server is not None
+        left: dict[str, int] = {}
+        for conn in self.server.connections():
+            if conn.seat_pass is None and not conn.closed:
+                left[conn.bot_name] = left.get(conn.bot_name, 0) + conn.free
+        for name in left:
+            left[name] -= self._busy_elsewhere.get(self._ids.get(name, -1), 0)
+        return left
+
+    def _capacities(self, table: Sequence[Entrant]) -> dict[int, int]:
+        """Bot id -> its capacity here (summed over its open connections), for the
+        table's bots: what `Database.schedule_seated` checks across the arenas."""
+        assert self.server is not None
+        names = {e.bot for e in table}
+        out: dict[int, int] = {}
+        for conn in self.server.connections():
+            if conn.seat_pass is None and not conn.closed and conn.bot_name in names:
+                bot_id = self._ids[conn.bot_name]
+                out[bot_id] = out.get(bot_id, 0) + conn.capacity
+        return out
+
+    def _refused(self, table: Sequence[Entrant], open_counts: dict[int, int]) -> None:
+        """`schedule_seated` refused the table: count each bot's unfinished matches the
+        database knows of beyond those it plays here as busy elsewhere, until the poll."""
+        assert self.server is not None
+        here: dict[str, int] = {}
+        for conn in self.server.connections():
+            if conn.seat_pass is None:
+                here[conn.bot_name] = here.get(conn.bot_name, 0) + len(conn.matches)
+        for entrant in table:
+            bot_id = self._ids[entrant.bot]
+            elsewhere = open_counts.get(bot_id, 0) - here.get(entrant.bot, 0)
+            self._busy_elsewhere[bot_id] = max(self._busy_elsewhere.get(bot_id, 0), elsewhere)
+        self.stats.refused += 1
 
     def _reserve(self, key: str, table: Sequence[Entrant]) -> list[BotConnection]:
         """One connection per seat (the freest of that bot and version), reserved."""
@@ -325,7 +396,8 @@ class Arena:
                                  [self._ids[e.bot] for e in table],
                                  seat_versions=[e.version for e in table])
                 try:
-                    await writer.call(self.db.schedule_matches, None, [plan])
+                    refused = await writer.call(self.db.schedule_seated, plan, self.id,
+                                                self._capacities(table))
                 except Exception as exc:  # the database away (or refusing): not started
                     _release(conns, key)
                     if not is_outage(exc):
@@ -334,6 +406,10 @@ class Arena:
                     retry = min(retry * 2, SCHEDULE_RETRY_S[1])
                     continue
                 retry = SCHEDULE_RETRY_S[0]
+                if refused is not None:  # a bot is busy on other arenas: pick again
+                    _release(conns, key)
+                    self._refused(table, refused)
+                    continue
                 try:
                     await writer.call(self.db.mark_running, key)
                 except Exception as exc:  # stored, but not as started: not played at all

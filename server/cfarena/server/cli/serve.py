@@ -71,6 +71,10 @@ def serve_cmd(
     starve_after: Annotated[float, typer.Option(
         "--starve-after", help="a bot waiting this many seconds for a match is seated "
         "first")] = 30.0,
+    dead_after: Annotated[float, typer.Option(
+        "--dead-after", help="several arenas on one database: one not heard of for this "
+        "many seconds is dead, and its unfinished matches are marked aborted (it beats "
+        "every second)")] = 10.0,
     # operations (docs/OPERATIONS.md)
     tls_cert: Annotated[Path | None, typer.Option(
         "--tls-cert", help="serve the bots' port over TLS with this PEM certificate chain "
@@ -96,7 +100,8 @@ def serve_cmd(
     while the database is away matches in play are kept and stored when it is back.
     SIGINT/SIGTERM: running matches get 5 s to finish, then are stored as
     aborted; records that cannot be stored within 10 s go to
-    cfarena-unsaved-<timestamp>.jsonl (exit 1).
+    cfarena-unsaved-<timestamp>.jsonl (exit 1). Several `serve` processes may share
+    one PostgreSQL database (docs/ARENA.md, "Running on several machines").
     """
     if not 0 <= port <= 65535:
         fail(f"--port must be 0-65535, got {port}")
@@ -104,11 +109,13 @@ def serve_cmd(
         fail(f"--concurrency must be at least 1, got {concurrency}")
     if starve_after < 0:
         fail(f"--starve-after must be 0 or more, got {starve_after:g}")
+    if not dead_after >= 3:  # a few missed beats (one a second) are not a death
+        fail(f"--dead-after must be at least 3 seconds, got {dead_after:g}")
     rule_set = build_rules(rules, rule or [], rules_file, players)
     config = ArenaConfig(
         rules=rule_set, players=players, time_control=TimeControl(timeout_ms), host=host,
         port=port, concurrency=concurrency, seed=seed, max_matches=max_matches,
-        ladder=LadderPolicy(starve_after_s=starve_after),
+        ladder=LadderPolicy(starve_after_s=starve_after), stale_s=dead_after,
     )
     ops_config = _ops_config(tls_cert, tls_key, http_host or host, http_port)
     admin_token = None

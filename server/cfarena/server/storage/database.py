@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cfarena.server.storage import queries, recording, scheduling
+from cfarena.server.storage.arena_fleet import FleetStore
 from cfarena.server.storage.arena_store import ArenaStore
 from cfarena.server.storage.connect import (
     DEFAULT_URL,
@@ -83,11 +84,13 @@ def open_database(url: str = DEFAULT_URL, *, create: bool = True) -> Database:
     return Database(engine)
 
 
-class Database(ArenaStore):
+class Database(ArenaStore, FleetStore):
     """Synchronous facade over one database; every method is one short transaction.
 
     The competition arena's calls (token rotation and revocation, online ratings,
-    versions, a bot's faults and latency) are in `arena_store.ArenaStore`.
+    versions, a bot's faults and latency) are in `arena_store.ArenaStore`; those of
+    several arenas on one database (heartbeats, capacity across them) in
+    `arena_fleet.FleetStore`.
     """
 
     def __init__(self, engine: Engine) -> None:

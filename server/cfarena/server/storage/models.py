@@ -93,6 +93,7 @@ class Match(Base):
         UniqueConstraint("tournament_id", "key"),
         CheckConstraint(_in("status", MatchStatus), name="status"),
         Index("ix_matches_tournament_status", "tournament_id", "status"),
+        Index("ix_matches_arena_status", "arena_id", "status"),
     )
 
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
@@ -115,6 +116,24 @@ class Match(Base):
     started_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     duration_s: Mapped[float | None] = mapped_column(Float)
+    # the arena process (`Arena.id`) running this match outside a tournament (None:
+    # tournaments, and matches from before 0004)
+    arena_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class Arena(Base):
+    """One `cfarena serve` process on this database: it beats every poll (about once a
+    second); an arena whose beat is older than the stale limit is dead, and a live one
+    marks its unfinished matches aborted."""
+
+    __tablename__ = "arenas"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(200))  # the machine's name (gethostname)
+    address: Mapped[str] = mapped_column(String(200))  # where its bots dial in (host:port)
+    started_at: Mapped[datetime] = mapped_column(Timestamp)
+    heartbeat_at: Mapped[datetime] = mapped_column(Timestamp)
+    stopped_at: Mapped[datetime | None] = mapped_column(Timestamp)  # a clean stop
 
 
 class MatchSeat(Base):
