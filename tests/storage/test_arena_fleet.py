@@ -13,6 +13,7 @@ from cfarena.server.storage import Database
 from cfarena.server.storage.arena_fleet import ArenaBeat
 from cfarena.server.storage.models import Arena, Match
 from cfarena.server.storage.stored_values import utc_now
+from cfarena.server.web.disclosure import deal_revealed
 
 from .helpers import bots, plan, result
 
@@ -139,7 +140,11 @@ def test_a_match_finished_after_it_was_aborted_is_rated_once(db: Database) -> No
     db.mark_running("b1")
     _age(db, "B", STALE_S * 2)
     assert db.arena_beat("A", STALE_S).died == ("b1",)
+    # meanwhile B may still be playing it: the web page must not show its seed, which
+    # would give B's players every hand
+    assert not deal_revealed(db.same_deal("b1"))
     assert db.record_match(result("b1", [[0, 3]], [1, 2]))
+    assert deal_revealed(db.same_deal("b1"))
     assert not db.record_match(result("b1", [[0, 3]], [1, 2]))
     assert _status(db, "b1") == ("finished", None)
     assert [x.games for x in db.skill_standings("standard/2p")] == [1, 1]

@@ -14,35 +14,42 @@ import pytest
 from cfarena.engine import Rules, apply_move, legal_moves, new_match
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.storage import MatchStatus, StoredMatch
+from cfarena.server.storage.arena_fleet import died_reason
 from cfarena.server.web import AdminTokenError, LiveHub, read_admin_token
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.disclosure import deal_revealed, is_over
 
 F, R, A, S = (MatchStatus.FINISHED, MatchStatus.RUNNING, MatchStatus.ABORTED,
               MatchStatus.SCHEDULED)
+DIED = died_reason("a1b2c3", "10.0.0.7:50051", 10.0)
 
 
 @pytest.mark.parametrize(("deal", "shown"), [
-    ([], False),                                     # no such match
-    ([("m", None, F)], True),                        # a ladder match, finished
-    ([("m", None, R)], False),                       # running
-    ([("m", None, S)], False),                       # pending
-    ([("m", None, A)], True),                        # a ladder match cut off: never dealt again
-    ([("m", 1, A)], False),                          # a tournament's: played again, same seed
-    ([("r0", 1, F), ("r1", 1, F), ("r2", 1, F)], True),   # every rotation over
-    ([("r0", 1, F), ("r1", 1, R), ("r2", 1, F)], False),  # rotation 2 still running
-    ([("r0", 1, F), ("r1", 1, S)], False),           # rotation 2 not played yet
-    ([("r0", 1, F), ("r1", 1, A)], False),           # rotation 2 to be played again
-    ([("r0", 1, F), ("x", None, R)], False),         # the same seed elsewhere, running
+    ([], False),  # no such match
+    ([("m", None, F, None)], True),  # a ladder match, finished
+    ([("m", None, R, None)], False),  # running
+    ([("m", None, S, None)], False),  # pending
+    ([("m", None, A, None)], True),  # a ladder match cut off: not dealt again
+    ([("m", 1, A, None)], False),  # a tournament's: played again, same seed
+    ([("r0", 1, F, None), ("r1", 1, F, None), ("r2", 1, F, None)], True),  # every rotation over
+    ([("r0", 1, F, None), ("r1", 1, R, None), ("r2", 1, F, None)], False),  # r1 running
+    ([("r0", 1, F, None), ("r1", 1, S, None)], False),  # rotation 2 not played yet
+    ([("r0", 1, F, None), ("r1", 1, A, None)], False),  # rotation 2 to be played again
+    ([("r0", 1, F, None), ("x", None, R, None)], False),  # the same seed elsewhere, running
+    ([("m", None, A, DIED)], False),  # another arena declared its arena dead
+    ([("m", None, A, "referee stopped")], True),  # its own arena stopped it
 ])
 def test_a_deal_is_shown_only_when_every_match_of_it_is_over(
-        deal: list[tuple[str, int | None, MatchStatus]], shown: bool) -> None:
+        deal: list[tuple[str, int | None, MatchStatus, str | None]], shown: bool) -> None:
     assert deal_revealed(deal) is shown
 
 
 def test_over_means_never_played_again() -> None:
     assert [is_over(t, st) for t, st in [(None, F), (None, A), (1, F), (1, A), (None, R),
                                          (None, S)]] == [True, True, True, False, False, False]
+    # a match marked aborted by another arena may still be in play where its arena runs
+    assert not is_over(None, A, DIED)
+    assert is_over(None, F, DIED)  # its arena came back and stored it
 
 
 def _record(match_id: str, status: MatchStatus = F) -> MatchRecord:
