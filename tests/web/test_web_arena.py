@@ -351,12 +351,16 @@ def test_a_running_match_leaks_nothing(arena: WebArena) -> None:
     assert checked >= 2
 
 
-def test_a_tournament_deal_is_hidden_until_every_rotation_is_over(arena: WebArena) -> None:
+def test_a_tournament_deal_is_hidden_until_every_rotation_is_over(
+        arena: WebArena, openapi: dict[str, Any]) -> None:
     master_seed = 987654321987654321
     deal_seed = 123456789123456789
     with open_database(arena.db) as db:
         ids = {b.name: b.id for b in db.list_bots()}
-        tid = db.create_tournament("dup", {"seed": master_seed, "bots": []})
+        tid = db.create_tournament("dup", {
+            "seed": master_seed, "players": 4, "games": 1, "rules": {"preset": "standard"},
+            "bots": [{"name": n, "command": f"/home/{n}/secret-bot --key {n}-key-0123"}
+                     for n in ("ruby", "jade", "onyx", "opal")]})
         seats = [ids["ruby"], ids["jade"], ids["onyx"], ids["opal"]]
         plans = [MatchPlan(f"t0-g0-r{r}", deal_seed, {"preset": "standard"}, 4,
                            seats[r:] + seats[:r], pool="test/dup") for r in range(2)]
@@ -367,7 +371,9 @@ def test_a_tournament_deal_is_hidden_until_every_rotation_is_over(arena: WebAren
     hidden_pages = [f"/api/matches/{first}", f"/api/matches/{second}", f"/matches/{first}",
                     f"/matches/{second}", f"/api/matches/{first}/log",
                     f"/matches/{first}/replay", "/api/matches?status=scheduled&limit=500",
-                    "/api/matches?limit=500", "/api/bots/ruby", "/bots/ruby"]
+                    "/api/matches?limit=500", "/api/bots/ruby", "/bots/ruby",
+                    "/api/tournaments", f"/api/tournaments/{tid}", "/tournaments",
+                    f"/tournaments/{tid}"]
     detail = arena.get(f"/api/matches/{first}").json()
     assert detail["status"] == "finished" and detail["revealed"] is False
     assert detail["seed"] is None and detail["log"] is None
@@ -380,12 +386,32 @@ def test_a_tournament_deal_is_hidden_until_every_rotation_is_over(arena: WebAren
     for path in hidden_pages:
         text = arena.get(path).text
         assert str(deal_seed) not in text and str(master_seed) not in text, path
+        assert "secret-bot" not in text and "-key-0123" not in text, path  # commands
+    # the tournament's progress and standings, readable while it is played
+    listed = {t["id"]: t for t in arena.get("/api/tournaments").json()}
+    assert listed[tid]["progress"] == {"total": 2, "scheduled": 1, "running": 0,
+                                       "finished": 1, "aborted": 0}
+    assert listed[tid]["bots"] == ["ruby", "jade", "onyx", "opal"]
+    one = arena.get(f"/api/tournaments/{tid}").json()
+    assert one["standings"][0]["bot"] == "ruby"  # rank 1 of its one match
+    assert {m["id"] for m in one["matches"]} == {first, second}
+    page = arena.get(f"/tournaments/{tid}").text
+    assert 'data-finished="1" data-total="2"' in page and 'data-bot="ruby"' in page
+    assert f'data-tournament="{tid}"' in arena.get("/tournaments").text
+    assert arena.get("/api/tournaments/999999").status == 404
+    for url, template in (("/api/tournaments", "/api/tournaments"),
+                          (f"/api/tournaments/{tid}", "/api/tournaments/{tournament_id}")):
+        jsonschema.validate(arena.get(url).json(), response_schema(openapi, template, 200),
+                            cls=jsonschema.Draft202012Validator)
+    assert arena.get("/tournaments/999999").status == 404
     with open_database(arena.db) as db:  # rotation 2 is played: the deal may be shown
         db.mark_running(second)
         db.record_match(StoredMatch(second, round_scores=[[4, 3, 2, 1]], totals=[4, 3, 2, 1],
                                     ranks=[4, 3, 2, 1]))
     shown = arena.get(f"/api/matches/{first}").json()
     assert shown["revealed"] is True and shown["seed"] == str(deal_seed)
+    done = arena.get(f"/api/tournaments/{tid}").json()
+    assert done["progress"]["finished"] == 2 and done["progress"]["scheduled"] == 0
     assert str(master_seed) not in arena.get("/api/matches?limit=500").text
 
 

@@ -15,6 +15,7 @@ from sse_starlette.sse import EventSourceResponse
 from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.storage import MatchStatus, StorageError
 from cfarena.server.web import schemas
+from cfarena.server.web import tournaments as tournament_view
 from cfarena.server.web.data import NotFound
 from cfarena.server.web.hub import TooManyViewers, Viewer
 from cfarena.server.web.site import WebSite
@@ -26,7 +27,7 @@ _ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"model": schemas.Problem, "description": "no admin token configured"},
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"model": schemas.Problem, "description": "no such bot or match"}}
+    404: {"model": schemas.Problem, "description": "no such bot, match or tournament"}}
 
 
 def site_of(request: Request) -> WebSite:
@@ -89,6 +90,17 @@ def make_router() -> APIRouter:
         """One match: result, points per round, faults; the seed and the log link only
         once every match dealt with its seed is over."""
         return await site.read(site.data.match, match_id)
+
+    @api.get("/tournaments", response_model=list[schemas.TournamentSummary], tags=["read"])
+    async def tournaments(site: Site) -> list[dict[str, Any]]:
+        """Tournaments, newest first, with their progress (no seeds, no commands)."""
+        return await site.read(tournament_view.tournaments, site.db)
+
+    @api.get("/tournaments/{tournament_id}", response_model=schemas.Tournament,
+             responses=_NOT_FOUND, tags=["read"])
+    async def tournament(site: Site, tournament_id: int) -> dict[str, Any]:
+        """A tournament: progress, standings and its latest matches."""
+        return await site.read(tournament_view.tournament, site.db, tournament_id)
 
     @api.get("/matches/{match_id}/log", tags=["read"], responses={
         **_NOT_FOUND, 200: {"description": "the game log (docs/gamelog.md)",

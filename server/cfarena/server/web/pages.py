@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
+from cfarena.server.web import tournaments as tournament_view
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.data import NotFound
 from cfarena.server.web.site import WebSite
@@ -72,6 +73,18 @@ def make_router() -> APIRouter:
         site: WebSite = request.app.state.site
         running = await site.read(site.data.running)
         return page(request, "live.html", running=running)
+
+    @pages.get("/tournaments")
+    async def tournaments(request: Request) -> Response:
+        site: WebSite = request.app.state.site
+        listed = await site.read(tournament_view.tournaments, site.db)
+        return page(request, "tournaments.html", tournaments=listed)
+
+    @pages.get("/tournaments/{tournament_id}")
+    async def tournament(request: Request, tournament_id: int) -> Response:
+        site: WebSite = request.app.state.site
+        info = await site.read(tournament_view.tournament, site.db, tournament_id)
+        return page(request, "tournament.html", t=info)
 
     @pages.get("/bots/{name}")
     async def bot(request: Request, name: str, pool: str | None = None) -> Response:

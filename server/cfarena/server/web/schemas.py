@@ -110,6 +110,45 @@ class Bot(BaseModel):
     recent_matches: list[MatchSummary]
 
 
+class Progress(BaseModel):
+    total: int = Field(description="scheduled matches in all")
+    scheduled: int = Field(description="waiting to be played (or played again)")
+    running: int
+    finished: int
+    aborted: int
+
+
+class TournamentSummary(BaseModel):
+    id: int
+    name: str
+    status: str
+    created_at: str | None
+    finished_at: str | None
+    players: int
+    rules: str = Field(description="the rules preset (\"custom\" for others)")
+    games: int
+    bots: list[str] = Field(description="the bots' names (never their commands)")
+    progress: Progress
+
+
+class TournamentStanding(BaseModel):
+    rank: int
+    bot: str
+    bt_rating: int | None = Field(description="Bradley-Terry estimate (Elo scale)")
+    interval: list[int] | None = Field(description="its bootstrap 95% interval")
+    elo: int = Field(description="sequential pairwise Elo")
+    matches: int
+    wins: int
+    points_per_round: float | None
+    faults: int
+    forfeits: int
+
+
+class Tournament(TournamentSummary):
+    standings: list[TournamentStanding]
+    matches: list[MatchSummary] = Field(description="its latest matches (no seeds)")
+
+
 class NewToken(BaseModel):
     name: str
     token: str = Field(description="the bot's token, shown only in this answer")

@@ -1,0 +1,72 @@
+"""Tournaments on the web page: their progress and standings, readable from any
+machine while workers play them (docs/WORKERS.md). Synchronous reads: run them in a
+worker thread.
+
+What a tournament shows is a whitelist of its config: name, status, players, the
+rules preset, games per table set and the bots' names. Never its master seed (every
+deal's seed follows from it), never a bot's command line or the sandbox settings.
+Its matches are listed without seeds (`data.match_summary`); one match shows its
+deal only under `disclosure`'s rule (every rotation of the deal over).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cfarena.server.storage import Database, MatchStatus, TournamentInfo
+from cfarena.server.web.data import NotFound, iso, match_summary
+
+MATCHES_SHOWN = 50
+
+
+def tournament_summary(db: Database, t: TournamentInfo) -> dict[str, Any]:
+    """One tournament, as a list shows it: what it is and how far it is."""
+    counts = db.match_counts(t.id)
+    config = t.config
+    rules = config.get("rules") or {}
+    return {
+        "id": t.id,
+        "name": t.name,
+        "status": t.status.value,
+        "created_at": iso(t.created_at),
+        "finished_at": iso(t.finished_at),
+        "players": int(config.get("players", 0)),
+        "rules": str(rules.get("preset", "custom")),
+        "games": int(config.get("games", 0)),
+        "bots": [str(b.get("name")) for b in config.get("bots", [])],
+        "progress": {
+            "total": sum(counts.values()),
+            **{status.value: counts.get(status.value, 0) for status in MatchStatus},
+        },
+    }
+
+
+def tournaments(db: Database) -> list[dict[str, Any]]:
+    """Every tournament, newest first."""
+    return [tournament_summary(db, t) for t in reversed(db.list_tournaments())]
+
+
+def tournament(db: Database, tournament_id: int) -> dict[str, Any]:
+    """One tournament: its summary, standings (Bradley-Terry with a 95% interval, Elo,
+    matches, wins, points per round, faults; as `cfarena standings --tournament`) and
+    its latest matches. NotFound if there is none."""
+    from cfarena.server.cli.report import standings_rows  # the CLI imports the web app
+
+    found = db.get_tournament(tournament_id)
+    if found is None:
+        raise NotFound(f"no tournament {tournament_id}")
+    standings = [{
+        "rank": rank, "bot": r["bot"], "bt_rating": _round(r["bt_elo"]),
+        "interval": (None if r["ci_low"] is None
+                     else [round(r["ci_low"]), round(r["ci_high"])]),
+        "elo": round(r["elo"]), "matches": r["matches"], "wins": r["wins"],
+        "points_per_round": r["mean_score"], "faults": r["faults"],
+        "forfeits": r["forfeits"],
+    } for rank, r in enumerate(standings_rows(db, tournament_id), 1)]
+    matches = [match_summary(m) for m in db.list_matches(tournament_id=tournament_id,
+                                                          limit=MATCHES_SHOWN)]
+    return {**tournament_summary(db, found), "standings": standings, "matches": matches}
+
+
+def _round(value: float | None) -> int | None:
+    return None if value is None else round(value)
