@@ -8,7 +8,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,7 +16,9 @@ from cfarena.server.cli.common import DbOption, database, err, fail
 from cfarena.server.sandbox import sandbox_problem
 from cfarena.server.storage import Database
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
-from cfarena.server.tournament.worker import QueueWorker, WorkerOptions, WorkerStats, queue_empty
+
+if TYPE_CHECKING:  # imported by the command (procrastinate takes ~0.2 s to import)
+    from cfarena.server.tournament.worker import WorkerOptions, WorkerStats
 
 
 def worker_cmd(
@@ -58,6 +60,8 @@ def worker_cmd(
                   "played here[/]")
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
+    from cfarena.server.tournament.worker import WorkerOptions
+
     options = WorkerOptions(concurrency=concurrency, heartbeat_s=heartbeat_s,
                             stalled_s=stalled_s,
                             binds=tuple(p.resolve() for p in sandbox_bind or []),
@@ -83,6 +87,8 @@ def worker_cmd(
 
 async def _work(db: Database, options: WorkerOptions, tournament: int | None,
                 until_done: bool) -> tuple[WorkerStats, list[str]]:
+    from cfarena.server.tournament.worker import QueueWorker, queue_empty
+
     worker = QueueWorker(db, options, only=tournament)
     loop = asyncio.get_running_loop()
 

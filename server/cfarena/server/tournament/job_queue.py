@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-import procrastinate
 import psycopg
-from procrastinate import exceptions as queue_errors
-from procrastinate.schema import SchemaManager
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from cfarena.server.storage import ScheduledMatch, StorageError
 from cfarena.server.storage.connect import one_line
+
+if TYPE_CHECKING:  # procrastinate is imported where the queue is used (~0.2 s at startup)
+    import procrastinate
 
 TASK = "cfarena.play_match"
 QUEUE_PREFIX = "tournament-"
@@ -56,6 +57,8 @@ def conninfo(engine: Engine) -> str:
 
 def new_app(engine: Engine) -> procrastinate.App:
     """A procrastinate app on this database (open it with `async with app.open_async()`)."""
+    import procrastinate
+
     # a short wait for a pooled connection: a worker whose database is away finds out in
     # seconds (and rejoins when it is back) instead of hanging on the pool
     return procrastinate.App(connector=procrastinate.PsycopgConnector(
@@ -64,6 +67,8 @@ def new_app(engine: Engine) -> procrastinate.App:
 
 def install_schema(engine: Engine) -> None:
     """procrastinate's tables and functions, once (idempotent; concurrent callers wait)."""
+    from procrastinate.schema import SchemaManager
+
     try:
         with engine.begin() as conn:
             conn.execute(text("select pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
@@ -80,6 +85,8 @@ async def enqueue(app: procrastinate.App, engine: Engine, tournament_id: int,
                   pending: Sequence[ScheduledMatch]) -> int:
     """A job for each pending match that has none waiting or running; how many were
     added (resume: a match whose job is still queued is not queued twice)."""
+    from procrastinate import exceptions as queue_errors
+
     queued = set(queued_matches(engine, tournament_id, ("todo", "doing")))
     added = 0
     for match in pending:

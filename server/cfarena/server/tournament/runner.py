@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
@@ -53,7 +53,9 @@ from cfarena.server.tournament.stored_tournament import (
     lock_tournament,
     open_tournament,
 )
-from cfarena.server.tournament.worker import QueueWorker, WorkerOptions, queue_empty
+
+if TYPE_CHECKING:  # the queue's worker (and procrastinate) load only on PostgreSQL
+    from cfarena.server.tournament.worker import QueueWorker
 
 log = logging.getLogger("cfarena.tournament")
 
@@ -139,6 +141,8 @@ async def run_tournament(
     queued = uses_queue(db.engine)
     if queued:
         install_schema(db.engine)
+    from cfarena.server.tournament.worker import QueueWorker, WorkerOptions
+
     worker = QueueWorker(db, WorkerOptions(
         concurrency=concurrency, binds=launch.binds, connect_timeout=launch.connect_timeout,
         log_dir=log_dir)) if queued else None
@@ -253,6 +257,8 @@ async def _play_queued(worker: QueueWorker, db: Database, tournament_id: int,
                        counter: _Counter) -> None:
     """Queue the pending matches and take this tournament's jobs until none is left
     (other workers may take some of them meanwhile)."""
+    from cfarena.server.tournament.worker import queue_empty
+
     worker.adopt(tournament_id, player)
     worker.sink = counter
     async with worker.app.open_async():
