@@ -1,0 +1,248 @@
+"""The arena's web pages in a real headless Chromium, against a running arena: `cfarena
+serve --http-port` on PostgreSQL with the four sample bots dialing in and playing.
+
+The leaderboard updates as matches finish (no reload), a live match is followed to its
+end (the page turns itself into the finished view), the bot and match pages show what
+the contract (docs/WEB.md) names, every page reads at 1400x900 and at a phone's 390x844
+(no horizontal overflow), and any console error or uncaught error fails the test.
+Screenshots of each page at both sizes are kept in the artefacts directory
+(tests/browser.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from tests.browser import DESKTOP, PHONE, Watched, watched_page
+from tests.pg import PgCluster
+
+from .live_arena import POOL, SAMPLES, LiveArena, live_arena
+
+pytestmark = [pytest.mark.browser, pytest.mark.postgres]
+TILE = re.compile(r"\b\d{1,2}-\d{1,2}\b")  # a tile written as text: "3-5"
+
+
+@pytest.fixture(scope="module")
+def arena(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[LiveArena]:
+    db = pg_cluster.create_database("web_pages_browser")
+    with live_arena(tmp_path_factory.mktemp("arena"), db) as running:
+        running.wait("a finished match and a running one", lambda: _finished(running)
+                     and _running(running), 60)
+        yield running
+
+
+def _finished(arena: LiveArena) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = arena.json("/api/matches?status=finished&limit=50")
+    return rows
+
+
+def _running(arena: LiveArena) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = arena.json("/api/matches?status=running&limit=50")
+    return rows
+
+
+def _match_id(row: dict[str, Any]) -> str:
+    return str(row.get("id") or row["match_id"])
+
+
+def _no_overflow(page: Page) -> None:
+    """The page fits its window: no horizontal scrolling of the document."""
+    width = page.evaluate("innerWidth")
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"{page.url}: {scroll} px wide in a {width} px window"
+
+
+def _leaderboard(page: Page) -> dict[str, dict[str, str]]:
+    rows: dict[str, dict[str, str]] = page.evaluate("""() => Object.fromEntries(
+        Array.from(document.querySelectorAll('#leaderboard tr[data-bot]')).map(r => [
+            r.dataset.bot, Object.fromEntries(Array.from(r.querySelectorAll('td[data-col]'))
+                .map(td => [td.dataset.col, td.textContent.trim()]))]))""")
+    return rows
+
+
+COLUMNS = {"rank", "bot", "version", "rating", "interval", "games", "win-share",
+           "points-per-round", "faults"}
+
+
+def test_the_leaderboard_updates_live_as_matches_finish(arena: LiveArena, page: Watched
+                                                        ) -> None:
+    p = page.page
+    response = p.goto(f"{arena.url}/?pool={POOL}", wait_until="load")
+    assert response is not None and response.status == 200
+    rows = _leaderboard(p)
+    assert set(rows) == set(SAMPLES), rows
+    for name, cells in rows.items():
+        assert set(cells) == COLUMNS, cells
+        assert cells["bot"] == name
+        assert int(cells["games"]) >= 0
+    ranks = sorted(int(c["rank"]) for c in rows.values())
+    assert ranks[0] == 1 and ranks == sorted(ranks)
+    # bot names link to their pages
+    for name in SAMPLES:
+        link = p.locator(f'#leaderboard tr[data-bot="{name}"] a[href="/bots/{name}"]')
+        assert link.count() >= 1, name
+    counter = p.locator("#finished-count")
+    before = int(counter.get_attribute("data-count") or "-1")
+    assert before >= 1
+    games_before = sum(int(c["games"]) for c in rows.values())
+    page.screenshot("leaderboard-desktop")
+    p.evaluate("window.__notReloaded = true")
+    # matches finish: the count and the table follow without a reload
+    p.wait_for_function(f"+document.querySelector('#finished-count').dataset.count > {before}",
+                        timeout=40_000)
+    p.wait_for_function(f"""Array.from(document.querySelectorAll(
+        '#leaderboard tr[data-bot] td[data-col=games]')).reduce((s, td) =>
+        s + +td.textContent, 0) > {games_before}""", timeout=20_000)
+    assert p.evaluate("window.__notReloaded") is True
+    after = int(counter.get_attribute("data-count") or "-1")
+    assert after > before
+    # what the page shows agrees with the API
+    api = {r["bot"]: r for r in arena.json(f"/api/leaderboard?pool={POOL}")["rows"]} \
+        if isinstance(arena.json(f"/api/leaderboard?pool={POOL}"), dict) else \
+        {r["bot"]: r for r in arena.json(f"/api/leaderboard?pool={POOL}")}
+    shown = _leaderboard(p)
+    for name in SAMPLES:
+        assert int(shown[name]["games"]) <= int(api[name]["games"])
+    # the running matches are listed, each linking to its page
+    items = p.locator("#running li[data-match]")
+    for i in range(items.count()):
+        match = items.nth(i).get_attribute("data-match")
+        assert items.nth(i).locator(f'a[href="/matches/{match}"]').count() == 1
+    page.check()
+
+
+def test_a_live_match_is_followed_to_its_end(arena: LiveArena, page: Watched) -> None:
+    p = page.page
+    arena.wait("a running match", lambda: _running(arena), 30)
+    match = _match_id(_running(arena)[0])
+    p.goto(f"{arena.url}/matches/{match}", wait_until="load")
+    main = p.locator("main")
+    if main.get_attribute("data-status") != "running":  # it ended meanwhile: the next one
+        arena.wait("a running match", lambda: _running(arena), 30)
+        match = _match_id(_running(arena)[0])
+        p.goto(f"{arena.url}/matches/{match}", wait_until="load")
+    assert main.get_attribute("data-status") == "running"
+    live = p.locator("#live")
+    assert live.is_visible()
+    seats = p.locator("#live-hands [data-seat]")
+    assert seats.count() == 4
+    sizes = [int(seats.nth(i).get_attribute("data-hand-size") or "-1") for i in range(4)]
+    assert all(0 <= n <= 15 for n in sizes), sizes
+    assert int(p.get_attribute("#live-boneyard", "data-count") or "-1") >= 0
+    # public events arrive as they happen
+    p.wait_for_function("document.querySelectorAll('#live-events li').length > 0",
+                        timeout=20_000)
+    seen_html = [p.content()]
+    first = p.locator("#live-events li").count()
+    p.wait_for_function(f"document.querySelectorAll('#live-events li').length > {first} "
+                        "|| document.querySelector('main').dataset.status !== 'running'",
+                        timeout=20_000)
+    if main.get_attribute("data-status") == "running":
+        page.screenshot("live-match-desktop")
+        seen_html.append(p.content())
+        # hand sizes only: no tile of any hand is on the page
+        hands = p.locator("#live-hands")
+        assert hands.locator("[data-tile]").count() == 0
+        assert not TILE.search(hands.inner_text()), hands.inner_text()
+    # the match ends: the page switches to the finished view by itself
+    p.evaluate("window.__notReloaded = true")
+    p.wait_for_function("document.querySelector('main').dataset.status === 'finished'",
+                        timeout=60_000)
+    assert p.evaluate("window.__notReloaded") is True
+    p.locator("#result").wait_for(state="visible", timeout=10_000)
+    placings = p.locator("#result").inner_text()
+    assert all(name in placings for name in SAMPLES), placings
+    # nothing the page held while the match ran carried its seed
+    detail = arena.json(f"/api/matches/{match}")
+    seed = str(detail.get("seed") or detail.get("log", {}).get("seed") or "")
+    if seed:
+        assert all(seed not in html for html in seen_html)
+    page.check()
+
+
+def test_a_finished_match_page(arena: LiveArena, page: Watched) -> None:
+    p = page.page
+    match = _match_id(_finished(arena)[0])
+    p.goto(f"{arena.url}/matches/{match}", wait_until="load")
+    assert p.get_attribute("main", "data-status") == "finished"
+    placings = p.locator("#result").inner_text()
+    assert all(name in placings for name in SAMPLES), placings
+    rounds = p.locator("#round-scores tr")
+    assert rounds.count() >= 4 + 1  # a heading and one row per round (4-round matches)
+    frame_el = p.locator("iframe#replay")
+    assert frame_el.get_attribute("src") == f"/matches/{match}/replay"
+    frame = p.frame_locator("iframe#replay")
+    frame.locator("#layout").wait_for(timeout=10_000)
+    replay = p.frames[1]
+    assert replay.evaluate("typeof cfReplay") == "object"
+    assert replay.evaluate("cfReplay.frames") > 10
+    page.screenshot("match-finished-desktop")
+    page.check()
+
+
+def test_a_bot_page(arena: LiveArena, page: Watched) -> None:
+    p = page.page
+    p.goto(f"{arena.url}/bots/montecarlo", wait_until="load")
+    chart = p.locator("#rating-chart svg, svg#rating-chart")
+    assert chart.count() == 1
+    assert chart.locator("path, polyline, circle").count() >= 1
+    assert p.locator("#versions tr").count() >= 2  # a heading and a version
+    recent = p.locator("#recent-matches tr[data-match]")
+    assert recent.count() >= 1
+    first = recent.first.get_attribute("data-match")
+    assert recent.first.locator(f'a[href="/matches/{first}"]').count() >= 1
+    assert p.locator("#faults").count() == 1
+    latency = p.locator("#latency").inner_text()
+    assert re.search(r"\d", latency), latency
+    page.screenshot("bot-desktop")
+    page.check()
+    # an unknown bot: a 404 page, not a traceback
+    response = p.goto(f"{arena.url}/bots/no-such-bot", wait_until="load")
+    assert response is not None and response.status == 404
+    body = p.locator("body").inner_text()
+    assert "Traceback" not in body and "no-such-bot" in body
+    # the browser logs the 404 response itself as a console error; nothing else
+    assert all("404" in e for e in page.errors), page.errors
+    page.errors.clear()
+
+
+def test_the_live_page_lists_running_matches(arena: LiveArena, page: Watched) -> None:
+    p = page.page
+    arena.wait("a running match", lambda: _running(arena), 30)
+    p.goto(f"{arena.url}/live", wait_until="load")
+    links = p.locator('a[href^="/matches/"]')
+    p.wait_for_function("document.querySelectorAll('a[href^=\"/matches/\"]').length > 0",
+                        timeout=15_000)
+    assert links.count() >= 1
+    page.check()
+
+
+def _pages(arena: LiveArena) -> dict[str, str]:
+    finished = _match_id(_finished(arena)[0])
+    arena.wait("a running match", lambda: _running(arena), 30)
+    running = _match_id(_running(arena)[0])
+    return {"leaderboard": "/", "bot": "/bots/smart", "match-finished": f"/matches/{finished}",
+            "match-live": f"/matches/{running}", "live": "/live"}
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_every_page_fits_the_window(arena: LiveArena, browser: Browser,
+                                    size: tuple[int, int]) -> None:
+    phone = size == PHONE
+    label = "phone" if phone else "desktop"
+    for name, path in _pages(arena).items():
+        with watched_page(browser, size, phone=phone) as page:
+            response = page.page.goto(arena.url + path, wait_until="load")
+            assert response is not None and response.status == 200, path
+            assert page.page.evaluate("innerWidth") == size[0]
+            _no_overflow(page.page)
+            shot = page.screenshot(f"{name}-{label}")
+            assert shot.stat().st_size > 8_000  # a blank page is a few kB
+            page.check()
+
