@@ -14,7 +14,7 @@ from __future__ import annotations
 from cfarena.engine.dealing import RoundDeal
 from cfarena.engine.events import Event, EventKind, RoundEnd
 from cfarena.engine.moves import DRAW, PASS, Move, MoveKind
-from cfarena.engine.observation import Observation, PlacedTile
+from cfarena.engine.observation import Observation, PlacedTile, PublicView
 from cfarena.engine.outcome import MatchEnd, Outcome, RoundOutcome, rank_seats
 from cfarena.engine.play import apply_move, fallback_move, legal_moves, needs_decision, new_match
 from cfarena.engine.render import render
@@ -30,7 +30,13 @@ from cfarena.engine.rules import (
 )
 from cfarena.engine.state import IllegalMoveError, MatchState
 from cfarena.engine.tiles import Tile, full_set
-from cfarena.engine.views import determinize, observe, visible_events
+from cfarena.engine.views import (
+    determinize,
+    observe,
+    public_events,
+    public_view,
+    visible_events,
+)
 
 __all__ = [
     "DRAW",
@@ -48,6 +54,7 @@ __all__ = [
     "Outcome",
     "PlacedTile",
     "PlayDrawn",
+    "PublicView",
     "ResolvedRules",
     "RoundDeal",
     "RoundEnd",
@@ -65,6 +72,8 @@ __all__ = [
     "needs_decision",
     "new_match",
     "observe",
+    "public_events",
+    "public_view",
     "rank_seats",
     "render",
     "visible_events",

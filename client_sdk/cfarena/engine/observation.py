@@ -67,3 +67,27 @@ class Observation:
     def open_ends(self) -> tuple[PlacedTile, ...]:
         """Placed tiles that still accept a child."""
         return tuple(p for p in self.layout if p.children < p.capacity)
+
+
+@dataclass(frozen=True, slots=True)
+class PublicView:
+    """What anyone watching the table may know (no seat's hand, no boneyard order, no
+    seed): built only by `public_view(state)`, for spectators of a running match."""
+
+    rules: ResolvedRules
+    round_index: int
+    round_double: Tile
+    layout: tuple[PlacedTile, ...]  # indexed by node id
+    pending: int | None  # node id of the pending double, if any
+    hand_sizes: tuple[int, ...]  # every seat's hand size
+    boneyard_size: int
+    current_seat: int | None  # whose turn it is (None once the match is over)
+    current_has_drawn: bool  # whether the seat to move has drawn this turn
+    round_scores: tuple[tuple[int, ...], ...]  # scores of finished rounds, per seat
+    totals: tuple[int, ...]  # match totals so far
+    event_count: int  # how many events the match has had
+    over: bool  # the match has ended
+
+    @property
+    def players(self) -> int:
+        return self.rules.players

@@ -1,7 +1,9 @@
 """What leaves the engine for one seat (RULES.md §6), and sampling states back from it.
 
 `observe` and `visible_events` are the only ways a seat's view is built:
-they copy public facts and the seat's own hand, nothing else.
+they copy public facts and the seat's own hand, nothing else. `public_view` and
+`public_events` are a spectator's (no seat): public facts only, every drawn tile
+blanked.
 `determinize` goes the other way for Monte Carlo bots: it samples a full
 state consistent with an observation.
 """
@@ -12,7 +14,7 @@ import random
 
 from cfarena.engine.dealing import randbelow, shuffle_in_place
 from cfarena.engine.events import Event, RoundEnd
-from cfarena.engine.observation import Observation
+from cfarena.engine.observation import Observation, PublicView
 from cfarena.engine.outcome import RoundOutcome
 from cfarena.engine.rules import check_resolved
 from cfarena.engine.state import NO_NODE, NO_TILE, MatchState
@@ -59,6 +61,35 @@ def visible_events(state: MatchState, seat: int, start: int = 0) -> list[Event]:
     """`state.events[start:]` as `seat` may see them (others' drawn tiles blanked)."""
     _check_seat(state, seat)
     return [e.seen_by(seat) for e in state.events[start:]]
+
+
+def public_view(state: MatchState) -> PublicView:
+    """Everything a spectator may know now: the layout, hand sizes, boneyard count,
+    whose turn, scores; no tile of any hand or of the boneyard."""
+    return PublicView(
+        state.rules,
+        state.round_index,
+        state.round_double,
+        state.layout(),
+        state.pending,
+        tuple([len(h) for h in state._hands]),
+        state.boneyard_size,
+        state.current_seat,
+        state._has_drawn,
+        state._round_scores,
+        state._totals,
+        state.event_offset + len(state.events),
+        state.is_over,
+    )
+
+
+def public_events(state: MatchState, start: int = 0) -> list[Event]:
+    """`state.events[start:]` as a spectator may see them: every drawn tile blanked
+    (a draw says who drew, not what)."""
+    return [e.seen_by(_NO_SEAT) for e in state.events[start:]]
+
+
+_NO_SEAT = -1  # a viewer that is no seat: `Event.seen_by` hides every seat's draw
 
 
 def determinize(obs: Observation, rng: random.Random) -> MatchState:

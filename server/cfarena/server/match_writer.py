@@ -65,6 +65,8 @@ class MatchWriter:
         self._nudge = asyncio.Event()
         self._closing = False
         self._outage_since: float | None = None
+        # told of every record once it is stored (on the loop; must return at once)
+        self.on_written: list[Callable[[StoredMatch], None]] = []
 
     # ----------------------------------------------------------- the state
     @property
@@ -165,6 +167,8 @@ class MatchWriter:
                 delay = min(delay * 2, self.max_delay)
                 continue
             self.written += 1
+            for hook in self.on_written:
+                hook(record)
             return
 
 

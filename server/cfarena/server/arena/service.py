@@ -18,7 +18,9 @@ Nothing a bot or a fault does stops it or loses a match:
   stream is ended with the shutdown status; what could not be stored within 10 s
   is written to `cfarena-unsaved-<timestamp>.jsonl` in the working directory;
 - on start, matches outside any tournament left `running` by a referee that was
-  killed are marked aborted ("referee stopped").
+  killed are marked aborted ("referee stopped");
+- `pause()` (the web API's admin action) starts no new table until `resume()`;
+  running matches play on.
 """
 
 from __future__ import annotations
@@ -114,11 +116,21 @@ class Arena:
         self._first_seen: dict[EntrantKey, float] = {}
         self._stop = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
+        self.paused = False  # no new table while set (running matches play on)
+        # told of each match record once it is stored (the web page's live updates)
+        self.on_stored: list[Callable[[StoredMatch], None]] = []
 
     # ---------------------------------------------------------------- running
     def stop(self) -> None:
         """Stop as SIGINT/SIGTERM do."""
         self._stop.set()
+
+    def pause(self) -> None:
+        """Start no new table until `resume()`; running matches finish."""
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
 
     async def run(self) -> ServeResult:
         """Run matches among connected registered bots until stopped (or `max_matches`
@@ -132,6 +144,7 @@ class Arena:
                                              **dict(config.referee_options))
         await server.start()
         self.writer = writer = MatchWriter(self.db, self.report)
+        writer.on_written = self.on_stored
         writer.start()
         result = ServeResult()
         poller = loop.create_task(self._poll_forever())
@@ -297,6 +310,9 @@ class Arena:
                                                or self.stats.started < config.max_matches):
                 if len(running) >= config.concurrency:
                     await asyncio.wait({*running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                if self.paused:
+                    await pause(IDLE_POLL_S)
                     continue
                 table = pick_table(self.entrants(), config.players, self._rng, config.ladder)
                 if table is None:

@@ -23,6 +23,7 @@ from cfarena.server.ops import OpsConfig, operations
 from cfarena.server.referee import TimeControl
 from cfarena.server.referee.transport import ServerTls, TlsError
 from cfarena.server.storage import Database, StorageError
+from cfarena.server.web import AdminTokenError, LiveHub, WebSite, read_admin_token
 
 
 def _port_problem(host: str, port: int) -> str | None:
@@ -81,6 +82,9 @@ def serve_cmd(
         "[default: no HTTP server]")] = None,
     http_host: Annotated[str | None, typer.Option(
         "--http-host", help="address of the HTTP server [default: --host]")] = None,
+    admin_token_file: Annotated[Path | None, typer.Option(
+        "--admin-token-file", help="a file holding the web API's admin token (16 "
+        "characters or more) [default: no admin actions]")] = None,
     db_url: str = DbOption,
 ) -> None:
     """Run the competition ladder for bots registered with `cfarena bots add`.
@@ -107,6 +111,14 @@ def serve_cmd(
         ladder=LadderPolicy(starve_after_s=starve_after),
     )
     ops_config = _ops_config(tls_cert, tls_key, http_host or host, http_port)
+    admin_token = None
+    if admin_token_file is not None:
+        if http_port is None:
+            fail("--admin-token-file needs --http-port")
+        try:
+            admin_token = read_admin_token(admin_token_file)
+        except AdminTokenError as exc:
+            fail(str(exc))
     with database(db_url) as db:
         if not db.list_bots():
             fail("no registered bots: add one with `cfarena bots add NAME`")
@@ -119,7 +131,7 @@ def serve_cmd(
                 fail(f"cannot listen on {ops_config.http_host}:{ops_config.http_port}: "
                      f"{problem}")
         try:
-            result = asyncio.run(_run_arena(db, config, ops_config))
+            result = asyncio.run(_run_arena(db, config, ops_config, admin_token))
         except (OSError, StorageError) as exc:
             fail(str(exc))
     aborted = f" ({result.aborted} aborted)" if result.aborted else ""
@@ -129,10 +141,19 @@ def serve_cmd(
         raise typer.Exit(1)
 
 
-async def _run_arena(db: Database, config: ArenaConfig, ops_config: OpsConfig) -> ServeResult:
-    """The arena, with its operations side (metrics, the HTTP server, TLS) around it."""
-    async with operations(ops_config, say) as ops:
-        return await Arena(db, replace(config, referee_options=ops.referee_options())).run()
+async def _run_arena(db: Database, config: ArenaConfig, ops_config: OpsConfig,
+                     admin_token: str | None = None) -> ServeResult:
+    """The arena, with its operations side (metrics, the HTTP server with the web page
+    and JSON API, TLS) around it."""
+    web = None
+    if ops_config.http_port is not None:
+        web = WebSite(db, config.pool, LiveHub(), admin_token=admin_token)
+    async with operations(ops_config, say, web) as ops:
+        arena = Arena(db, replace(config, referee_options=ops.referee_options()))
+        if web is not None:
+            web.ladder = arena
+            arena.on_stored.append(web.hub.stored)
+        return await arena.run()
 
 
 def _ops_config(tls_cert: Path | None, tls_key: Path | None, http_host: str,

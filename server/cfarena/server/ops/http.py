@@ -1,5 +1,5 @@
-"""The arena's HTTP side: a Starlette app (/metrics for now; the web page of the
-standings will add its routes) served by uvicorn on the referee's own event loop.
+"""The arena's HTTP side: an ASGI app (`make_app`: /metrics alone; with the web page,
+`cfarena.server.web.make_web_app`) served by uvicorn on the referee's own event loop.
 
 `HttpServer.start()` binds the port itself (a port in use is an OSError with one
 line, not uvicorn's log and exit) and runs uvicorn's server as a task of the
@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from cfarena.server.ops.metrics import CONTENT_TYPE, ArenaMetrics
 
@@ -46,7 +47,7 @@ class _Embedded(uvicorn.Server):
 class HttpServer:
     """Serves an ASGI app on HOST:PORT in the running event loop."""
 
-    def __init__(self, app: Starlette, host: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, host: str, port: int) -> None:
         self.app = app
         self.host = host
         self.port = port

@@ -19,7 +19,7 @@ from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
-from cfarena.server.referee.observer import RefereeObserver
+from cfarena.server.referee.observer import MatchWatcher, RefereeObserver
 from cfarena.server.wire import encode
 from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
@@ -40,9 +40,11 @@ class MatchRunner:
         key: str | None = None,
         initial_state: MatchState | None = None,
         observer: RefereeObserver | None = None,
+        watcher: MatchWatcher | None = None,
     ) -> None:
         self.match_id = match_id
         self.observer = observer
+        self.watcher = watcher
         self.seats = list(seats)
         self.players = len(seats)
         self.law = MatchLaw(match_id, rules, seed, seat_bots, time_control,
@@ -62,10 +64,15 @@ class MatchRunner:
         """Play the match; on cancellation the record is marked aborted and re-raised."""
         law = self.law
         law.start()
+        watcher = self.watcher
+        if watcher is not None:
+            watcher.playing(self.match_id, law.state)
         try:
             await self._start()
             observer = self.observer
             while (decision := law.next_decision()) is not None:
+                if watcher is not None:
+                    watcher.moved(self.match_id)
                 reply = await self._ask(decision)
                 fault = law.reply(reply)
                 if observer is not None:
@@ -85,6 +92,8 @@ class MatchRunner:
             for conn in self.seats:
                 conn.matches.pop(self.match_id, None)
                 conn.pending.pop(self.match_id, None)
+            if watcher is not None:
+                watcher.ended(self.match_id, self.record)
         return self.record
 
     async def _start(self) -> None:

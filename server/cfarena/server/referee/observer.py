@@ -1,4 +1,5 @@
-"""What the referee reports as it runs, for metrics (cfarena.server.ops.metrics).
+"""What the referee reports as it runs, for metrics (cfarena.server.ops.metrics) and
+spectators (`MatchWatcher`: the web page's live view, cfarena.server.web.hub).
 
 A `RefereeObserver` is given to `RefereeServer(observer=...)`; the server and
 its match runners call it where things happen. Every call is made on the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from cfarena.engine.state import MatchState
 from cfarena.server.match_record import FaultKind, MatchRecord
 
 
@@ -31,3 +33,21 @@ class RefereeObserver(Protocol):
 
     def faulted(self, kind: FaultKind) -> None:
         """A seat committed a fault (the law recorded it)."""
+
+
+class MatchWatcher(Protocol):
+    """Told of each match's state as it is played (the live view of the web page).
+
+    Called on the referee's event loop, on the decision path: return at once, no I/O.
+    The state object is the referee's own: read it only during a call (or on the
+    loop until `ended`), never change it, never let full information out of it.
+    """
+
+    def playing(self, match_id: str, state: MatchState) -> None:
+        """The match started; `state` is its live state (it changes as play goes on)."""
+
+    def moved(self, match_id: str) -> None:
+        """The state changed (moves applied since the last call)."""
+
+    def ended(self, match_id: str, record: MatchRecord) -> None:
+        """The match ended (finished or aborted); no more calls for it."""

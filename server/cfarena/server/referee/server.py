@@ -18,7 +18,7 @@ from cfarena.engine.state import MatchState
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.match_runner import MatchRunner
-from cfarena.server.referee.observer import RefereeObserver
+from cfarena.server.referee.observer import MatchWatcher, RefereeObserver
 from cfarena.server.referee.service import GRPC_RECEIVE_LIMIT, ArenaService, method_handlers
 from cfarena.server.referee.tokens import PassRegistry, SeatPass, TokenRegistry
 from cfarena.server.referee.transport import DEFAULT_KEEPALIVE, Keepalive, ServerTls
@@ -52,6 +52,7 @@ class RefereeServer:
         keepalive: Keepalive = DEFAULT_KEEPALIVE,
         tls: ServerTls | None = None,
         observer: RefereeObserver | None = None,
+        watcher: MatchWatcher | None = None,
     ) -> None:
         self.tokens = tokens
         # one-time credentials of the bot processes the arena itself starts
@@ -69,6 +70,8 @@ class RefereeServer:
         self.tls = tls
         # told of connections, matches, decisions and faults (metrics); None: nobody
         self.observer = observer
+        # told of each match's state as it is played (the live web view); None: nobody
+        self.watcher = watcher
         # grpc.health.v1: SERVING from start() until stop() begins, then NOT_SERVING
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]  # grpc-stubs
         self._connections: dict[str, list[BotConnection]] = {}
@@ -320,6 +323,7 @@ class RefereeServer:
             key=key,
             initial_state=initial_state,
             observer=self.observer,
+            watcher=self.watcher,
         )
         task = asyncio.get_running_loop().create_task(runner.run())
         self._matches.add(task)

@@ -124,6 +124,28 @@ class ArenaStore:
                 out.setdefault(match_id, []).append(((bot_id, version), int(rank or 0)))
             return list(out.values())
 
+    # -- what may be shown of a match (the web page) -----------------------------
+
+    def same_deal(self, match_id: str) -> list[tuple[str, int | None, MatchStatus]]:
+        """(id, tournament id, status) of every stored match dealt with the same seed
+        as `match_id` (itself included; [] if there is no such match): a duplicate
+        tournament plays one deal in several rotations, and the deal of one may be
+        shown only once all of them are over."""
+        with self._session() as s:
+            seed = select(Match.seed).where(Match.id == match_id).scalar_subquery()
+            rows = s.execute(select(Match.id, Match.tournament_id, Match.status)
+                             .where(Match.seed == seed))
+            return [(i, t, MatchStatus(st)) for i, t, st in rows]
+
+    def finished_count(self, pool: str) -> int:
+        """Finished matches of `pool` ("global": all)."""
+        with self._session() as s:
+            query = select(func.count()).select_from(Match).where(
+                Match.status == MatchStatus.FINISHED.value)
+            if pool != "global":
+                query = query.where(Match.pool == pool)
+            return int(s.scalar(query) or 0)
+
     # -- what a bot's owner sees ------------------------------------------------
 
     def bot_versions(self, name: str) -> list[VersionHistory]:

@@ -1,0 +1,22 @@
+"""The arena's web page and JSON API (docs/WEB.md): `make_web_app(site)` builds the
+FastAPI app that `cfarena serve --http-port` serves next to /metrics.
+
+| module | what |
+|---|---|
+| `app.py` | the app: routers, static files, error pages |
+| `pages.py`, `templates/`, `static/` | the HTML pages (Jinja2) and their little JavaScript |
+| `api.py`, `schemas.py` | the JSON API and its OpenAPI models; admin actions |
+| `data.py` | database reads behind both (run in a worker thread) |
+| `disclosure.py` | what of a match may be shown (seed, log, hands): pure rules |
+| `live.py`, `hub.py` | the live view: public messages, and the hub that fans them out |
+| `chart.py` | the rating chart as inline SVG |
+| `site.py` | what the app serves from (database, hub, pool, admin token, arena) |
+"""
+
+from __future__ import annotations
+
+from cfarena.server.web.app import make_web_app
+from cfarena.server.web.hub import LiveHub
+from cfarena.server.web.site import AdminTokenError, WebSite, read_admin_token
+
+__all__ = ["AdminTokenError", "LiveHub", "WebSite", "make_web_app", "read_admin_token"]

@@ -1,0 +1,179 @@
+"""What the pages and the JSON API show, read from the database (synchronous: run it
+in a worker thread, never on the event loop).
+
+Everything here goes through `disclosure` before it leaves: a match's seed, log
+and hands only when its deal is over everywhere; never a token, a token hash, a
+tournament's config (its master seed) or a bot's command line.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from cfarena.server.cli.bot_report import bot_report
+from cfarena.server.cli.report import ladder_rows, standings_rows
+from cfarena.server.storage import (
+    Database,
+    MatchDetail,
+    MatchInfo,
+    MatchStatus,
+    SeatInfo,
+    StorageError,
+)
+from cfarena.server.web.disclosure import deal_revealed
+
+LEADERBOARD_TTL_S = 2.0  # the Bradley-Terry bootstrap is costly: at most this often
+RECENT_MATCHES = 20
+FAULTS_SHOWN = 50
+
+
+class NotFound(Exception):
+    """No such bot or match (the message says which)."""
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="seconds")
+
+
+def seat_json(s: SeatInfo) -> dict[str, Any]:
+    return {"seat": s.seat, "bot": s.bot_name, "total": s.total, "rank": s.rank,
+            "forfeited": s.forfeited, "faults": s.faults}
+
+
+def match_summary(m: MatchInfo) -> dict[str, Any]:
+    """A match in a list: no seed, no log (see `match_json` for one match)."""
+    return {
+        "id": m.id, "status": m.status.value, "pool": m.pool, "players": m.players,
+        "tournament_id": m.tournament_id, "reason": m.reason,
+        "created_at": iso(m.created_at), "started_at": iso(m.started_at),
+        "finished_at": iso(m.finished_at), "duration_s": m.duration_s,
+        "seats": [seat_json(s) for s in sorted(m.seats, key=lambda s: s.seat)],
+    }
+
+
+def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
+    """One match: its result, scores per round and faults; its seed and the link to
+    its log only if `revealed` (`disclosure.deal_revealed`)."""
+    m = detail.match
+    out = match_summary(m)
+    out["round_scores"] = detail.round_scores or []
+    out["faults"] = [
+        {"seat": f.seat, "bot": f.bot_name, "kind": f.kind.value, "detail": f.detail,
+         "turn": f.at_turn, "at": iso(f.created_at)} for f in detail.faults]
+    out["revealed"] = revealed
+    out["seed"] = str(m.seed) if revealed else None
+    out["log"] = f"/api/matches/{m.id}/log" if revealed and detail.log_sha256 else None
+    return out
+
+
+@dataclass
+class _Cached:
+    key: tuple[str, int]
+    at: float
+    value: dict[str, Any]
+
+
+class WebData:
+    """The database reads behind the pages and the API (each call: a few queries)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._lock = threading.Lock()
+        self._leaderboard: dict[str, _Cached] = {}
+
+    # ------------------------------------------------------------ leaderboard
+    def leaderboard(self, pool: str) -> dict[str, Any]:
+        """The ladder of `pool` (latest version of each bot, by the online rating),
+        with the Bradley-Terry 95% interval, games, win share, points per round and
+        faults; recomputed when a match has finished since, at most every 2 s."""
+        finished = self.db.finished_count(pool)
+        with self._lock:  # one computation at a time; the others wait and share it
+            cached = self._leaderboard.get(pool)
+            now = time.monotonic()
+            if cached is not None and (cached.key == (pool, finished)
+                                       or now - cached.at < LEADERBOARD_TTL_S):
+                return cached.value
+            value = self._compute_leaderboard(pool, finished)
+            self._leaderboard[pool] = _Cached((pool, finished), now, value)
+            return value
+
+    def _compute_leaderboard(self, pool: str, finished: int) -> dict[str, Any]:
+        per_bot = {r["bot"]: r for r in standings_rows(self.db, None, pool)}
+        rows = []
+        for rank, r in enumerate(ladder_rows(self.db, pool), 1):
+            bot = per_bot.get(r["bot"], {})
+            matches = bot.get("matches", 0)
+            rows.append({
+                "rank": rank, "bot": r["bot"], "version": r["version"],
+                "versions": r["versions"], "rating": round(r["skill_elo"]),
+                "score": r["score"], "mu": r["mu"], "sigma": r["sigma"],
+                "interval": (None if r["ci_low"] is None
+                             else [round(r["ci_low"]), round(r["ci_high"])]),
+                "bt_rating": None if r["bt_elo"] is None else round(r["bt_elo"]),
+                "games": r["games"],
+                "matches": matches,
+                "win_share": round(bot["wins"] / matches, 3) if matches else None,
+                "points_per_round": bot.get("mean_score"),
+                "faults": bot.get("faults", 0),
+            })
+        return {"pool": pool, "finished": finished, "rows": rows}
+
+    # ------------------------------------------------------------------- bots
+    def bot(self, name: str, pool: str) -> dict[str, Any]:
+        """A bot's page: versions (ratings, latency), its rating after each match,
+        recent matches and faults. NotFound if there is no such bot."""
+        if not any(b.name == name for b in self.db.list_bots()):
+            raise NotFound(f"no bot named {name!r}")
+        try:
+            report = bot_report(self.db, name, pool, FAULTS_SHOWN)
+        except StorageError as exc:  # removed meanwhile
+            raise NotFound(str(exc)) from None
+        history = [{"match": p.match_id, "rating": round(p.elo_after, 1), "at": iso(p.created_at)}
+                   for p in self.db.rating_history(name, pool)]
+        recent = [match_summary(m) for m in self.db.list_matches(bot=name, limit=RECENT_MATCHES)]
+        return {"bot": name, "pool": pool, "versions": report["versions"],
+                "faults": report["faults"], "rating_history": history,
+                "recent_matches": recent}
+
+    # ---------------------------------------------------------------- matches
+    def matches(self, bot: str | None, status: MatchStatus | None, limit: int
+                ) -> list[dict[str, Any]]:
+        return [match_summary(m) for m in self.db.list_matches(None, bot, status, limit)]
+
+    def match(self, match_id: str) -> dict[str, Any]:
+        """One match (see `match_json`); NotFound if there is none."""
+        detail = self.db.get_match(match_id)
+        if detail is None:
+            raise NotFound(f"no match {match_id!r}")
+        return match_json(detail, deal_revealed(self.db.same_deal(match_id)))
+
+    def log(self, match_id: str) -> dict[str, Any] | None:
+        """The game log of a match whose deal is over everywhere; None while it may
+        not be shown; NotFound if there is no such match or no log."""
+        deal = self.db.same_deal(match_id)
+        if not deal:
+            raise NotFound(f"no match {match_id!r}")
+        if not deal_revealed(deal):
+            return None
+        log = self.db.get_log(match_id)
+        if log is None:
+            raise NotFound(f"no game log for match {match_id!r}")
+        return log
+
+    def status(self, match_id: str) -> MatchStatus | None:
+        found = [st for i, _t, st in self.db.same_deal(match_id) if i == match_id]
+        return found[0] if found else None
+
+    def running(self, limit: int = 50) -> list[dict[str, Any]]:
+        return self.matches(None, MatchStatus.RUNNING, limit)
+
+
+def round_rows(detail: dict[str, Any]) -> list[list[int]]:
+    """Scores by round, as stored (rows: rounds; columns: seats)."""
+    rows: Sequence[Sequence[int]] = detail.get("round_scores") or []
+    return [list(r) for r in rows]

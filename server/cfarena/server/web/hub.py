@@ -1,0 +1,214 @@
+"""The live hub: spectators of running matches and of the ladder, fed from the
+referee without ever holding it up.
+
+`LiveHub` is the referee's `MatchWatcher` (called on the event loop, on the
+decision path) and the arena's "match stored" hook. Each viewer has a bounded
+queue; publishing is `put_nowait`: a viewer whose queue is full is dropped (its
+stream ends; the page reconnects), never waited for. The number of viewers is
+capped (`TooManyViewers`). A message for a match is built once per change, and
+only while somebody watches that match (`live.live_message`, from the engine's
+public view: no hand, no boneyard order, no seed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cfarena.engine import public_events, public_view
+from cfarena.engine.state import MatchState
+from cfarena.server.match_record import MatchRecord
+from cfarena.server.storage import MatchStatus, StoredMatch
+from cfarena.server.web.live import RECENT_EVENTS, live_message
+
+MAX_VIEWERS = 200  # SSE streams at once (all pages together)
+QUEUE_SIZE = 256  # messages a viewer may lag behind before it is dropped
+ENDED_KEPT = 256  # matches remembered as ended, not yet stored
+
+
+class TooManyViewers(Exception):
+    """The hub's viewer cap is reached."""
+
+
+class Viewer:
+    """One SSE stream: a bounded queue of (event name, JSON text); None ends it."""
+
+    def __init__(self, hub: LiveHub, size: int) -> None:
+        self.hub = hub
+        self.queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(size)
+        self.group: set[Viewer] | None = None  # the hub's set it is in
+        self.active = True  # counted among the hub's viewers
+        self.dropped = False
+
+    def offer(self, kind: str, data: str) -> None:
+        """Queue a message, or drop this viewer if it lags too far behind."""
+        if not self.active:
+            return
+        try:
+            self.queue.put_nowait((kind, data))
+        except asyncio.QueueFull:
+            self.dropped = True
+            self.close()
+
+    def close(self) -> None:
+        """End the stream: after what is queued, or at once when dropped."""
+        if not self.active:
+            return
+        self.hub.forget(self)
+        if self.dropped:
+            while not self.queue.empty():
+                self.queue.get_nowait()
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(None)
+
+    async def messages(self) -> AsyncIterator[tuple[str, str]]:
+        """The stream's messages until it is closed (the caller gone: forgotten)."""
+        try:
+            while (item := await self.queue.get()) is not None:
+                yield item
+        finally:
+            self.hub.forget(self)
+
+
+@dataclass
+class _Live:
+    state: MatchState
+    sent: int = 0  # events published so far
+    viewers: set[Viewer] = field(default_factory=set)
+
+
+class LiveHub:
+    """Watches the referee's matches for the web page's viewers (see the module doc)."""
+
+    def __init__(self, max_viewers: int = MAX_VIEWERS, queue_size: int = QUEUE_SIZE) -> None:
+        self.max_viewers = max_viewers
+        self.queue_size = queue_size
+        self._live: dict[str, _Live] = {}
+        self._waiting: dict[str, set[Viewer]] = {}  # viewers of a match not started yet
+        self._ended: dict[str, set[Viewer]] = {}  # ended, not stored yet
+        self._ladder: set[Viewer] = set()  # /api/events
+        self.viewers = 0  # viewers now
+        self.dropped = 0  # viewers dropped for lagging (for tests and operators)
+        self.messages = 0  # match messages built (for tests)
+
+    # ---------------------------------------------------------------- viewers
+    def _new_viewer(self, group: set[Viewer]) -> Viewer:
+        if self.viewers >= self.max_viewers:
+            raise TooManyViewers(f"too many viewers (at most {self.max_viewers})")
+        self.viewers += 1
+        viewer = Viewer(self, self.queue_size)
+        viewer.group = group
+        group.add(viewer)
+        return viewer
+
+    def forget(self, viewer: Viewer) -> None:
+        """Take a viewer out (idempotent)."""
+        if not viewer.active:
+            return
+        viewer.active = False
+        self.viewers -= 1
+        if viewer.dropped:
+            self.dropped += 1
+        if viewer.group is not None:
+            viewer.group.discard(viewer)
+            viewer.group = None
+
+    def watch_ladder(self) -> Viewer:
+        """A viewer of matches started and ended (the leaderboard)."""
+        return self._new_viewer(self._ladder)
+
+    def watch_match(self, match_id: str) -> Viewer:
+        """A viewer of one match: a snapshot at once if it is being played, then its
+        changes; "ended" when it ends, "stored" when its record is stored."""
+        live = self._live.get(match_id)
+        if live is not None:
+            if live.viewers:
+                self._publish(live)  # catch the others up first
+            else:
+                live.sent = live.state.event_count
+            first = max(0, live.sent - RECENT_EVENTS)
+            msg = json.dumps(live_message(public_view(live.state),
+                                          public_events(live.state, first), first))
+            viewer = self._new_viewer(live.viewers)
+            viewer.offer("snapshot", msg)
+        elif match_id in self._ended:
+            viewer = self._new_viewer(self._ended[match_id])
+            viewer.offer("ended", json.dumps({"match": match_id}))
+        else:
+            viewer = self._new_viewer(self._waiting.setdefault(match_id, set()))
+        return viewer
+
+    def forget_waiting(self, match_id: str) -> None:
+        """Drop the empty waiting list of a match that is not going to be played."""
+        if not self._waiting.get(match_id):
+            self._waiting.pop(match_id, None)
+
+    # -------------------------------------------------- the referee's watcher
+    def playing(self, match_id: str, state: MatchState) -> None:
+        live = self._live[match_id] = _Live(state, state.event_count)
+        waiting = self._waiting.pop(match_id, set())
+        if waiting:
+            msg = json.dumps(live_message(public_view(state), public_events(state),
+                                          0))
+            for viewer in waiting:
+                viewer.group = live.viewers
+                live.viewers.add(viewer)
+                viewer.offer("snapshot", msg)
+        self._tell_ladder("started", {"match": match_id})
+
+    def moved(self, match_id: str) -> None:
+        live = self._live.get(match_id)
+        if live is not None and live.viewers:
+            self._publish(live)
+
+    def ended(self, match_id: str, record: MatchRecord) -> None:
+        live = self._live.pop(match_id, None)
+        if live is None:
+            return
+        status = {"match": match_id, "status": record.status.value}
+        if live.viewers:
+            self._publish(live)
+            text = json.dumps(status)
+            for viewer in list(live.viewers):
+                viewer.offer("ended", text)
+            self._ended[match_id] = live.viewers
+        while len(self._ended) > ENDED_KEPT:  # never stored (the database away for long)
+            for viewer in list(self._ended.pop(next(iter(self._ended)))):
+                viewer.close()
+        self._tell_ladder("ended", status)
+
+    def stored(self, record: StoredMatch) -> None:
+        """The arena stored a match's record: its page may show the result now."""
+        status = {"match": record.match_id, "status": record.status.value}
+        text = json.dumps(status)
+        for group in (self._ended.pop(record.match_id, set()),
+                      self._waiting.pop(record.match_id, set())):
+            for viewer in list(group):
+                viewer.offer("stored", text)
+                viewer.close()
+        kind = "finished" if record.status is MatchStatus.FINISHED else "aborted"
+        self._tell_ladder(kind, status)
+
+    # --------------------------------------------------------------- internals
+    def _publish(self, live: _Live) -> None:
+        state = live.state
+        msg = json.dumps(live_message(public_view(state), public_events(state, live.sent),
+                                      live.sent))
+        live.sent = state.event_count
+        self.messages += 1
+        for viewer in list(live.viewers):
+            viewer.offer("update", msg)
+
+    def _tell_ladder(self, kind: str, data: dict[str, Any]) -> None:
+        if self._ladder:
+            text = json.dumps(data)
+            for viewer in list(self._ladder):
+                viewer.offer(kind, text)
+
+    def running(self) -> list[str]:
+        """The ids of the matches being played."""
+        return list(self._live)

@@ -1,0 +1,88 @@
+"""The HTML pages (server-rendered Jinja2 templates; `static/live.js` updates them
+from the server-sent events). Stable hooks for tests: the ids and data-* attributes
+of docs/WEB.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
+
+from cfarena.server.replay.html import render_html
+from cfarena.server.web.chart import rating_chart
+from cfarena.server.web.data import NotFound
+from cfarena.server.web.site import WebSite
+
+TEMPLATES = Jinja2Templates(directory=str(__import__("pathlib").Path(__file__).parent
+                                          / "templates"))
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+TEMPLATES.env.filters["fmt"] = _fmt
+TEMPLATES.env.filters["pct"] = _pct
+
+
+def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    site: WebSite = request.app.state.site
+    return TEMPLATES.TemplateResponse(request, name, {"pool": site.pool, **context},
+                                      status_code=status)
+
+
+def make_router() -> APIRouter:
+    pages = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+
+    @pages.get("/")
+    async def leaderboard(request: Request, pool: str | None = None) -> Response:
+        site: WebSite = request.app.state.site
+        board = await site.read(site.data.leaderboard, pool or site.pool)
+        running = await site.read(site.data.running)
+        return page(request, "leaderboard.html", board=board, running=running,
+                    shown_pool=pool or site.pool)
+
+    @pages.get("/live")
+    async def live(request: Request) -> Response:
+        site: WebSite = request.app.state.site
+        running = await site.read(site.data.running)
+        return page(request, "live.html", running=running)
+
+    @pages.get("/bots/{name}")
+    async def bot(request: Request, name: str, pool: str | None = None) -> Response:
+        site: WebSite = request.app.state.site
+        info = await site.read(site.data.bot, name, pool or site.pool)
+        history = info["rating_history"]
+        chart = rating_chart([p["rating"] for p in history],
+                             [f"{p['match']} ({p['at']})" for p in history])
+        return page(request, "bot.html", info=info, chart=Markup(chart))
+
+    @pages.get("/matches/{match_id}")
+    async def match(request: Request, match_id: str) -> Response:
+        site: WebSite = request.app.state.site
+        info = await site.read(site.data.match, match_id)
+        return page(request, "match.html", match=info,
+                    by_seat=sorted(info["seats"], key=lambda s: s["seat"]))
+
+    @pages.get("/matches/{match_id}/replay")
+    async def replay(request: Request, match_id: str) -> Response:
+        site: WebSite = request.app.state.site
+        log = await site.read(site.data.log, match_id)
+        if log is None:
+            return page(request, "message.html", status=409, title="Replay not available yet",
+                        message="The replay is shown once every match with this deal is over.")
+        text = await site.read(render_html, log)
+        return HTMLResponse(text)
+
+    return pages
+
+
+def not_found_page(request: Request, exc: NotFound) -> Response:
+    return page(request, "message.html", status=404, title="Not found", message=str(exc))

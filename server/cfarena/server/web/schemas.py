@@ -1,0 +1,131 @@
+"""The JSON API's response bodies (pydantic models: FastAPI derives /openapi.json
+from them, and the tests validate every answer against that description)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class LeaderboardRow(BaseModel):
+    rank: int
+    bot: str
+    version: str = Field(description='the version the bot reported ("" for none)')
+    versions: int = Field(description="how many versions of the bot were rated")
+    rating: int = Field(description="online rating, Elo-like: 1500 + 29.5 (mu - 3 sigma)")
+    score: float = Field(description="mu - 3 sigma, what the ladder ranks by")
+    mu: float
+    sigma: float
+    interval: list[int] | None = Field(
+        description="95% bootstrap interval of the Bradley-Terry check (Elo scale)")
+    bt_rating: int | None = Field(description="the Bradley-Terry check's estimate")
+    games: int = Field(description="rated matches of this version")
+    matches: int = Field(description="finished matches of the bot (all versions) in the pool")
+    win_share: float | None = Field(description="share of those matches it won (rank 1)")
+    points_per_round: float | None = Field(description="average points per round (lower is "
+                                           "better)")
+    faults: int
+
+
+class Leaderboard(BaseModel):
+    pool: str
+    finished: int = Field(description="finished matches of the pool")
+    rows: list[LeaderboardRow]
+
+
+class Seat(BaseModel):
+    seat: int
+    bot: str
+    total: int | None
+    rank: int | None
+    forfeited: bool
+    faults: int
+
+
+class MatchSummary(BaseModel):
+    id: str
+    status: str = Field(description="scheduled, running, finished or aborted")
+    pool: str
+    players: int
+    tournament_id: int | None
+    reason: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    duration_s: float | None
+    seats: list[Seat]
+
+
+class Fault(BaseModel):
+    seat: int
+    bot: str
+    kind: str
+    detail: str
+    turn: int | None
+    at: str | None
+
+
+class MatchDetail(MatchSummary):
+    round_scores: list[list[int]] = Field(description="points per round (rows), per seat")
+    faults: list[Fault]
+    revealed: bool = Field(description="whether the deal (seed, log, hands) may be shown: "
+                           "every match dealt with this seed is over")
+    seed: str | None = Field(description="the deal's seed (decimal), only when revealed")
+    log: str | None = Field(description="URL of the game log, only when revealed")
+
+
+class BotVersion(BaseModel):
+    version: str
+    matches: int
+    first: str
+    last: str
+    score: float | None
+    skill_elo: float | None
+    decisions: int
+    median_ms: float | None
+    p99_ms: float | None
+
+
+class BotFault(BaseModel):
+    match: str
+    seat: int
+    turn: int | None
+    kind: str
+    detail: str
+    at: str
+
+
+class RatingPoint(BaseModel):
+    match: str
+    rating: float = Field(description="the bot's Elo in the pool after this match")
+    at: str | None
+
+
+class Bot(BaseModel):
+    bot: str
+    pool: str
+    versions: list[BotVersion]
+    faults: list[BotFault]
+    rating_history: list[RatingPoint]
+    recent_matches: list[MatchSummary]
+
+
+class NewToken(BaseModel):
+    name: str
+    token: str = Field(description="the bot's token, shown only in this answer")
+
+
+class BotName(BaseModel):
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+
+
+class Done(BaseModel):
+    ok: bool
+    detail: str
+
+
+class Ladder(BaseModel):
+    paused: bool
+
+
+class Problem(BaseModel):
+    detail: str

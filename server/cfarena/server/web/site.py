@@ -1,0 +1,61 @@
+"""Everything the web app serves from: the database reads, the live hub, the pool,
+the admin token, and (once it runs) the arena, for the admin actions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from cfarena.server.storage import Database
+from cfarena.server.web.data import WebData
+from cfarena.server.web.hub import LiveHub
+
+_T = TypeVar("_T")
+
+
+class Ladder(Protocol):
+    """What the admin actions need of the arena (`cfarena.server.arena.Arena`)."""
+
+    paused: bool
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class AdminTokenError(Exception):
+    """The admin token file cannot be used (one line)."""
+
+
+def read_admin_token(path: Path) -> str:
+    """The admin token in `path` (surrounding whitespace dropped): at least 16
+    characters. AdminTokenError otherwise."""
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise AdminTokenError(f"--admin-token-file {path}: no such file") from None
+    except (OSError, UnicodeError) as exc:
+        raise AdminTokenError(f"--admin-token-file {path}: {exc}") from None
+    if len(token) < 16:
+        raise AdminTokenError(f"--admin-token-file {path}: the token must be at least 16 "
+                              "characters")
+    return token
+
+
+@dataclass
+class WebSite:
+    db: Database
+    pool: str  # the arena's pool: the leaderboard's default
+    hub: LiveHub
+    admin_token: str | None = None  # None: admin actions answer 403
+    ladder: Ladder | None = None  # the arena, once it runs
+
+    def __post_init__(self) -> None:
+        self.data = WebData(self.db)
+
+    async def read(self, fn: Callable[..., _T], *args: object) -> _T:
+        """`fn(*args)` in a worker thread (database reads never run on the loop)."""
+        return await asyncio.to_thread(fn, *args)
