@@ -61,12 +61,11 @@ class Viewer(threading.Thread):
     def _path(self) -> str | None:
         if not self.live:
             return "/api/events"
-        running = self.arena.json("/api/matches?status=running&limit=50")
-        rows = running["matches"] if isinstance(running, dict) else running
+        rows = self.arena.json("/api/matches?status=running&limit=50")
         if not rows:
             return None
         row = rows[hash(self.name) % len(rows)]
-        return f"/api/matches/{row.get('id') or row['match_id']}/live"
+        return f"/api/matches/{row['id']}/live"
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -126,9 +125,7 @@ def _histogram_p99(before: dict[str, float], after: dict[str, float]) -> str:
 
 
 def _finished_ids(arena: LiveArena) -> set[str]:
-    rows = arena.json("/api/matches?status=finished&limit=1000")
-    rows = rows["matches"] if isinstance(rows, dict) else rows
-    return {str(r.get("id") or r["match_id"]) for r in rows}
+    return {str(r["id"]) for r in arena.json("/api/matches?status=finished&limit=500")}
 
 
 def _latencies(arena: LiveArena, ids: set[str]) -> tuple[list[float], list[float]]:
@@ -143,8 +140,7 @@ def _latencies(arena: LiveArena, ids: set[str]) -> tuple[list[float], list[float
             if ms is None:
                 continue
             every.append(ms)
-            name = seats[action["seat"]]
-            if (name if isinstance(name, str) else name.get("bot", name.get("name"))) in QUICK:
+            if seats[action["seat"]] in QUICK:
                 quick.append(ms)
     return quick, every
 
