@@ -59,7 +59,7 @@ async def operations(config: OpsConfig, report: Callable[[str], None],
     ops = Operations(config, ArenaMetrics(), web=web)
     if config.http_port is not None:
         if web is not None:
-            from cfarena.server.web import make_web_app  # the web app imports ops.metrics
+            from cfarena.server.web.app import make_web_app  # it imports ops.metrics
 
             app: Any = make_web_app(web, ops.metrics)
         else:

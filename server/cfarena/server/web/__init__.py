@@ -1,5 +1,6 @@
-"""The arena's web page and JSON API (docs/WEB.md): `make_web_app(site)` builds the
-FastAPI app that `cfarena serve --http-port` serves next to /metrics.
+"""The arena's web page and JSON API (docs/WEB.md): `web.app.make_web_app(site)` builds
+the FastAPI app that `cfarena serve --http-port` serves next to /metrics (imported
+from its module: the CLI imports this package, and the app imports the CLI's reports).
 
 | module | what |
 |---|---|
@@ -15,8 +16,7 @@ FastAPI app that `cfarena serve --http-port` serves next to /metrics.
 
 from __future__ import annotations
 
-from cfarena.server.web.app import make_web_app
 from cfarena.server.web.hub import LiveHub
 from cfarena.server.web.site import AdminTokenError, WebSite, read_admin_token
 
-__all__ = ["AdminTokenError", "LiveHub", "WebSite", "make_web_app", "read_admin_token"]
+__all__ = ["AdminTokenError", "LiveHub", "WebSite", "read_admin_token"]

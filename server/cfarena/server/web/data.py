@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cfarena.server.cli.bot_report import bot_report
-from cfarena.server.cli.report import ladder_rows, standings_rows
 from cfarena.server.storage import (
     Database,
     MatchDetail,
@@ -103,6 +101,9 @@ class WebData:
             return value
 
     def _compute_leaderboard(self, pool: str, finished: int) -> dict[str, Any]:
+        # the CLI's queries (`cfarena standings`), imported here: the CLI imports this
+        from cfarena.server.cli.report import ladder_rows, standings_rows
+
         per_bot = {r["bot"]: r for r in standings_rows(self.db, None, pool)}
         rows = []
         for rank, r in enumerate(ladder_rows(self.db, pool), 1):
@@ -127,6 +128,8 @@ class WebData:
     def bot(self, name: str, pool: str) -> dict[str, Any]:
         """A bot's page: versions (ratings, latency), its rating after each match,
         recent matches and faults. NotFound if there is no such bot."""
+        from cfarena.server.cli.bot_report import bot_report  # `cfarena bots show`'s
+
         if not any(b.name == name for b in self.db.list_bots()):
             raise NotFound(f"no bot named {name!r}")
         try:

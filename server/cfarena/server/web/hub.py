@@ -196,6 +196,8 @@ class LiveHub:
     # --------------------------------------------------------------- internals
     def _publish(self, live: _Live) -> None:
         state = live.state
+        if state.event_count == live.sent:  # every change of the table is an event
+            return
         msg = json.dumps(live_message(public_view(state), public_events(state, live.sent),
                                       live.sent))
         live.sent = state.event_count

@@ -1,0 +1,226 @@
+"""A real `cfarena serve` with its web page, and dial-in bot processes, for the web
+tests: started as subprocesses (each in its own process group, stopped by it, also
+on failure), read over real HTTP (urllib, and a thread per server-sent-event stream)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError
+from urllib.request import Request, urlopen
+
+from cfarena.server.credentials import hash_token
+from cfarena.server.storage import open_database
+from tests.cli.helpers import CFARENA
+
+ADMIN_TOKEN = "admin-token-for-the-web-tests-0123456789"
+SAMPLES = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
+           "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
+LISTENING = re.compile(r"referee listening on [^:]+:(\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class SseStream:
+    """Every event of one server-sent-event stream, as (monotonic time, event, data)."""
+
+    events: list[tuple[float, str, str]] = field(default_factory=list)
+    status: int | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    conn: http.client.HTTPConnection | None = None
+
+    def kinds(self) -> list[str]:
+        return [kind for _t, kind, _d in self.events]
+
+    def close(self) -> None:
+        conn = self.conn
+        if conn is not None and conn.sock is not None:
+            with suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+
+
+class WebArena:
+    """serve (with --http-port and an admin token) and bots; see `web_arena`."""
+
+    def __init__(self, directory: Path, db: str) -> None:
+        self.dir, self.db = directory, db
+        self.http_port = free_port()
+        self.port = 0
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.tokens: dict[str, str] = {}
+        self.streams: list[SseStream] = []
+
+    # --------------------------------------------------------------- processes
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        with open(self.dir / f"{name}.err", "wb") as err:
+            self.procs[name] = subprocess.Popen(
+                argv, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=err,
+                env={**os.environ, **(env or {})}, start_new_session=True)
+
+    def serve(self, *args: str, admin: bool = True) -> None:
+        token_file = self.dir / "admin-token"
+        token_file.write_text(ADMIN_TOKEN + "\n")
+        admin_args = ["--admin-token-file", str(token_file)] if admin else []
+        self.start("serve", [CFARENA, "serve", "--port", "0", "--http-port",
+                             str(self.http_port), *admin_args, "--db", self.db, *args])
+        self.wait("serve listening", lambda: LISTENING.search(self.err()) is not None, 30)
+        found = LISTENING.search(self.err())
+        assert found is not None
+        self.port = int(found[1])
+
+    def add_bot(self, name: str) -> str:
+        token = f"token-of-{name}-0123456789"
+        with open_database(self.db) as db:
+            db.ensure_bot(name, hash_token(token))
+        self.tokens[name] = token
+        return token
+
+    def bot(self, name: str, sample: str, token: str | None = None, *args: str) -> None:
+        self.start(name, [sys.executable, "-m", "cfarena.sdk", "run", SAMPLES[sample],
+                          "--server", f"127.0.0.1:{self.port}",
+                          f"--token={token or self.tokens[name]}", "--retries", "50", "-q",
+                          *args], {"CFARENA_MC_BUDGET_MS": "3"})
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def stop_all(self) -> None:
+        for stream in self.streams:
+            stream.close()
+        for name in [n for n in self.procs if n != "serve"]:
+            self.stop(name)
+        self.stop("serve")
+
+    def err(self, name: str = "serve") -> str:
+        path = self.dir / f"{name}.err"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def wait(self, what: str, condition: Callable[[], bool], timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            serve = self.procs.get("serve")
+            if serve is not None and serve.poll() is not None:
+                raise AssertionError(f"{what}: serve exited {serve.returncode}: {self.err()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}: {self.err()[-3000:]}")
+            time.sleep(0.05)
+
+    # -------------------------------------------------------------------- HTTP
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def request(self, method: str, path: str, body: Any = None,
+                token: str | None = None) -> Reply:
+        headers = {"Accept": "*/*"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        req = Request(self.base + path, data=data, headers=headers, method=method)
+        try:
+            with urlopen(req, timeout=30) as resp:
+                return Reply(resp.status, dict(resp.headers), resp.read())
+        except HTTPError as exc:
+            return Reply(exc.code, dict(exc.headers), exc.read())
+
+    def get(self, path: str) -> Reply:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any = None, token: str | None = ADMIN_TOKEN) -> Reply:
+        return self.request("POST", path, body, token)
+
+    def sse(self, path: str) -> SseStream:
+        """Record the server-sent events of `path` in a thread until the stream ends
+        (or `close()`)."""
+        stream = SseStream()
+        self.streams.append(stream)
+
+        def run() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=60)
+            stream.conn = conn
+            try:
+                conn.request("GET", path, headers={"Accept": "text/event-stream"})
+                resp = conn.getresponse()
+                stream.status = resp.status
+                kind, data = "message", []
+                while True:
+                    line = resp.fp.readline()
+                    if not line:
+                        break
+                    text = line.decode("utf-8").rstrip("\r\n")
+                    if text.startswith("event:"):
+                        kind = text[6:].strip()
+                    elif text.startswith("data:"):
+                        data.append(text[5:].strip())
+                    elif text == "":
+                        if data:
+                            stream.events.append((time.monotonic(), kind, "\n".join(data)))
+                        kind, data = "message", []
+            except OSError:
+                pass
+            finally:
+                conn.close()
+                stream.done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        return stream
+
+
+@contextmanager
+def web_arena(directory: Path, db: str, bots: dict[str, str], *serve_args: str,
+              admin: bool = True) -> Iterator[WebArena]:
+    """serve on `db` with the web page, and one dial-in process per bot (name ->
+    sample), all stopped at the end."""
+    arena = WebArena(directory, db)
+    try:
+        for name in bots:
+            arena.add_bot(name)
+        arena.serve(*serve_args, admin=admin)
+        for name, sample in bots.items():
+            arena.bot(name, sample)
+        yield arena
+    finally:
+        arena.stop_all()

@@ -1,0 +1,186 @@
+"""The web page's pure pieces, one at a time: what of a match may be shown, the live
+hub (bounded queues, slow viewers dropped, a viewer cap, messages only when watched),
+the rating chart and the admin token file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cfarena.engine import Rules, apply_move, legal_moves, new_match
+from cfarena.server.match_record import MatchRecord, TimeControl
+from cfarena.server.storage import MatchStatus, StoredMatch
+from cfarena.server.web import AdminTokenError, LiveHub, read_admin_token
+from cfarena.server.web.chart import rating_chart
+from cfarena.server.web.disclosure import deal_revealed, is_over
+
+F, R, A, S = (MatchStatus.FINISHED, MatchStatus.RUNNING, MatchStatus.ABORTED,
+              MatchStatus.SCHEDULED)
+
+
+@pytest.mark.parametrize(("deal", "shown"), [
+    ([], False),                                     # no such match
+    ([("m", None, F)], True),                        # a ladder match, finished
+    ([("m", None, R)], False),                       # running
+    ([("m", None, S)], False),                       # pending
+    ([("m", None, A)], True),                        # a ladder match cut off: never dealt again
+    ([("m", 1, A)], False),                          # a tournament's: played again, same seed
+    ([("r0", 1, F), ("r1", 1, F), ("r2", 1, F)], True),   # every rotation over
+    ([("r0", 1, F), ("r1", 1, R), ("r2", 1, F)], False),  # rotation 2 still running
+    ([("r0", 1, F), ("r1", 1, S)], False),           # rotation 2 not played yet
+    ([("r0", 1, F), ("r1", 1, A)], False),           # rotation 2 to be played again
+    ([("r0", 1, F), ("x", None, R)], False),         # the same seed elsewhere, running
+])
+def test_a_deal_is_shown_only_when_every_match_of_it_is_over(
+        deal: list[tuple[str, int | None, MatchStatus]], shown: bool) -> None:
+    assert deal_revealed(deal) is shown
+
+
+def test_over_means_never_played_again() -> None:
+    assert [is_over(t, st) for t, st in [(None, F), (None, A), (1, F), (1, A), (None, R),
+                                         (None, S)]] == [True, True, True, False, False, False]
+
+
+def _record(match_id: str, status: MatchStatus = F) -> MatchRecord:
+    return MatchRecord(match_id, Rules.preset("standard"), 2, 5, ["a", "b"], TimeControl(),
+                       status=status)
+
+
+def _state(seed: int = 5):  # type: ignore[no-untyped-def]
+    return new_match(Rules.preset("standard").with_options(rounds="single"), players=2,
+                     seed=seed)
+
+
+def _drain(viewer) -> list[tuple[str, dict]]:  # type: ignore[no-untyped-def, type-arg]
+    out = []
+    while not viewer.queue.empty():
+        item = viewer.queue.get_nowait()
+        if item is None:
+            out.append(("<end>", {}))
+        else:
+            out.append((item[0], json.loads(item[1])))
+    return out
+
+
+def test_a_match_nobody_watches_costs_no_message() -> None:
+    async def run() -> None:
+        hub = LiveHub()
+        state = _state()
+        hub.playing("m1", state)
+        for _ in range(20):
+            apply_move(state, legal_moves(state)[0])
+            hub.moved("m1")
+        assert hub.messages == 0
+        viewer = hub.watch_match("m1")
+        apply_move(state, legal_moves(state)[0])
+        hub.moved("m1")
+        assert hub.messages == 1
+        (kind0, snap), (kind1, update) = _drain(viewer)
+        assert (kind0, kind1) == ("snapshot", "update")
+        # the update carries only the events after the snapshot, numbered on from it
+        assert [e["i"] for e in update["events"]] == list(
+            range(snap["event_count"], update["event_count"]))
+    asyncio.run(run())
+
+
+def test_viewers_see_ended_then_stored_then_the_stream_ends() -> None:
+    async def run() -> None:
+        hub = LiveHub()
+        early = hub.watch_match("m2")  # before the match starts
+        state = _state()
+        hub.playing("m2", state)
+        late = hub.watch_match("m2")
+        hub.ended("m2", _record("m2"))
+        hub.stored(StoredMatch("m2"))
+        for viewer in (early, late):
+            assert [k for k, _ in _drain(viewer)] == ["snapshot", "ended", "stored", "<end>"]
+        assert hub.viewers == 0
+    asyncio.run(run())
+
+
+def test_a_slow_viewer_is_dropped_not_waited_for() -> None:
+    async def run() -> None:
+        hub = LiveHub(queue_size=4)
+        state = _state()
+        hub.playing("m3", state)
+        slow, fast = hub.watch_match("m3"), hub.watch_match("m3")
+        for _ in range(10):
+            apply_move(state, legal_moves(state)[0])
+            hub.moved("m3")  # synchronous: it cannot wait for anybody
+            _drain(fast)
+        assert slow.dropped and not fast.dropped
+        assert hub.dropped == 1 and hub.viewers == 1
+        assert [k for k, _ in _drain(slow)] == ["<end>"]  # its stream ends at once
+    asyncio.run(run())
+
+
+def test_the_number_of_viewers_is_capped() -> None:
+    async def run() -> None:
+        hub = LiveHub(max_viewers=2)
+        first = hub.watch_ladder()
+        hub.watch_match("x")
+        with pytest.raises(Exception, match="too many viewers"):
+            hub.watch_ladder()
+        first.close()
+        hub.watch_ladder()  # a place is free again
+        assert hub.viewers == 2
+    asyncio.run(run())
+
+
+def test_the_ladder_stream_tells_started_ended_finished() -> None:
+    async def run() -> None:
+        hub = LiveHub()
+        viewer = hub.watch_ladder()
+        hub.playing("m4", _state())
+        hub.ended("m4", _record("m4"))
+        hub.stored(StoredMatch("m4"))
+        hub.stored(StoredMatch("m5", status=MatchStatus.ABORTED))
+        assert _drain(viewer) == [("started", {"match": "m4"}),
+                                  ("ended", {"match": "m4", "status": "finished"}),
+                                  ("finished", {"match": "m4", "status": "finished"}),
+                                  ("aborted", {"match": "m5", "status": "aborted"})]
+    asyncio.run(run())
+
+
+def test_live_messages_hold_no_hidden_tile() -> None:
+    async def run() -> None:
+        hub = LiveHub()
+        state = _state(9)
+        hub.playing("m6", state)
+        viewer = hub.watch_match("m6")
+        while not state.is_over:
+            apply_move(state, legal_moves(state)[0])
+            hidden = {str(t) for s in range(2) for t in state.hand(s)} | {
+                str(t) for t in state.boneyard()}
+            hub.moved("m6")
+            for _kind, msg in _drain(viewer):
+                text = json.dumps(msg)
+                assert not {t for t in re.findall(r"\d+-\d+", text)} & hidden
+                assert {"hands", "hand", "boneyard_tiles", "seed"}.isdisjoint(msg)
+    asyncio.run(run())
+
+
+def test_rating_chart() -> None:
+    svg = rating_chart([1500, 1520.5, 1490, 1610], ["a", "b", "c", "d"])
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert 'data-points="4"' in svg and svg.count("<circle") == 4
+    assert "<title>d: 1610</title>" in svg
+    assert "no rated match yet" in rating_chart([])
+    assert rating_chart([1500]).count("<circle") == 1  # one point: no division by zero
+    assert "&lt;script&gt;" in rating_chart([1, 2], ["<script>", "x"])
+
+
+def test_admin_token_file(tmp_path: Path) -> None:
+    good = tmp_path / "t"
+    good.write_text("  0123456789abcdef0123\n")
+    assert read_admin_token(good) == "0123456789abcdef0123"
+    short = tmp_path / "s"
+    short.write_text("short\n")
+    with pytest.raises(AdminTokenError, match="at least 16 characters"):
+        read_admin_token(short)
+    with pytest.raises(AdminTokenError, match="no such file"):
+        read_admin_token(tmp_path / "missing")
