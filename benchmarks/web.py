@@ -43,7 +43,8 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1]))  # tests.web.live_arena and tests.browser
 
 from tests.browser import chromium, watched_page  # noqa: E402
-from tests.web.live_arena import LiveArena, live_arena  # noqa: E402
+from tests.web.arena import WebArena  # noqa: E402
+from tests.web.live_arena import get_json, live_arena  # noqa: E402
 
 QUICK = {"random", "greedy", "smart"}
 
@@ -52,7 +53,7 @@ class Viewer(threading.Thread):
     """A plain-HTTP SSE client: reads a stream line by line until told to stop; with
     `live`, it follows running matches' live streams one after another."""
 
-    def __init__(self, arena: LiveArena, stop: threading.Event, live: bool) -> None:
+    def __init__(self, arena: WebArena, stop: threading.Event, live: bool) -> None:
         super().__init__(daemon=True)
         self.arena, self.stop, self.live = arena, stop, live
         self.events = self.bytes = self.streams = self.refused = 0
@@ -61,7 +62,7 @@ class Viewer(threading.Thread):
     def _path(self) -> str | None:
         if not self.live:
             return "/api/events"
-        rows = self.arena.json("/api/matches?status=running&limit=50")
+        rows = get_json(self.arena, "/api/matches?status=running&limit=50")
         if not rows:
             return None
         row = rows[hash(self.name) % len(rows)]
@@ -124,16 +125,16 @@ def _histogram_p99(before: dict[str, float], after: dict[str, float]) -> str:
     return f"<= {bound * 1000:g} ms" if bound != float("inf") else "> the last bucket"
 
 
-def _finished_ids(arena: LiveArena) -> set[str]:
-    return {str(r["id"]) for r in arena.json("/api/matches?status=finished&limit=500")}
+def _finished_ids(arena: WebArena) -> set[str]:
+    return {str(r["id"]) for r in get_json(arena, "/api/matches?status=finished&limit=500")}
 
 
-def _latencies(arena: LiveArena, ids: set[str]) -> tuple[list[float], list[float]]:
+def _latencies(arena: WebArena, ids: set[str]) -> tuple[list[float], list[float]]:
     """(quick bots' ms, all ms) of the decisions in these matches' logs."""
     quick: list[float] = []
     every: list[float] = []
     for match in ids:
-        log = arena.json(f"/api/matches/{match}/log")
+        log = get_json(arena, f"/api/matches/{match}/log")
         seats = log["seats"]
         for action in log["actions"]:
             ms = action.get("ms")
@@ -152,13 +153,13 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _page_loads(arena: LiveArena, paths: dict[str, str], loads: int) -> dict[str, list[float]]:
+def _page_loads(arena: WebArena, paths: dict[str, str], loads: int) -> dict[str, list[float]]:
     """Navigation timing (ms from request start to the load event) of each page."""
     times: dict[str, list[float]] = {name: [] for name in paths}
     with chromium() as browser, watched_page(browser) as page:
         for _ in range(loads):
             for name, path in paths.items():
-                page.page.goto(arena.url + path, wait_until="load")
+                page.page.goto(arena.base + path, wait_until="load")
                 times[name].append(float(page.page.evaluate(
                     "(() => { const n = performance.getEntriesByType('navigation')[0];"
                     " return n.loadEventEnd - n.requestStart; })()")))
@@ -166,18 +167,18 @@ def _page_loads(arena: LiveArena, paths: dict[str, str], loads: int) -> dict[str
     return times
 
 
-def _phase(arena: LiveArena, args: argparse.Namespace, viewers: int) -> dict[str, Any]:
+def _phase(arena: WebArena, args: argparse.Namespace, viewers: int) -> dict[str, Any]:
     stop = threading.Event()
     threads = [Viewer(arena, stop, live) for _ in range(viewers) for live in (True, False)]
     for thread in threads:
         thread.start()
     time.sleep(2.0 if threads else 0.0)  # the streams open
     finished_before = _finished_ids(arena)
-    metrics_before, t0 = _scrape(arena.url + "/metrics"), time.monotonic()
+    metrics_before, t0 = _scrape(arena.base + "/metrics"), time.monotonic()
     match = sorted(finished_before)[0]
     loads = _page_loads(arena, {"/": "/", "match": f"/matches/{match}"}, args.loads)
     time.sleep(max(0.0, args.seconds - (time.monotonic() - t0)))
-    metrics_after, elapsed = _scrape(arena.url + "/metrics"), time.monotonic() - t0
+    metrics_after, elapsed = _scrape(arena.base + "/metrics"), time.monotonic() - t0
     new = _finished_ids(arena) - finished_before
     stop.set()
     for thread in threads:
@@ -210,7 +211,7 @@ def main() -> None:
         db = args.db or f"sqlite:///{tmp / 'arena.db'}"
         with live_arena(tmp / "arena", db, rounds=args.rounds, mc_budget_ms=args.mc_budget_ms,
                         concurrency=args.concurrency) as arena:
-            arena.wait("a finished match", lambda: _finished_ids(arena), 120)
+            arena.wait("a finished match", lambda: bool(_finished_ids(arena)), 120)
             results = [_phase(arena, args, 0), _phase(arena, args, args.viewers)]
     print(f"cfarena serve, 4 sample bots (montecarlo {args.mc_budget_ms} ms a decision), "
           f"{args.concurrency} matches at once, {args.rounds}-round standard 4p matches; "

@@ -21,7 +21,8 @@ from playwright.sync_api import Browser, Page
 from tests.browser import DESKTOP, PHONE, Watched, watched_page
 from tests.pg import PgCluster
 
-from .live_arena import POOL, SAMPLES, LiveArena, live_arena
+from .arena import SAMPLES, WebArena
+from .live_arena import POOL, get_json, live_arena
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 TILE = re.compile(r"\b\d{1,2}-\d{1,2}\b")  # a tile written as text: "3-5"
@@ -29,21 +30,23 @@ TILE = re.compile(r"\b\d{1,2}-\d{1,2}\b")  # a tile written as text: "3-5"
 
 @pytest.fixture(scope="module")
 def arena(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[LiveArena]:
+          ) -> Iterator[WebArena]:
     db = pg_cluster.create_database("web_pages_browser")
     with live_arena(tmp_path_factory.mktemp("arena"), db) as running:
-        running.wait("a finished match and a running one", lambda: _finished(running)
-                     and _running(running), 60)
+        running.wait("a finished match and a running one",
+                     lambda: bool(_finished(running) and _running(running)), 60)
         yield running
+    # whatever the pages asked, serve logged no traceback and stopped cleanly
+    assert "Traceback" not in running.err(), running.err()[-5000:]
 
 
-def _finished(arena: LiveArena) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = arena.json("/api/matches?status=finished&limit=50")
+def _finished(arena: WebArena) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = get_json(arena, "/api/matches?status=finished&limit=50")
     return rows
 
 
-def _running(arena: LiveArena) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = arena.json("/api/matches?status=running&limit=50")
+def _running(arena: WebArena) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = get_json(arena, "/api/matches?status=running&limit=50")
     return rows
 
 
@@ -70,10 +73,10 @@ COLUMNS = {"rank", "bot", "version", "rating", "interval", "games", "win-share",
            "points-per-round", "faults"}
 
 
-def test_the_leaderboard_updates_live_as_matches_finish(arena: LiveArena, page: Watched
+def test_the_leaderboard_updates_live_as_matches_finish(arena: WebArena, page: Watched
                                                         ) -> None:
     p = page.page
-    response = p.goto(f"{arena.url}/?pool={POOL}", wait_until="load")
+    response = p.goto(f"{arena.base}/?pool={POOL}", wait_until="load")
     assert response is not None and response.status == 200
     rows = _leaderboard(p)
     assert set(rows) == set(SAMPLES), rows
@@ -103,30 +106,30 @@ def test_the_leaderboard_updates_live_as_matches_finish(arena: LiveArena, page: 
     after = int(counter.get_attribute("data-count") or "-1")
     assert after > before
     # what the page shows agrees with the API
-    board = arena.json(f"/api/leaderboard?pool={POOL}")
+    board = get_json(arena, f"/api/leaderboard?pool={POOL}")
     assert board["finished"] >= after
     api = {r["bot"]: r for r in board["rows"]}
     shown = _leaderboard(p)
     for name in SAMPLES:
         assert int(shown[name]["games"]) <= int(api[name]["games"])
     # the running matches are listed, each linking to its page
-    items = p.locator("#running li[data-match]")
-    for i in range(items.count()):
-        match = items.nth(i).get_attribute("data-match")
-        assert items.nth(i).locator(f'a[href="/matches/{match}"]').count() == 1
+    unlinked = p.evaluate("""() => Array.from(document.querySelectorAll(
+        '#running li[data-match]')).filter(li =>
+        !li.querySelector(`a[href="/matches/${li.dataset.match}"]`)).map(li => li.outerHTML)""")
+    assert unlinked == []
     page.check()
 
 
-def test_a_live_match_is_followed_to_its_end(arena: LiveArena, page: Watched) -> None:
+def test_a_live_match_is_followed_to_its_end(arena: WebArena, page: Watched) -> None:
     p = page.page
-    arena.wait("a running match", lambda: _running(arena), 30)
+    arena.wait("a running match", lambda: bool(_running(arena)), 30)
     match = _match_id(_running(arena)[0])
-    p.goto(f"{arena.url}/matches/{match}", wait_until="load")
+    p.goto(f"{arena.base}/matches/{match}", wait_until="load")
     main = p.locator("main")
     if main.get_attribute("data-status") != "running":  # it ended meanwhile: the next one
-        arena.wait("a running match", lambda: _running(arena), 30)
+        arena.wait("a running match", lambda: bool(_running(arena)), 30)
         match = _match_id(_running(arena)[0])
-        p.goto(f"{arena.url}/matches/{match}", wait_until="load")
+        p.goto(f"{arena.base}/matches/{match}", wait_until="load")
     assert main.get_attribute("data-status") == "running"
     live = p.locator("#live")
     assert live.is_visible()
@@ -154,22 +157,22 @@ def test_a_live_match_is_followed_to_its_end(arena: LiveArena, page: Watched) ->
     # not navigate; the page may reload itself to the server-rendered view)
     p.wait_for_function("document.querySelector('main')?.dataset.status === 'finished'",
                         timeout=60_000)
-    assert p.url == f"{arena.url}/matches/{match}"
+    assert p.url == f"{arena.base}/matches/{match}"
     p.locator("#result").wait_for(state="visible", timeout=10_000)
     placings = p.locator("#result").inner_text()
     assert all(name in placings for name in SAMPLES), placings
     # nothing the page held while the match ran carried its seed
-    detail = arena.json(f"/api/matches/{match}")
+    detail = get_json(arena, f"/api/matches/{match}")
     assert detail["status"] == "finished" and detail["revealed"] is True
     seed = str(detail["seed"])
     assert len(seed) >= 6 and all(seed not in html for html in seen_html)
     page.check()
 
 
-def test_a_finished_match_page(arena: LiveArena, page: Watched) -> None:
+def test_a_finished_match_page(arena: WebArena, page: Watched) -> None:
     p = page.page
     match = _match_id(_finished(arena)[0])
-    p.goto(f"{arena.url}/matches/{match}", wait_until="load")
+    p.goto(f"{arena.base}/matches/{match}", wait_until="load")
     assert p.get_attribute("main", "data-status") == "finished"
     placings = p.locator("#result").inner_text()
     assert all(name in placings for name in SAMPLES), placings
@@ -186,9 +189,9 @@ def test_a_finished_match_page(arena: LiveArena, page: Watched) -> None:
     page.check()
 
 
-def test_a_bot_page(arena: LiveArena, page: Watched) -> None:
+def test_a_bot_page(arena: WebArena, page: Watched) -> None:
     p = page.page
-    p.goto(f"{arena.url}/bots/montecarlo", wait_until="load")
+    p.goto(f"{arena.base}/bots/montecarlo", wait_until="load")
     chart = p.locator("#rating-chart svg, svg#rating-chart")
     assert chart.count() == 1
     assert chart.locator("path, polyline, circle").count() >= 1
@@ -203,7 +206,7 @@ def test_a_bot_page(arena: LiveArena, page: Watched) -> None:
     page.screenshot("bot-desktop")
     page.check()
     # an unknown bot: a 404 page, not a traceback
-    response = p.goto(f"{arena.url}/bots/no-such-bot", wait_until="load")
+    response = p.goto(f"{arena.base}/bots/no-such-bot", wait_until="load")
     assert response is not None and response.status == 404
     body = p.locator("body").inner_text()
     assert "Traceback" not in body and "no-such-bot" in body
@@ -212,10 +215,10 @@ def test_a_bot_page(arena: LiveArena, page: Watched) -> None:
     page.errors.clear()
 
 
-def test_the_live_page_lists_running_matches(arena: LiveArena, page: Watched) -> None:
+def test_the_live_page_lists_running_matches(arena: WebArena, page: Watched) -> None:
     p = page.page
-    arena.wait("a running match", lambda: _running(arena), 30)
-    p.goto(f"{arena.url}/live", wait_until="load")
+    arena.wait("a running match", lambda: bool(_running(arena)), 30)
+    p.goto(f"{arena.base}/live", wait_until="load")
     links = p.locator('a[href^="/matches/"]')
     p.wait_for_function("document.querySelectorAll('a[href^=\"/matches/\"]').length > 0",
                         timeout=15_000)
@@ -223,32 +226,33 @@ def test_the_live_page_lists_running_matches(arena: LiveArena, page: Watched) ->
     page.check()
 
 
-def _pages(arena: LiveArena) -> dict[str, str]:
+def _pages(arena: WebArena) -> dict[str, str]:
     finished = _match_id(_finished(arena)[0])
-    arena.wait("a running match", lambda: _running(arena), 30)
+    arena.wait("a running match", lambda: bool(_running(arena)), 30)
     running = _match_id(_running(arena)[0])
     return {"leaderboard": "/", "bot": "/bots/smart", "match-finished": f"/matches/{finished}",
             "match-live": f"/matches/{running}", "live": "/live"}
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_every_page_fits_the_window(arena: LiveArena, browser: Browser,
+def test_every_page_fits_the_window(arena: WebArena, browser: Browser,
                                     size: tuple[int, int]) -> None:
     phone = size == PHONE
     label = "phone" if phone else "desktop"
-    for name, path in _pages(arena).items():
-        with watched_page(browser, size, phone=phone) as page:
-            response = page.page.goto(arena.url + path, wait_until="load")
+    with watched_page(browser, size, phone=phone) as page:
+        for name, path in _pages(arena).items():
+            response = page.page.goto(arena.base + path, wait_until="load")
             assert response is not None and response.status == 200, path
             assert page.page.evaluate("innerWidth") == size[0]
             _no_overflow(page.page)
             if name == "leaderboard":  # the columns that rank bots are in sight
-                for col in ("rank", "bot", "rating", "games"):
-                    cells = page.page.locator(f"#leaderboard td[data-col={col}]")
-                    for i in range(cells.count()):
-                        box = cells.nth(i).bounding_box()
-                        assert box is not None and box["x"] >= 0 and \
-                            box["x"] + box["width"] <= size[0], (label, col, box)
+                outside = page.page.evaluate("""() => Array.from(document.querySelectorAll(
+                    '#leaderboard td[data-col=rank], #leaderboard td[data-col=bot],' +
+                    '#leaderboard td[data-col=rating], #leaderboard td[data-col=games]'))
+                    .map(td => [td.dataset.col, td.getBoundingClientRect()])
+                    .filter(([c, r]) => r.left < 0 || r.right > innerWidth)
+                    .map(([c, r]) => `${c}: ${r.left}-${r.right}`)""")
+                assert outside == [], (label, outside)
             shot = page.screenshot(f"{name}-{label}")
             assert shot.stat().st_size > 8_000  # a blank page is a few kB
             page.check()
