@@ -11,6 +11,7 @@ Screenshots of each page at both sizes are kept in the artefacts directory
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -120,39 +121,65 @@ def test_the_leaderboard_updates_live_as_matches_finish(arena: WebArena, page: W
     page.check()
 
 
+# Every server-sent event the page consumes, handed to the test as it arrives (the page
+# reloads itself when its match ends, so nothing is kept in the page).
+RECORD_SSE = """(() => {
+  const add = EventSource.prototype.addEventListener;
+  EventSource.prototype.addEventListener = function (type, listener, ...rest) {
+    const url = this.url;
+    return add.call(this, type, (e) => { window.cfSeen(url, type, String(e.data));
+                                         return listener(e); }, ...rest);
+  };
+})()"""
+PUBLIC_KINDS = {"round_start", "draw_off", "centre", "play"}  # events whose tile is public
+
+
+def _public_tiles(log: dict[str, Any]) -> dict[int, set[str]]:
+    """Per round, the tiles everyone saw in it: the round double, draw-offs, plays."""
+    public: dict[int, set[str]] = {}
+    for event in log["events"]:
+        if event["kind"] in PUBLIC_KINDS:
+            public.setdefault(event["round"], set()).add(str(event["tile"]))
+    return public
+
+
 def test_a_live_match_is_followed_to_its_end(arena: WebArena, page: Watched) -> None:
     p = page.page
-    arena.wait("a running match", lambda: bool(_running(arena)), 30)
-    match = _match_id(_running(arena)[0])
-    p.goto(f"{arena.base}/matches/{match}", wait_until="load")
-    main = p.locator("main")
-    if main.get_attribute("data-status") != "running":  # it ended meanwhile: the next one
+    received: list[tuple[str, str, str]] = []
+    p.expose_function("cfSeen", lambda url, kind, data: received.append((url, kind, data)))
+    p.add_init_script(RECORD_SSE)
+    match = ""
+    for _ in range(3):  # a running match (the one picked may end before the page opens)
         arena.wait("a running match", lambda: bool(_running(arena)), 30)
         match = _match_id(_running(arena)[0])
         p.goto(f"{arena.base}/matches/{match}", wait_until="load")
+        if p.get_attribute("main", "data-status") == "running":
+            break
+    main = p.locator("main")
     assert main.get_attribute("data-status") == "running"
-    live = p.locator("#live")
-    assert live.is_visible()
-    seats = p.locator("#live-hands [data-seat]")
-    assert seats.count() == 4
-    sizes = [int(seats.nth(i).get_attribute("data-hand-size") or "-1") for i in range(4)]
-    assert all(0 <= n <= 15 for n in sizes), sizes
+    assert p.locator("#live").is_visible()
+    sizes = p.evaluate("""Array.from(document.querySelectorAll('#live-hands [data-seat]'))
+        .map(e => +e.dataset.handSize)""")
+    assert len(sizes) == 4 and all(0 <= n <= 15 for n in sizes), sizes
     assert int(p.get_attribute("#live-boneyard", "data-count") or "-1") >= 0
     # public events arrive as they happen
     p.wait_for_function("document.querySelectorAll('#live-events li').length > 0",
                         timeout=20_000)
-    seen_html = [p.content()]
     first = p.locator("#live-events li").count()
+    # (messages received by then, html, layout text, hands text) while the match runs
+    shown: list[tuple[int, str, str, str]] = []
     p.wait_for_function(f"document.querySelectorAll('#live-events li').length > {first} "
                         "|| document.querySelector('main').dataset.status !== 'running'",
                         timeout=20_000)
     if main.get_attribute("data-status") == "running":
         page.screenshot("live-match-desktop")
-        seen_html.append(p.content())
+        html, layout, hands = p.evaluate("""[document.documentElement.outerHTML,
+            document.querySelector('#live-layout').innerText,
+            document.querySelector('#live-hands').innerText]""")
+        shown.append((len(received), html, layout, hands))
         # hand sizes only: no tile of any hand is on the page
-        hands = p.locator("#live-hands")
-        assert hands.locator("[data-tile]").count() == 0
-        assert not TILE.search(hands.inner_text()), hands.inner_text()
+        assert p.locator("#live-hands [data-tile]").count() == 0
+        assert not TILE.search(hands), hands
     # the match ends: the page switches to the finished view by itself (the test does
     # not navigate; the page may reload itself to the server-rendered view)
     p.wait_for_function("document.querySelector('main')?.dataset.status === 'finished'",
@@ -161,12 +188,38 @@ def test_a_live_match_is_followed_to_its_end(arena: WebArena, page: Watched) -> 
     p.locator("#result").wait_for(state="visible", timeout=10_000)
     placings = p.locator("#result").inner_text()
     assert all(name in placings for name in SAMPLES), placings
-    # nothing the page held while the match ran carried its seed
+    page.check()
+
+    # What the page was sent while the match ran, checked against the game log: only
+    # tiles that had been seen by everyone in their round, never a drawn tile, never
+    # the seed.
     detail = get_json(arena, f"/api/matches/{match}")
     assert detail["status"] == "finished" and detail["revealed"] is True
     seed = str(detail["seed"])
-    assert len(seed) >= 6 and all(seed not in html for html in seen_html)
-    page.check()
+    public = _public_tiles(get_json(arena, f"/api/matches/{match}/log"))
+    def is_live(url: str) -> bool:
+        return url.endswith(f"/api/matches/{match}/live")
+
+    live = [(kind, data) for url, kind, data in received if is_live(url)]
+    updates = [json.loads(data) for kind, data in live if kind in ("snapshot", "update")]
+    assert len(updates) >= 2, live[:3]
+    for message in updates:
+        now = public[message["round"]]
+        assert {n["tile"] for n in message["layout"]} <= now, message
+        assert message["round_double"] in now
+        assert sorted(message["hand_sizes"]) and not {"hands", "seed", "boneyard_tiles",
+                                                      "log"} & set(message)
+        for event in message["events"]:
+            if event["kind"] == "draw":
+                assert event["tile"] is None, event
+            elif event["tile"] is not None:
+                assert event["tile"] in public[event["round"]], event
+    everything = [data for _kind, data in live] + [html for _n, html, _l, _h in shown]
+    assert all(seed not in text for text in everything)
+    for count, _html, layout, _hands in shown:  # the layout on the page: its round's tiles
+        last = [json.loads(d) for u, k, d in received[:count]
+                if is_live(u) and k in ("snapshot", "update")][-1]
+        assert set(TILE.findall(layout)) <= public[last["round"]], layout
 
 
 def test_a_finished_match_page(arena: WebArena, page: Watched) -> None:
