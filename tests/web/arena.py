@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError
@@ -224,3 +225,34 @@ def web_arena(directory: Path, db: str, bots: dict[str, str], *serve_args: str,
         yield arena
     finally:
         arena.stop_all()
+
+
+class _Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append((tag, {k: v or "" for k, v in attrs}))
+
+
+def elements(html: str) -> list[tuple[str, dict[str, str]]]:
+    """Every start tag of a page with its attributes, in order."""
+    parser = _Elements()
+    parser.feed(html)
+    return parser.found
+
+
+def by_id(html: str, ident: str) -> tuple[str, dict[str, str]]:
+    found = [(t, a) for t, a in elements(html) if a.get("id") == ident]
+    assert len(found) == 1, f"#{ident}: {len(found)} elements"
+    return found[0]
+
+
+def response_schema(doc: dict[str, Any], path: str, status: int, method: str = "get"
+                    ) -> dict[str, Any]:
+    """The JSON schema of an answer, from the OpenAPI description (its components
+    alongside, for the $refs)."""
+    answer = doc["paths"][path][method]["responses"][str(status)]
+    schema: dict[str, Any] = answer["content"]["application/json"]["schema"]
+    return {**schema, "components": doc["components"]}
