@@ -3,9 +3,10 @@ arena's web pages).
 
 The browser is Debian's `chromium` (`apt-get install chromium`; .ci/run installs it),
 launched by Playwright with `executable_path`: no `playwright install`, no browser
-download. One browser per test session; each test gets a fresh context (cookies, cache)
-and a page that records every console error and uncaught page error: the `page` fixture
-fails the test if any was seen (`Watched.check()` asserts it mid-test too).
+download. One browser per test module (see `browser`); each test gets a fresh context
+(cookies, cache) and a page that records every console error and uncaught page error:
+the `page` fixture fails the test if any was seen (`Watched.check()` asserts it mid-test
+too).
 
 Screenshots go to `$CFARENA_ARTIFACTS`, or `tests/artifacts/` (ignored by git).
 """
@@ -117,9 +118,13 @@ def watched_page(browser: Browser, size: tuple[int, int] = DESKTOP, *,
         context.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for the whole session."""
+    """One headless Chromium per test module (~1 s to start). Not per session: the sync
+    API runs Playwright's event loop in a greenlet of the main thread, which stays marked
+    as the thread's running loop while Playwright is up, so every later `asyncio.run()`
+    in the session would fail ("cannot be called from a running event loop"). A module
+    that mixes browser tests with asyncio ones must run the asyncio ones first."""
     with chromium() as b:
         yield b
 
