@@ -101,12 +101,13 @@ class WebArena:
         assert found is not None
         self.port = int(found[1])
 
-    def add_bot(self, name: str) -> str:
-        token = f"token-of-{name}-0123456789"
+    def add_bots(self, names: list[str]) -> None:
+        """Register bots (in one connection: opening a database checks its schema)."""
         with open_database(self.db) as db:
-            db.ensure_bot(name, hash_token(token))
-        self.tokens[name] = token
-        return token
+            for name in names:
+                token = f"token-of-{name}-0123456789"
+                db.ensure_bot(name, hash_token(token))
+                self.tokens[name] = token
 
     def bot(self, name: str, sample: str, token: str | None = None, *args: str) -> None:
         self.start(name, [sys.executable, "-m", "cfarena.sdk", "run", SAMPLES[sample],
@@ -217,8 +218,7 @@ def web_arena(directory: Path, db: str, bots: dict[str, str], *serve_args: str,
     sample), all stopped at the end."""
     arena = WebArena(directory, db)
     try:
-        for name in bots:
-            arena.add_bot(name)
+        arena.add_bots(list(bots))
         arena.serve(*serve_args, admin=admin)
         for name, sample in bots.items():
             arena.bot(name, sample)

@@ -68,7 +68,7 @@ def _drain(viewer) -> list[tuple[str, dict]]:  # type: ignore[no-untyped-def, ty
 
 def test_a_match_nobody_watches_costs_no_message() -> None:
     async def run() -> None:
-        hub = LiveHub()
+        hub = LiveHub(coalesce_s=0)
         state = _state()
         hub.playing("m1", state)
         for _ in range(20):
@@ -104,7 +104,7 @@ def test_viewers_see_ended_then_stored_then_the_stream_ends() -> None:
 
 def test_a_slow_viewer_is_dropped_not_waited_for() -> None:
     async def run() -> None:
-        hub = LiveHub(queue_size=4)
+        hub = LiveHub(queue_size=4, coalesce_s=0)
         state = _state()
         hub.playing("m3", state)
         slow, fast = hub.watch_match("m3"), hub.watch_match("m3")
@@ -148,7 +148,7 @@ def test_the_ladder_stream_tells_started_ended_finished() -> None:
 
 def test_live_messages_hold_no_hidden_tile() -> None:
     async def run() -> None:
-        hub = LiveHub()
+        hub = LiveHub(coalesce_s=0)
         state = _state(9)
         hub.playing("m6", state)
         viewer = hub.watch_match("m6")
@@ -184,3 +184,30 @@ def test_admin_token_file(tmp_path: Path) -> None:
         read_admin_token(short)
     with pytest.raises(AdminTokenError, match="no such file"):
         read_admin_token(tmp_path / "missing")
+
+
+def test_a_fast_match_is_sent_at_most_every_coalesce_s() -> None:
+    async def run() -> None:
+        hub = LiveHub(coalesce_s=0.05)
+        state = _state(3)
+        hub.playing("m7", state)
+        viewer = hub.watch_match("m7")
+        for _ in range(30):  # thirty moves at once: one message
+            apply_move(state, legal_moves(state)[0])
+            hub.moved("m7")
+        assert hub.messages == 0
+        await asyncio.sleep(0.1)
+        assert hub.messages == 1
+        snapshot, update = _drain(viewer)
+        assert update[0] == "update"
+        assert update[1]["event_count"] == state.event_count  # nothing was lost
+        assert [e["i"] for e in update[1]["events"]] == list(
+            range(snapshot[1]["event_count"], state.event_count))
+        while not state.is_over:
+            apply_move(state, legal_moves(state)[0])
+        hub.moved("m7")
+        hub.ended("m7", _record("m7"))  # the pending one goes out at once, then ended
+        assert [k for k, _ in _drain(viewer)] == ["update", "ended"]
+        await asyncio.sleep(0.1)
+        assert hub.messages == 2  # the cancelled timer sent nothing more
+    asyncio.run(run())

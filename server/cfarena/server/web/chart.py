@@ -7,8 +7,9 @@ import html
 import math
 from collections.abc import Sequence
 
-WIDTH, HEIGHT = 640, 220
-PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 48, 12, 12, 28
+# a narrow viewBox: the labels stay readable when a phone scales the chart down
+WIDTH, HEIGHT = 480, 220
+PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 50, 10, 12, 30
 
 
 def _ticks(low: float, high: float, count: int = 4) -> list[float]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from cfarena.server.skill import Skill, rate_entrants
 from cfarena.server.storage import (
     Database,
     MatchDetail,
@@ -70,6 +71,26 @@ def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
 
 
 @dataclass
+class _Replay:
+    """The online rating replayed over a pool's finished matches in finishing order
+    (`skill.rate_entrants`, as the arena rates them), kept and extended as matches
+    finish: each bot's rating after each of its matches, for its chart."""
+
+    done: int = 0  # matches replayed
+    skills: dict[tuple[int, str], Skill] = field(default_factory=dict)
+    history: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
+
+    def extend(self, results: Sequence[Sequence[tuple[tuple[int, str], int]]]) -> None:
+        for seats in results[self.done:]:
+            before = {e: self.skills.get(e, Skill()) for e, _rank in seats}
+            after = rate_entrants(before, seats)
+            self.skills.update(after)
+            for (bot_id, version), skill in after.items():
+                self.history.setdefault(bot_id, []).append((version, skill.elo))
+        self.done = max(self.done, len(results))
+
+
+@dataclass
 class _Cached:
     key: tuple[str, int]
     at: float
@@ -83,6 +104,7 @@ class WebData:
         self.db = db
         self._lock = threading.Lock()
         self._leaderboard: dict[str, _Cached] = {}
+        self._replays: dict[str, _Replay] = {}
 
     # ------------------------------------------------------------ leaderboard
     def leaderboard(self, pool: str) -> dict[str, Any]:
@@ -136,12 +158,24 @@ class WebData:
             report = bot_report(self.db, name, pool, FAULTS_SHOWN)
         except StorageError as exc:  # removed meanwhile
             raise NotFound(str(exc)) from None
-        history = [{"match": p.match_id, "rating": round(p.elo_after, 1), "at": iso(p.created_at)}
-                   for p in self.db.rating_history(name, pool)]
+        history = [{"version": version, "rating": round(elo, 1)}
+                   for version, elo in self.rating_history(name, pool)]
         recent = [match_summary(m) for m in self.db.list_matches(bot=name, limit=RECENT_MATCHES)]
         return {"bot": name, "pool": pool, "versions": report["versions"],
                 "faults": report["faults"], "rating_history": history,
                 "recent_matches": recent}
+
+    def rating_history(self, name: str, pool: str) -> list[tuple[str, float]]:
+        """(version, online rating on the Elo-like scale) after each of the bot's
+        finished matches in `pool`, oldest first."""
+        bot_id = next((b.id for b in self.db.list_bots() if b.name == name), None)
+        results = self.db.results_by_version(pool)
+        with self._lock:
+            replay = self._replays.setdefault(pool, _Replay())
+            if len(results) < replay.done:  # fewer than before (a restore): start over
+                replay = self._replays[pool] = _Replay()
+            replay.extend(results)
+            return list(replay.history.get(bot_id, [])) if bot_id is not None else []
 
     # ---------------------------------------------------------------- matches
     def matches(self, bot: str | None, status: MatchStatus | None, limit: int

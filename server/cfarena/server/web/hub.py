@@ -5,9 +5,11 @@ referee without ever holding it up.
 decision path) and the arena's "match stored" hook. Each viewer has a bounded
 queue; publishing is `put_nowait`: a viewer whose queue is full is dropped (its
 stream ends; the page reconnects), never waited for. The number of viewers is
-capped (`TooManyViewers`). A message for a match is built once per change, and
-only while somebody watches that match (`live.live_message`, from the engine's
-public view: no hand, no boneyard order, no seed).
+capped (`TooManyViewers`). A message for a match is built only while somebody
+watches that match (`live.live_message`, from the engine's public view: no hand,
+no boneyard order, no seed), once for all its viewers, and at most every
+`coalesce_s` (0.15 s): the moves in between go out together, so a fast match costs
+a few messages a second however fast its bots play.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from cfarena.server.storage import MatchStatus, StoredMatch
 from cfarena.server.web.live import RECENT_EVENTS, live_message
 
 MAX_VIEWERS = 200  # SSE streams at once (all pages together)
+COALESCE_S = 0.15  # a watched match's changes are sent at most this often
 QUEUE_SIZE = 256  # messages a viewer may lag behind before it is dropped
 ENDED_KEPT = 256  # matches remembered as ended, not yet stored
 
@@ -79,14 +82,17 @@ class _Live:
     state: MatchState
     sent: int = 0  # events published so far
     viewers: set[Viewer] = field(default_factory=set)
+    flush: asyncio.TimerHandle | None = None  # a publish is due
 
 
 class LiveHub:
     """Watches the referee's matches for the web page's viewers (see the module doc)."""
 
-    def __init__(self, max_viewers: int = MAX_VIEWERS, queue_size: int = QUEUE_SIZE) -> None:
+    def __init__(self, max_viewers: int = MAX_VIEWERS, queue_size: int = QUEUE_SIZE,
+                 coalesce_s: float = COALESCE_S) -> None:
         self.max_viewers = max_viewers
         self.queue_size = queue_size
+        self.coalesce_s = coalesce_s
         self._live: dict[str, _Live] = {}
         self._waiting: dict[str, set[Viewer]] = {}  # viewers of a match not started yet
         self._ended: dict[str, set[Viewer]] = {}  # ended, not stored yet
@@ -162,13 +168,28 @@ class LiveHub:
 
     def moved(self, match_id: str) -> None:
         live = self._live.get(match_id)
-        if live is not None and live.viewers:
+        if live is None or not live.viewers or live.flush is not None:
+            return
+        if self.coalesce_s <= 0:
             self._publish(live)
+            return
+        live.flush = asyncio.get_running_loop().call_later(self.coalesce_s, self._flush,
+                                                           match_id)
+
+    def _flush(self, match_id: str) -> None:
+        live = self._live.get(match_id)
+        if live is not None:
+            live.flush = None
+            if live.viewers:
+                self._publish(live)
 
     def ended(self, match_id: str, record: MatchRecord) -> None:
         live = self._live.pop(match_id, None)
         if live is None:
             return
+        if live.flush is not None:
+            live.flush.cancel()
+            live.flush = None
         status = {"match": match_id, "status": record.status.value}
         if live.viewers:
             self._publish(live)

@@ -28,8 +28,26 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
+def _when(value: str | None) -> str:
+    """An ISO 8601 UTC time as "2026-12-03 15:55:46 UTC"."""
+    if not value:
+        return "–"
+    return value.replace("T", " ").removesuffix("+00:00") + " UTC"
+
+
+def _reason(value: str | None, rounds: int = 0) -> str:
+    """Why a match ended, in words ("rounds_played" -> "all 10 rounds played")."""
+    if not value:
+        return ""
+    if value == "rounds_played":
+        return f"all {rounds} rounds played" if rounds else "all rounds played"
+    return value.replace("_", " ")
+
+
 TEMPLATES.env.filters["fmt"] = _fmt
 TEMPLATES.env.filters["pct"] = _pct
+TEMPLATES.env.filters["when"] = _when
+TEMPLATES.env.filters["reason"] = _reason
 
 
 def page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -61,7 +79,8 @@ def make_router() -> APIRouter:
         info = await site.read(site.data.bot, name, pool or site.pool)
         history = info["rating_history"]
         chart = rating_chart([p["rating"] for p in history],
-                             [f"{p['match']} ({p['at']})" for p in history])
+                             [f"match {i}, version {p['version'] or '-'}"
+                              for i, p in enumerate(history, 1)])
         return page(request, "bot.html", info=info, chart=Markup(chart))
 
     @pages.get("/matches/{match_id}")

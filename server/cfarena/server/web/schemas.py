@@ -95,9 +95,9 @@ class BotFault(BaseModel):
 
 
 class RatingPoint(BaseModel):
-    match: str
-    rating: float = Field(description="the bot's Elo in the pool after this match")
-    at: str | None
+    version: str
+    rating: float = Field(description="the online rating (Elo-like, as on the leaderboard) "
+                          "of that version after this match")
 
 
 class Bot(BaseModel):

@@ -16,15 +16,21 @@
   // ------------------------------------------------------------- leaderboard
   function leaderboardRow(r) {
     const tr = el("tr", { "data-bot": r.bot, "data-version": r.version });
-    const td = (col, text, cls) => { const c = el("td", { "data-col": col }, text); if (cls) c.className = cls; tr.appendChild(c); return c; };
+    const td = (col, text, cls) => {
+      const c = el("td", { "data-col": col }, text);
+      if (cls) c.className = cls;
+      tr.appendChild(c);
+      return c;
+    };
     td("rank", r.rank, "num");
     const bot = td("bot", null);
     bot.appendChild(el("a", { href: "/bots/" + encodeURIComponent(r.bot) }, r.bot));
-    const ver = td("version", null);
+    const ver = td("version", null, "hide-phone");
     ver.appendChild(el("code", {}, r.version || "–"));
     if (r.versions > 1) { ver.appendChild(document.createTextNode(" ")); ver.appendChild(el("span", { class: "muted" }, "of " + r.versions)); }
     td("rating", r.rating, "num strong");
-    td("interval", r.interval ? r.interval[0] + "–" + r.interval[1] : "–", "num hide-narrow");
+    const check = td("interval", r.interval ? r.bt_rating + " " : "–", "num hide-narrow");
+    if (r.interval) check.appendChild(el("span", { class: "muted" }, `(${r.interval[0]}–${r.interval[1]})`));
     td("games", r.games, "num");
     td("win-share", pct(r.win_share), "num");
     td("points-per-round", fmt(r.points_per_round, 1), "num hide-narrow");
@@ -75,7 +81,7 @@
         const m = await resp.json();
         a.textContent = m.seats.map((s) => s.bot).join(" · ");
         li.appendChild(document.createTextNode(" "));
-        li.appendChild(el("span", { class: "muted" }, id));
+        li.appendChild(el("span", { class: "muted" }, "started just now"));
       }
     } catch (e) { /* the id stays as the link text */ }
   }
@@ -101,32 +107,81 @@
   }
 
   // ------------------------------------------------------------- live match
-  function layoutText(snap) {
-    // the layout as a tree: "#0 6-6 (centre)", children indented under their parent
+  // the layout as rows of dominoes: the centre, each spoke a row, a double's toes
+  // rows under it; every tile shows the side it joins first and its open end last
+  function domino(p, snap) {
+    const [a, b] = p.tile.split("-").map(Number);
+    const joined = p.parent === null ? a : a + b - p.open;
+    const tile = el("span", { class: "dom" + (a === b ? " double" : "") + (snap.pending === p.node ? " pending" : ""), title: p.tile });
+    tile.appendChild(el("i", {}, joined));
+    tile.appendChild(el("i", {}, p.parent === null ? b : p.open));
+    return tile;
+  }
+  function renderLayout(snap) {
     const kids = {};
-    for (const p of snap.layout) { const k = p.parent === null ? "root" : p.parent; (kids[k] = kids[k] || []).push(p); }
-    const lines = [];
-    const walk = (p, depth) => {
-      const open = p.free > 0 ? `  open ${p.open}${p.free > 1 ? " ×" + p.free : ""}` : "";
-      const pending = snap.pending === p.node ? "  ← must be covered" : "";
-      lines.push("  ".repeat(depth) + `#${p.node} ${p.tile}${p.parent === null ? " (centre)" : ""}${open}${pending}`);
-      for (const c of kids[p.node] || []) walk(c, depth + 1);
+    for (const p of snap.layout) if (p.parent !== null) (kids[p.parent] = kids[p.parent] || []).push(p);
+    const box = $("#live-layout");
+    box.replaceChildren();
+    const branch = (start, parent, label) => {
+      const row = el("div", { class: "branch" });
+      if (label) row.appendChild(el("span", { class: "label" }, label));
+      parent.appendChild(row);
+      let p = start;
+      for (;;) {
+        row.appendChild(domino(p, snap));
+        const next = kids[p.node] || [];
+        if (next.length === 1 && p.free === 0 && p.tile.split("-")[0] !== p.tile.split("-")[1]) { p = next[0]; continue; }
+        if (p.free > 0) row.appendChild(el("span", { class: "open" }, "open " + p.open + (p.free > 1 ? " ×" + p.free : "")));
+        if (next.length) {
+          const sub = el("div", { class: "sub" });
+          parent.appendChild(sub);
+          next.forEach((c) => branch(c, sub, ""));
+        }
+        return;
+      }
     };
-    for (const p of kids.root || []) walk(p, 0);
-    return lines.length ? lines.join("\n") : "(empty)";
+    const centre = snap.layout.find((p) => p.parent === null);
+    if (!centre) { box.appendChild(el("p", { class: "muted" }, "No tile on the table yet.")); return; }
+    const row = el("div", { class: "branch" });
+    row.appendChild(el("span", { class: "label" }, "centre"));
+    row.appendChild(domino(centre, snap));
+    if (centre.free > 0) row.appendChild(el("span", { class: "open" }, centre.free + " spokes open"));
+    box.appendChild(row);
+    (kids[centre.node] || []).forEach((c, i) => branch(c, box, "spoke " + (i + 1)));
+  }
+
+  function seatName(seat) {
+    const row = $(`#live-scores tr[data-seat="${seat}"]`);
+    return row ? row.dataset.bot : "seat " + seat;
+  }
+  function describe(ev) {
+    const who = ev.seat === null ? "the referee" : seatName(ev.seat);
+    switch (ev.kind) {
+      case "round_start": return `Round ${ev.round + 1} starts with ${ev.tile}; ${who} plays first`;
+      case "draw_off": return `${who} draws ${ev.tile} in the draw-off`;
+      case "centre": return `${who} puts ${ev.tile} in the centre`;
+      case "play": return `${who} plays ${ev.tile}`;
+      case "draw": return `${who} draws a tile`;
+      case "pass": return `${who} passes`;
+      case "round_end": {
+        const how = ev.reason === "went_out" ? `${who} went out` : "blocked";
+        const scores = (ev.scores || []).map((n, s) => `${seatName(s)} ${n}`).join(", ");
+        return `Round ${ev.round + 1} ends (${how}): ${scores}`;
+      }
+      default: return ev.text;
+    }
   }
 
   function renderSnapshot(snap, fresh) {
     $("#live-round").textContent = `round ${snap.round + 1} · double ${snap.round_double}`;
-    $("#live-layout").textContent = layoutText(snap);
+    renderLayout(snap);
     const bone = $("#live-boneyard");
     bone.dataset.count = String(snap.boneyard);
     bone.textContent = String(snap.boneyard);
     snap.hand_sizes.forEach((n, seat) => {
-      const chip = $(`#live-hands [data-seat="${seat}"]`);
-      if (chip) { chip.dataset.handSize = String(n); const b = chip.querySelector("b"); if (b) b.textContent = String(n); }
-      const row = $(`#live-scores tr[data-seat="${seat}"]`);
+      const row = $(`#live-hands tr[data-seat="${seat}"]`);
       if (row) {
+        row.dataset.handSize = String(n);
         row.querySelector(".hand-size").textContent = String(n);
         row.querySelector(".total").textContent = String(snap.totals[seat] ?? 0);
         row.classList.toggle("to-move", snap.current_seat === seat);
@@ -136,7 +191,7 @@
     if (fresh) list.replaceChildren();
     for (const ev of snap.events) {
       if (list.querySelector(`li[data-i="${ev.i}"]`)) continue;
-      list.insertBefore(el("li", { "data-i": String(ev.i), "data-kind": ev.kind }, ev.text), list.firstChild);
+      list.insertBefore(el("li", { "data-i": String(ev.i), "data-kind": ev.kind }, describe(ev)), list.firstChild);
     }
     while (list.children.length > 200) list.lastChild.remove();
   }
