@@ -34,8 +34,7 @@ def live_arena(directory: Path, db: str, *, rounds: int = 4, mc_budget_ms: int =
     directory.mkdir(parents=True, exist_ok=True)
     arena = WebArena(directory, db)
     try:
-        for name in SAMPLES:
-            arena.add_bot(name)
+        arena.add_bots(list(SAMPLES))
         arena.serve("--players", "4", "--rule", f"rounds={rounds}",
                     "--concurrency", str(concurrency))
         for name, module in SAMPLES.items():
