@@ -122,13 +122,17 @@ def test_the_leaderboard_updates_live_as_matches_finish(arena: WebArena, page: W
 
 
 # Every server-sent event the page consumes, handed to the test as it arrives (the page
-# reloads itself when its match ends, so nothing is kept in the page).
+# reloads itself when its match ends, so nothing is kept in the page), and counted in
+# the page (what it shows at a moment is the result of its first cfCount messages).
 RECORD_SSE = """(() => {
   const add = EventSource.prototype.addEventListener;
   EventSource.prototype.addEventListener = function (type, listener, ...rest) {
     const url = this.url;
-    return add.call(this, type, (e) => { window.cfSeen(url, type, String(e.data));
-                                         return listener(e); }, ...rest);
+    return add.call(this, type, (e) => {
+      window.cfCount = (window.cfCount || 0) + 1;  // messages handled by this page so far
+      window.cfSeen(url, type, String(e.data));
+      return listener(e);
+    }, ...rest);
   };
 })()"""
 PUBLIC_KINDS = {"round_start", "draw_off", "centre", "play"}  # events whose tile is public
@@ -149,9 +153,11 @@ def test_a_live_match_is_followed_to_its_end(arena: WebArena, page: Watched) -> 
     p.expose_function("cfSeen", lambda url, kind, data: received.append((url, kind, data)))
     p.add_init_script(RECORD_SSE)
     match = ""
-    for _ in range(3):  # a running match (the one picked may end before the page opens)
+    for _ in range(3):  # the latest running match (it may end before the page opens)
         arena.wait("a running match", lambda: bool(_running(arena)), 30)
-        match = _match_id(_running(arena)[0])
+        latest = max(_running(arena), key=lambda row: str(row["started_at"] or ""))
+        match = _match_id(latest)
+        received.clear()  # cfCount counts from this page load on
         p.goto(f"{arena.base}/matches/{match}", wait_until="load")
         if p.get_attribute("main", "data-status") == "running":
             break
@@ -171,15 +177,20 @@ def test_a_live_match_is_followed_to_its_end(arena: WebArena, page: Watched) -> 
     p.wait_for_function(f"document.querySelectorAll('#live-events li').length > {first} "
                         "|| document.querySelector('main').dataset.status !== 'running'",
                         timeout=20_000)
-    if main.get_attribute("data-status") == "running":
-        page.screenshot("live-match-desktop")
-        html, layout, hands = p.evaluate("""[document.documentElement.outerHTML,
-            document.querySelector('#live-layout').innerText,
-            document.querySelector('#live-hands').innerText]""")
-        shown.append((len(received), html, layout, hands))
-        # hand sizes only: no tile of any hand is on the page
-        assert p.locator("#live-hands [data-tile]").count() == 0
-        assert not TILE.search(hands), hands
+    assert main.get_attribute("data-status") == "running", "the match ended too soon"
+    page.screenshot("live-match-desktop")
+    # the tiles on the table, as text or as titles/labels of drawn tiles
+    count, html, layout, hands = p.evaluate("""[window.cfCount,
+        document.documentElement.outerHTML,
+        [document.querySelector('#live-layout'),
+         ...document.querySelectorAll('#live-layout [title], #live-layout [aria-label]')]
+        .map(e => e.innerText + ' ' + (e.title || '') + ' ' +
+                  (e.getAttribute('aria-label') || '')).join(' '),
+        document.querySelector('#live-hands').innerText]""")
+    shown.append((count, html, layout, hands))
+    # hand sizes only: no tile of any hand is on the page
+    assert p.locator("#live-hands [data-tile]").count() == 0
+    assert not TILE.search(hands), hands
     # the match ends: the page switches to the finished view by itself (the test does
     # not navigate; the page may reload itself to the server-rendered view)
     p.wait_for_function("document.querySelector('main')?.dataset.status === 'finished'",
@@ -219,7 +230,8 @@ def test_a_live_match_is_followed_to_its_end(arena: WebArena, page: Watched) -> 
     for count, _html, layout, _hands in shown:  # the layout on the page: its round's tiles
         last = [json.loads(d) for u, k, d in received[:count]
                 if is_live(u) and k in ("snapshot", "update")][-1]
-        assert set(TILE.findall(layout)) <= public[last["round"]], layout
+        tiles = set(TILE.findall(layout))
+        assert tiles and tiles <= public[last["round"]], layout
 
 
 def test_a_finished_match_page(arena: WebArena, page: Watched) -> None:
