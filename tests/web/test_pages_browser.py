@@ -85,8 +85,8 @@ def test_the_leaderboard_updates_live_as_matches_finish(arena: WebArena, page: W
         assert set(cells) == COLUMNS, cells
         assert cells["bot"] == name
         assert int(cells["games"]) >= 0
-    ranks = sorted(int(c["rank"]) for c in rows.values())
-    assert ranks[0] == 1 and ranks == sorted(ranks)
+    ranks = [int(c["rank"]) for c in rows.values()]  # in the table's order
+    assert ranks[0] == 1 and ranks == sorted(ranks), ranks
     # bot names link to their pages
     for name in SAMPLES:
         link = p.locator(f'#leaderboard tr[data-bot="{name}"] a[href="/bots/{name}"]')
@@ -95,6 +95,8 @@ def test_the_leaderboard_updates_live_as_matches_finish(arena: WebArena, page: W
     before = int(counter.get_attribute("data-count") or "-1")
     assert before >= 1
     games_before = sum(int(c["games"]) for c in rows.values())
+    running_before = p.evaluate("""Array.from(document.querySelectorAll(
+        '#running li[data-match]')).map(li => li.dataset.match)""")
     page.screenshot("leaderboard-desktop")
     p.evaluate("window.__notReloaded = true")
     # matches finish: the count and the table follow without a reload
@@ -103,6 +105,16 @@ def test_the_leaderboard_updates_live_as_matches_finish(arena: WebArena, page: W
     p.wait_for_function(f"""Array.from(document.querySelectorAll(
         '#leaderboard tr[data-bot] td[data-col=games]')).reduce((s, td) =>
         s + +td.textContent, 0) > {games_before}""", timeout=20_000)
+    # every finished match is a game for each of its four bots: the table and the count
+    # come to agree
+    p.wait_for_function("""Array.from(document.querySelectorAll(
+        '#leaderboard tr[data-bot] td[data-col=games]')).reduce((s, td) =>
+        s + +td.textContent, 0) === 4 * +document.querySelector('#finished-count')
+        .dataset.count""", timeout=20_000)
+    # a match that started after the page loaded shows up in the running list
+    p.wait_for_function(f"""Array.from(document.querySelectorAll('#running li[data-match]'))
+        .some(li => !{json.dumps(running_before)}.includes(li.dataset.match))""",
+                        timeout=20_000)
     assert p.evaluate("window.__notReloaded") is True
     after = int(counter.get_attribute("data-count") or "-1")
     assert after > before
