@@ -43,3 +43,9 @@ def test_web_page_on_postgresql(pg_cluster: PgCluster, tmp_path: Path) -> None:
             assert reply.status == 403
             assert reply.json() == {"detail": "no admin token configured"}
         assert arena.post("/api/admin/bots", {"name": "x"}).status == 403
+        # stopping with viewers connected: their streams end, serve stops cleanly
+        streams = [arena.sse("/api/events"), arena.sse(f"/api/matches/{match['id']}/live")]
+        arena.wait("the streams open", lambda: all(s.status == 200 for s in streams), 10)
+        arena.stop("serve")
+        assert all(s.done.wait(5) for s in streams)
+        assert "Traceback" not in arena.err() and "ERROR" not in arena.err()

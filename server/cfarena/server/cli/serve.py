@@ -78,8 +78,8 @@ def serve_cmd(
     tls_key: Annotated[Path | None, typer.Option(
         "--tls-key", help="the PEM private key of --tls-cert")] = None,
     http_port: Annotated[int | None, typer.Option(
-        "--http-port", help="serve Prometheus metrics at http://HTTP_HOST:PORT/metrics "
-        "[default: no HTTP server]")] = None,
+        "--http-port", help="serve the web page and JSON API at http://HTTP_HOST:PORT/ "
+        "and Prometheus metrics at /metrics [default: no HTTP server]")] = None,
     http_host: Annotated[str | None, typer.Option(
         "--http-host", help="address of the HTTP server [default: --host]")] = None,
     admin_token_file: Annotated[Path | None, typer.Option(

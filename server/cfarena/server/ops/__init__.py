@@ -10,6 +10,7 @@ metrics and, with an HTTP port, the HTTP server on the running loop (with a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -73,6 +74,9 @@ async def operations(config: OpsConfig, report: Callable[[str], None],
         yield ops
     finally:
         if ops.http is not None:
+            if web is not None:
+                web.hub.close_all()  # the live streams end, so their responses finish
+                await asyncio.sleep(0)
             await ops.http.stop()
 
 

@@ -148,6 +148,14 @@ class LiveHub:
             viewer = self._new_viewer(self._waiting.setdefault(match_id, set()))
         return viewer
 
+    def close_all(self) -> None:
+        """End every stream (the HTTP server is stopping: its responses may finish)."""
+        groups = [self._ladder, *(x.viewers for x in self._live.values()),
+                  *self._waiting.values(), *self._ended.values()]
+        for group in groups:
+            for viewer in list(group):
+                viewer.close()
+
     def forget_waiting(self, match_id: str) -> None:
         """Drop the empty waiting list of a match that is not going to be played."""
         if not self._waiting.get(match_id):

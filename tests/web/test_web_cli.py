@@ -1,0 +1,29 @@
+"""`cfarena serve --admin-token-file`: a bad file or a missing --http-port is a
+one-line error (exit 2), before anything is started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import run_cli
+
+
+@pytest.mark.parametrize(("setup", "args", "error"), [
+    (None, ["--http-port", "0", "--admin-token-file", "missing"],
+     "error: --admin-token-file missing: no such file"),
+    ("short\n", ["--http-port", "0", "--admin-token-file", "token"],
+     "error: --admin-token-file token: the token must be at least 16 characters"),
+    ("0123456789abcdef01\n", ["--admin-token-file", "token"],
+     "error: --admin-token-file needs --http-port"),
+])
+def test_admin_token_file_errors(tmp_path: Path, setup: str | None, args: list[str],
+                                 error: str) -> None:
+    if setup is not None:
+        (tmp_path / "token").write_text(setup)
+    db = f"sqlite:///{tmp_path / 'a.db'}"
+    result = run_cli("serve", "--port", "0", *args, "--db", db, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == error
+    assert not (tmp_path / "a.db").exists()  # refused before the database was opened
