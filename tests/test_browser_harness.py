@@ -39,3 +39,14 @@ def test_phone_page_and_screenshot(browser: Browser) -> None:
         assert shot.parent == ARTIFACTS and shot.name == "harness_phone.png"
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         watched.check()
+
+
+@pytest.mark.browser
+def test_errors_inside_an_iframe_count_too(browser: Browser) -> None:
+    with watched_page(browser) as watched:
+        watched.page.set_content(
+            "<iframe srcdoc=\"<script>console.error('in the frame');"
+            "setTimeout(() => { throw new Error('frame boom'); })</script>\"></iframe>")
+        watched.page.wait_for_timeout(200)
+        assert any("in the frame" in e for e in watched.errors), watched.errors
+        assert any("frame boom" in e for e in watched.errors), watched.errors

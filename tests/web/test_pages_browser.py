@@ -37,7 +37,8 @@ def arena(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory
         running.wait("a finished match and a running one",
                      lambda: bool(_finished(running) and _running(running)), 60)
         yield running
-    # whatever the pages asked, serve logged no traceback and stopped cleanly
+    # whatever the pages asked (and its stop with viewers connected), serve logged no
+    # traceback
     assert "Traceback" not in running.err(), running.err()[-5000:]
 
 
@@ -249,21 +250,26 @@ def test_a_live_match_is_followed_to_its_end(arena: WebArena, page: Watched) -> 
 def test_a_finished_match_page(arena: WebArena, page: Watched) -> None:
     p = page.page
     match = _match_id(_finished(arena)[0])
+    detail = get_json(arena, f"/api/matches/{match}")
     p.goto(f"{arena.base}/matches/{match}", wait_until="load")
     assert p.get_attribute("main", "data-status") == "finished"
     placings = p.locator("#result").inner_text()
     assert all(name in placings for name in SAMPLES), placings
-    rounds = p.locator("#round-scores tr")
-    assert rounds.count() >= 4 + 1  # a heading and one row per round (4-round matches)
+    for seat in detail["seats"]:  # each bot's points are shown
+        assert str(seat["total"]) in placings, (seat, placings)
+    # a heading, one row per round, the totals
+    assert p.locator("#round-scores tr").count() == len(detail["round_scores"]) + 2
     frame_el = p.locator("iframe#replay")
     assert frame_el.get_attribute("src") == f"/matches/{match}/replay"
-    frame = p.frame_locator("iframe#replay")
-    frame.locator("#layout").wait_for(timeout=10_000)
-    replay = p.frames[1]
+    p.frame_locator("iframe#replay").locator("#layout").wait_for(timeout=10_000)
+    handle = frame_el.element_handle()
+    replay = handle.content_frame() if handle is not None else None
+    assert replay is not None
     assert replay.evaluate("typeof cfReplay") == "object"
     assert replay.evaluate("cfReplay.frames") > 10
+    assert str(detail["seed"]) in (replay.text_content("#meta") or "")
     page.screenshot("match-finished-desktop")
-    page.check()
+    page.check()  # the replay frame's console counts too
 
 
 def test_a_bot_page(arena: WebArena, page: Watched) -> None:
@@ -306,7 +312,8 @@ def test_the_live_page_lists_running_matches(arena: WebArena, page: Watched) -> 
 def _pages(arena: WebArena) -> dict[str, str]:
     finished = _match_id(_finished(arena)[0])
     arena.wait("a running match", lambda: bool(_running(arena)), 30)
-    running = _match_id(_running(arena)[0])
+    latest = max(_running(arena), key=lambda row: str(row["started_at"] or ""))
+    running = _match_id(latest)  # the latest: least likely to end while it is looked at
     return {"leaderboard": "/", "bot": "/bots/smart", "match-finished": f"/matches/{finished}",
             "match-live": f"/matches/{running}", "live": "/live"}
 
