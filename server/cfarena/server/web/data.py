@@ -115,22 +115,25 @@ class WebData:
         with self._lock:  # one computation at a time; the others wait and share it
             cached = self._leaderboard.get(pool)
             now = time.monotonic()
-            if cached is not None and (cached.key == (pool, finished)
-                                       or now - cached.at < LEADERBOARD_TTL_S):
-                return cached.value
-            value = self._compute_leaderboard(pool, finished)
-            self._leaderboard[pool] = _Cached((pool, finished), now, value)
-            return value
+            if cached is None or (cached.key != (pool, finished)
+                                  and now - cached.at >= LEADERBOARD_TTL_S):
+                cached = _Cached((pool, finished), now,
+                                 self._compute_leaderboard(pool, finished))
+                self._leaderboard[pool] = cached
+            # the count is always today's; the rows at most LEADERBOARD_TTL_S old
+            return {**cached.value, "finished": finished}
 
     def _compute_leaderboard(self, pool: str, finished: int) -> dict[str, Any]:
-        # the CLI's queries (`cfarena standings`), imported here: the CLI imports this
-        from cfarena.server.cli.report import ladder_rows, standings_rows
+        # the CLI's ladder (`cfarena standings --ladder`), imported here: the CLI imports
+        # this module; the per-bot counts are `Database.standings` (without the CLI's
+        # per-bot Bradley-Terry fit, which the page does not show)
+        from cfarena.server.cli.report import ladder_rows
 
-        per_bot = {r["bot"]: r for r in standings_rows(self.db, None, pool)}
+        per_bot = {x.name: x for x in self.db.standings(None, pool)}
         rows = []
         for rank, r in enumerate(ladder_rows(self.db, pool), 1):
-            bot = per_bot.get(r["bot"], {})
-            matches = bot.get("matches", 0)
+            bot = per_bot.get(r["bot"])
+            matches = bot.matches if bot is not None else 0
             rows.append({
                 "rank": rank, "bot": r["bot"], "version": r["version"],
                 "versions": r["versions"], "rating": round(r["skill_elo"]),
@@ -140,9 +143,10 @@ class WebData:
                 "bt_rating": None if r["bt_elo"] is None else round(r["bt_elo"]),
                 "games": r["games"],
                 "matches": matches,
-                "win_share": round(bot["wins"] / matches, 3) if matches else None,
-                "points_per_round": bot.get("mean_score"),
-                "faults": bot.get("faults", 0),
+                "win_share": round(bot.wins / matches, 3) if bot and matches else None,
+                "points_per_round": (None if bot is None or bot.mean_score is None
+                                     else round(bot.mean_score, 2)),
+                "faults": bot.faults if bot is not None else 0,
             })
         return {"pool": pool, "finished": finished, "rows": rows}
 
@@ -160,6 +164,9 @@ class WebData:
             raise NotFound(str(exc)) from None
         history = [{"version": version, "rating": round(elo, 1)}
                    for version, elo in self.rating_history(name, pool)]
+        rated = {x.version: x.games for x in self.db.skill_standings(pool) if x.name == name}
+        for version in report["versions"]:
+            version["rated"] = rated.get(version["version"], 0)
         recent = [match_summary(m) for m in self.db.list_matches(bot=name, limit=RECENT_MATCHES)]
         return {"bot": name, "pool": pool, "versions": report["versions"],
                 "faults": report["faults"], "rating_history": history,

@@ -75,7 +75,8 @@ class MatchDetail(MatchSummary):
 
 class BotVersion(BaseModel):
     version: str
-    matches: int
+    matches: int = Field(description="its matches in any pool and status (running included)")
+    rated: int = Field(description="its finished matches rated in the pool")
     first: str
     last: str
     score: float | None

@@ -39,6 +39,7 @@
   }
 
   let refreshTimer = null;
+  let trailingTimer = null;
   async function refreshLeaderboard() {
     const main = $("#page-leaderboard");
     const pool = main ? main.dataset.pool : "";
@@ -62,6 +63,10 @@
     count.textContent = String(board.finished);
   }
   function scheduleRefresh() {
+    // soon after a match is stored, and once more when things have been quiet for
+    // a while (the server recomputes the ratings at most every 2 s)
+    if (trailingTimer !== null) clearTimeout(trailingTimer);
+    trailingTimer = setTimeout(() => { trailingTimer = null; refreshLeaderboard().catch(() => {}); }, 2500);
     if (refreshTimer !== null) return;
     refreshTimer = setTimeout(() => { refreshTimer = null; refreshLeaderboard().catch(() => {}); }, 250);
   }
