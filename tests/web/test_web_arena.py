@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import jsonschema
 import pytest
@@ -313,7 +314,8 @@ def test_a_running_match_leaks_nothing(arena: WebArena) -> None:
     assert after["seed"] == seed
     secrets = [seed, *arena.tokens.values(), *(hash_token(t) for t in arena.tokens.values()),
                ADMIN_TOKEN]
-    served = [text for _p, _s, text in bodies] + [d for _t, _k, d in live.events]
+    served = [text for _p, _s, text in bodies] + [d for _t, _k, d in live.events] + [
+        d for _t, _k, d in ladder.events]
     for text in served:
         for secret in secrets:
             assert secret not in text
@@ -379,3 +381,14 @@ def test_a_tournament_deal_is_hidden_until_every_rotation_is_over(arena: WebAren
     shown = arena.get(f"/api/matches/{first}").json()
     assert shown["revealed"] is True and shown["seed"] == str(deal_seed)
     assert str(master_seed) not in arena.get("/api/matches?limit=500").text
+
+
+def test_names_are_escaped(arena: WebArena) -> None:
+    name = "<img src=x onerror=alert(1)>"
+    with open_database(arena.db) as db:
+        db.ensure_bot(name, hash_token("token-of-the-script-kiddie-0123"))
+    reply = arena.get("/bots/" + quote(name, safe=""))
+    assert reply.status == 200
+    assert name not in reply.text and "&lt;img src=x onerror=alert(1)&gt;" in reply.text
+    missing = arena.get("/bots/" + quote("<b>nobody</b>", safe=""))
+    assert missing.status == 404 and "<b>nobody</b>" not in missing.text

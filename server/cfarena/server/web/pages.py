@@ -28,11 +28,12 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def _when(value: str | None) -> str:
-    """An ISO 8601 UTC time as "2026-12-03 15:55:46 UTC"."""
+def _when(value: str | None) -> Markup:
+    """An ISO 8601 UTC time as `<time>2026-12-03 15:55:46 UTC</time>` (never wrapped)."""
     if not value:
-        return "–"
-    return value.replace("T", " ").removesuffix("+00:00") + " UTC"
+        return Markup("–")
+    text = value.replace("T", " ").removesuffix("+00:00") + " UTC"
+    return Markup('<time datetime="{}">{}</time>').format(value, text)
 
 
 def _reason(value: str | None, rounds: int = 0) -> str:
