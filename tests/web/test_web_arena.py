@@ -136,6 +136,12 @@ def test_finished_match_page(arena: WebArena) -> None:
     assert len(rounds) == len(detail["round_scores"]) >= 1
     frame = by_id(html, "replay")
     assert frame[0] == "iframe" and frame[1]["src"] == f"/matches/{match['id']}/replay"
+    # its live stream says at once that it is stored, and ends
+    stream = arena.sse(f"/api/matches/{match['id']}/live")
+    assert stream.done.wait(10) and stream.status == 200
+    assert stream.kinds() == ["stored"]
+    missing = arena.sse("/api/matches/serve-000000000000/live")
+    assert missing.done.wait(10) and missing.status == 404
     replay = arena.get(frame[1]["src"])
     assert replay.status == 200 and "<html" in replay.text.lower()
     assert detail["seed"] in replay.text or str(detail["seed"]) in replay.text

@@ -109,10 +109,19 @@ def make_router() -> APIRouter:
         503: {"model": schemas.Problem, "description": "too many viewers"}})
     async def live(site: Site, match_id: str) -> EventSourceResponse:
         """Server-sent events of a running match: public snapshots and events."""
-        status = await site.read(site.data.status, match_id)
-        if status is None:
-            raise NotFound(f"no match {match_id!r}")
+        # subscribed before the status is read: a match stored in between is told
+        # to this viewer by the hub, or found finished here (never neither)
         viewer = _watch(site, match_id)
+        try:
+            status = await site.read(site.data.status, match_id)
+        except BaseException:
+            viewer.close()
+            site.hub.forget_waiting(match_id)
+            raise
+        if status is None:
+            viewer.close()
+            site.hub.forget_waiting(match_id)
+            raise NotFound(f"no match {match_id!r}")
         if status in (MatchStatus.FINISHED, MatchStatus.ABORTED) \
                 and match_id not in site.hub.running():
             # over before this viewer came: nothing live to show

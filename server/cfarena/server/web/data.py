@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,7 @@ from cfarena.server.web.disclosure import deal_revealed
 LEADERBOARD_TTL_S = 2.0  # the Bradley-Terry bootstrap is costly: at most this often
 RECENT_MATCHES = 20
 FAULTS_SHOWN = 50
+REPLAYS_KEPT = 32  # rendered replay pages kept (LRU)
 
 
 class NotFound(Exception):
@@ -105,6 +107,7 @@ class WebData:
         self._lock = threading.Lock()
         self._leaderboard: dict[str, _Cached] = {}
         self._replays: dict[str, _Replay] = {}
+        self._replay_pages: OrderedDict[str, str] = OrderedDict()
 
     # ------------------------------------------------------------ leaderboard
     def leaderboard(self, pool: str) -> dict[str, Any]:
@@ -208,6 +211,33 @@ class WebData:
         if log is None:
             raise NotFound(f"no game log for match {match_id!r}")
         return log
+
+    def replay_html(self, match_id: str) -> str | None:
+        """The replay viewer of a match whose deal is over (None while it may not be
+        shown; NotFound as `log`). The rendering (~100 ms) is kept for the latest
+        `REPLAYS_KEPT` matches; whether it may be shown is asked every time (a deal
+        dealt again later, by a rerun tournament, hides it again)."""
+        deal = self.db.same_deal(match_id)
+        if not deal:
+            raise NotFound(f"no match {match_id!r}")
+        if not deal_revealed(deal):
+            return None
+        with self._lock:
+            page = self._replay_pages.get(match_id)
+            if page is not None:
+                self._replay_pages.move_to_end(match_id)
+                return page
+        log = self.db.get_log(match_id)
+        if log is None:
+            raise NotFound(f"no game log for match {match_id!r}")
+        from cfarena.server.replay.html import render_html
+
+        page = render_html(log)
+        with self._lock:
+            self._replay_pages[match_id] = page
+            while len(self._replay_pages) > REPLAYS_KEPT:
+                self._replay_pages.popitem(last=False)
+        return page
 
     def status(self, match_id: str) -> MatchStatus | None:
         found = [st for i, _t, st in self.db.same_deal(match_id) if i == match_id]

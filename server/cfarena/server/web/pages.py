@@ -11,7 +11,6 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from cfarena.server.replay.html import render_html
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.data import NotFound
 from cfarena.server.web.site import WebSite
@@ -94,11 +93,10 @@ def make_router() -> APIRouter:
     @pages.get("/matches/{match_id}/replay")
     async def replay(request: Request, match_id: str) -> Response:
         site: WebSite = request.app.state.site
-        log = await site.read(site.data.log, match_id)
-        if log is None:
+        text = await site.read(site.data.replay_html, match_id)
+        if text is None:
             return page(request, "message.html", status=409, title="Replay not available yet",
                         message="The replay is shown once every match with this deal is over.")
-        text = await site.read(render_html, log)
         return HTMLResponse(text)
 
     return pages
