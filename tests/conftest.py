@@ -1,4 +1,5 @@
-"""Shared fixtures: a session PostgreSQL cluster and a `db_url` run on SQLite and PostgreSQL."""
+"""Shared fixtures: a session PostgreSQL cluster, a `db_url` run on SQLite and PostgreSQL,
+and a session headless Chromium (`browser`, `page`: tests/browser.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.browser import browser, page  # noqa: F401  (fixtures: headless Chromium)
 from tests.pg import PgCluster, postgres_cluster
 
 # Property tests check behaviour, not speed (benchmarks/ measure that): no per-example

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Page
 
 from cfarena.server.replay import build_frames, build_viewer_data, render_html, write_html
+from tests.browser import Watched
 
-from .cdp import chromium_page, find_chromium, open_file
 from .conftest import make_log
-
-SHOT = Path("/tmp/cfarena_replay.png")
 
 
 def test_embedded_data_is_per_view_and_compact() -> None:
@@ -48,8 +46,8 @@ def test_a_big_match_stays_a_few_hundred_kb() -> None:
     assert len(render_html(log).encode()) < 500_000
 
 
-def _hands(page: Any) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = page.eval("""
+def _hands(page: Page) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = page.evaluate("""
         Array.from(document.querySelectorAll('#hands .hand')).map(r => ({
         seat: +r.dataset.seat, text: r.querySelector('.tiles').textContent,
         pips: r.querySelectorAll('.tiles .pip').length,
@@ -60,71 +58,68 @@ def _hands(page: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.browser
-def test_viewer_in_headless_chromium(tmp_path: Path) -> None:
-    if find_chromium() is None:
-        pytest.fail("Chromium is not installed: the HTML viewer test needs it "
-                    "(Debian: apt-get install -y chromium; .ci/run installs it)")
+def test_viewer_in_headless_chromium(tmp_path: Path, page: Watched) -> None:
     log = make_log("standard", 4, 11, (3,))
     frames = build_frames(log)
     seat1 = build_frames(log, 1)
     html_file = write_html(log, tmp_path / "replay.html")
-    with chromium_page(tmp_path / "profile") as page:
-        open_file(page, html_file)
-        assert page.errors() == []
-        assert page.eval("cfReplay.frames") == len(frames)
-        assert page.eval("document.title").startswith("cfarena replay")
-        count = "document.querySelectorAll('#layout g.tile').length"
-        assert page.eval(count) == 1  # the centre double
-        # stepping forward with the real buttons draws more tiles
-        seen = []
-        for _ in range(8):
-            page.eval("document.getElementById('next').click()")
-            seen.append(page.eval(count))
-        assert seen[-1] > 1 and seen == sorted(seen)
-        assert seen[-1] == len(frames[8].layout)
-        assert page.eval("+document.body.dataset.frame") == 8
-        # tiles are drawn with pips (dots), not numbers
-        assert page.eval("document.querySelectorAll('#layout g.tile circle.pip').length") > 10
-        # the all-seeing view shows every hand's tiles
-        for row in _hands(page):
-            assert row["tiles"] == [str(t) for t in frames[8].hands[row["seat"]] or ()]
-        # a mid-round frame with a pending double: marked, with its free toe slots
-        k = next(f.index for f in frames if f.index > 20 and f.pending not in (None, 0))
-        page.eval(f"cfReplay.go({k})")
-        assert page.eval("document.querySelectorAll('#layout g.tile.pending').length") == 1
-        assert page.eval("document.querySelectorAll('#layout .ghost').length") > 0
-        assert "pending double" in page.eval("document.getElementById('status').textContent")
-        # switch to seat 1's view with the real selector
-        page.eval("var s = document.getElementById('view'); s.value = '2';"
-                  "s.dispatchEvent(new Event('change'))")
-        assert page.eval("document.getElementById('view').selectedOptions[0].textContent"
-                         ).startswith("Seat 1")
-        for row in _hands(page):
-            size = seat1[k].hand_sizes[row["seat"]]
-            assert f"{size} tiles" in row["label"]
-            if row["seat"] == 1:
-                assert row["tiles"] == [str(t) for t in seat1[k].hands[1] or ()]
-                assert row["pips"] > 0
-            else:
-                assert row["tiles"] == [] and row["pips"] == 0
-                assert row["backs"] == size
-                assert not re.search(r"\d+-\d+", row["text"])
-        events = page.eval("document.getElementById('events').textContent")
-        assert "(you)" in events or "seat" in events
-        # keyboard: 'r' jumps to the next round; the score chart has a line per seat
-        page.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'r'}))")
-        pos = page.eval("cfReplay.position()")
-        assert frames[pos].kind.value == "round_start" and frames[pos].round_index == 1
-        page.eval(f"cfReplay.go({len(frames) - 1}); cfReplay.setView(0)")
-        assert page.eval("document.querySelectorAll('#chart polyline.series').length") == 4
-        rows = page.eval("document.querySelectorAll('#scoreTable tr').length")
-        assert rows == 1 + len(log["result"]["round_scores"]) + 2  # head, rounds, total, rank
-        # a picture for humans: mid-round, all-seeing, a pending double
-        page.eval(f"cfReplay.go({k})")
-        shot = page.screenshot(tmp_path / "viewer.png")
-        assert shot.stat().st_size > 20_000
-        shutil.copyfile(shot, SHOT)
-        assert page.errors() == []
+    p = page.page
+    p.set_viewport_size({"width": 1440, "height": 1100})
+    p.goto(html_file.resolve().as_uri(), wait_until="load")
+    page.check()
+    assert p.evaluate("cfReplay.frames") == len(frames)
+    assert p.title().startswith("cfarena replay")
+    tiles = p.locator("#layout g.tile")
+    assert tiles.count() == 1  # the centre double
+    # stepping forward with the real button (a mouse click) draws more tiles
+    seen = []
+    for _ in range(8):
+        p.click("#next")
+        seen.append(tiles.count())
+    assert seen[-1] > 1 and seen == sorted(seen)
+    assert seen[-1] == len(frames[8].layout)
+    assert p.get_attribute("body", "data-frame") == "8"
+    # tiles are drawn with pips (dots), not numbers
+    assert p.locator("#layout g.tile circle.pip").count() > 10
+    # the all-seeing view shows every hand's tiles
+    for row in _hands(p):
+        assert row["tiles"] == [str(t) for t in frames[8].hands[row["seat"]] or ()]
+    # a mid-round frame with a pending double: marked, with its free toe slots
+    k = next(f.index for f in frames if f.index > 20 and f.pending not in (None, 0))
+    p.evaluate(f"cfReplay.go({k})")
+    assert p.locator("#layout g.tile.pending").count() == 1
+    assert p.locator("#layout .ghost").count() > 0
+    assert "pending double" in p.text_content("#status")  # type: ignore[operator]
+    # switch to seat 1's view with the real selector
+    p.select_option("#view", "2")
+    assert p.evaluate("document.getElementById('view').selectedOptions[0].textContent"
+                      ).startswith("Seat 1")
+    for row in _hands(p):
+        size = seat1[k].hand_sizes[row["seat"]]
+        assert f"{size} tiles" in row["label"]
+        if row["seat"] == 1:
+            assert row["tiles"] == [str(t) for t in seat1[k].hands[1] or ()]
+            assert row["pips"] > 0
+        else:
+            assert row["tiles"] == [] and row["pips"] == 0
+            assert row["backs"] == size
+            assert not re.search(r"\d+-\d+", row["text"])
+    events = p.text_content("#events") or ""
+    assert "(you)" in events or "seat" in events
+    # keyboard (a real key press): 'r' jumps to the next round; the score chart has a
+    # line per seat
+    p.keyboard.press("r")
+    pos = p.evaluate("cfReplay.position()")
+    assert frames[pos].kind.value == "round_start" and frames[pos].round_index == 1
+    p.evaluate(f"cfReplay.go({len(frames) - 1}); cfReplay.setView(0)")
+    assert p.locator("#chart polyline.series").count() == 4
+    rows = p.locator("#scoreTable tr").count()
+    assert rows == 1 + len(log["result"]["round_scores"]) + 2  # head, rounds, total, rank
+    # a picture for humans: mid-round, all-seeing, a pending double
+    p.evaluate(f"cfReplay.go({k})")
+    shot = page.screenshot("replay_viewer", full_page=False)
+    assert shot.stat().st_size > 20_000
+    page.check()
     data = json.loads(re.search(r'id="replay-data" type="application/json">(.*?)</script>',
                                 html_file.read_text(), re.S).group(1))  # type: ignore[union-attr]
     assert data["match_id"] == log["match_id"]

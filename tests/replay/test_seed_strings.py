@@ -24,8 +24,7 @@ from cfarena.server.replay import (
     validate_log,
     verify_logs,
 )
-
-from .cdp import chromium_page, find_chromium, open_file
+from tests.browser import Watched
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = json.loads((HERE.parents[1] / "docs" / "gamelog.schema.json").read_text())
@@ -152,17 +151,14 @@ def test_negative_seeds_are_strings_too() -> None:
 
 
 @pytest.mark.browser
-def test_the_viewer_shows_a_big_seed_exactly_in_chromium(tmp_path: Path) -> None:
-    if find_chromium() is None:
-        pytest.fail("Chromium is not installed: the HTML viewer test needs it "
-                    "(Debian: apt-get install -y chromium; .ci/run installs it)")
+def test_the_viewer_shows_a_big_seed_exactly_in_chromium(tmp_path: Path, page: Watched) -> None:
     seed = BIG_SEEDS[0]
     html_file = export_log(big_log(seed), tmp_path / "replay.html")
-    with chromium_page(tmp_path / "profile") as page:
-        open_file(page, html_file)
-        assert page.errors() == []
-        # the control: this browser does round the number form of the seed
-        assert page.eval(f"String(JSON.parse('{{\"s\": {seed}}}').s)") != str(seed)
-        meta = page.eval("document.getElementById('meta').textContent")
-        assert f"seed {seed} ·" in meta, meta
-        assert page.eval("typeof cfReplay") == "object"
+    p = page.page
+    p.goto(html_file.resolve().as_uri(), wait_until="load")
+    page.check()
+    # the control: this browser does round the number form of the seed
+    assert p.evaluate(f"String(JSON.parse('{{\"s\": {seed}}}').s)") != str(seed)
+    meta = p.text_content("#meta") or ""
+    assert f"seed {seed} ·" in meta, meta
+    assert p.evaluate("typeof cfReplay") == "object"
