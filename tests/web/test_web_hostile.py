@@ -1,16 +1,23 @@
 """Hostile clients of a real `cfarena serve`'s web side (SQLite file, dial-in bot
 processes, real HTTP over sockets): nothing an anonymous client sends may hold up
-the event loop the referee shares with the web app."""
+the event loop the referee shares with the web app; and no arena shows the seed of a
+match another arena may still be playing."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from cfarena.server.storage import open_database
 from tests.web.arena import WebArena, web_arena
 
 BOTS = {"jade": "greedy", "onyx": "random"}
@@ -91,3 +98,65 @@ def test_an_anonymous_huge_body_is_refused_without_stalling_the_loop(
     assert lag < 1.0, f"the event loop stalled {lag:.1f} s"
     # a normal admin request still works (the body limit is far above it)
     assert arena.post("/api/admin/bots", {"name": "x" * 40}, token=None).status == 401
+
+
+def _status(db: str, match_id: str) -> str:
+    with open_database(db) as store:
+        found = [st for i, _t, st, _log in store.same_deal(match_id) if i == match_id]
+    return found[0].value if found else "none"
+
+
+def test_a_match_of_a_silent_arena_still_in_play_shows_no_seed(tmp_path: Path) -> None:
+    """Arena a stops beating (frozen: SIGSTOP; a network cut from the database does the
+    same) while its match is in play; arena b marks that match aborted ("arena a
+    died"). a is alive and plays on once it runs again, so the match's seed (every
+    hand and the boneyard) must not be served meanwhile, by either arena."""
+    db = f"sqlite:///{tmp_path / 'arena.db'}"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = WebArena(tmp_path / "a", db), WebArena(tmp_path / "b", db)
+    try:
+        a.add_bots(["ruby", "jade"])
+        a.serve("--players", "2", "--dead-after", "3")
+        a.bot("ruby", "montecarlo")
+        a.bot("jade", "greedy")
+        ladder = a.sse("/api/events")
+        serve = a.procs["serve"]
+        match_id = None
+        for _ in range(10):  # freeze a while one of its matches is in play
+            seen = len(ladder.events)
+
+            def started_since(seen: int = seen) -> bool:
+                return "started" in [k for _t, k, _d in ladder.events[seen:]]
+
+            a.wait("a match starts", started_since, 30)
+            os.killpg(serve.pid, signal.SIGSTOP)
+            started = [json.loads(d)["match"] for _t, k, d in ladder.events if k == "started"]
+            if _status(db, started[-1]) == "running":
+                match_id = started[-1]
+                break
+            os.killpg(serve.pid, signal.SIGCONT)
+        assert match_id is not None, "no match caught in play"
+        b.serve("--players", "2", "--dead-after", "3")
+        b.wait("b marks a's match aborted",
+               lambda: b.get(f"/api/matches/{match_id}").json()["status"] == "aborted", 30)
+        answers = {path: b.get(path) for path in [
+            f"/api/matches/{match_id}", f"/matches/{match_id}",
+            f"/api/matches/{match_id}/log", f"/matches/{match_id}/replay"]}
+        detail = answers[f"/api/matches/{match_id}"].json()
+        os.killpg(serve.pid, signal.SIGCONT)  # a runs again, and plays on
+        b.wait("a finishes the match",
+               lambda: b.get(f"/api/matches/{match_id}").json()["status"] == "finished", 60)
+        seed = b.get(f"/api/matches/{match_id}").json()["seed"]
+        assert seed is not None  # over now: shown
+        # while a could still play it, nothing showed the deal
+        assert detail["revealed"] is False and detail["seed"] is None, detail
+        for path, reply in answers.items():
+            assert seed not in reply.text, path
+        assert answers[f"/api/matches/{match_id}/log"].status == 409
+        assert answers[f"/matches/{match_id}/replay"].status == 409
+    finally:
+        with contextlib.suppress(ProcessLookupError, KeyError):
+            os.killpg(a.procs["serve"].pid, signal.SIGCONT)
+        a.stop_all()
+        b.stop_all()

@@ -24,25 +24,29 @@ F, R, A, S = (MatchStatus.FINISHED, MatchStatus.RUNNING, MatchStatus.ABORTED,
 
 @pytest.mark.parametrize(("deal", "shown"), [
     ([], False),                                     # no such match
-    ([("m", None, F)], True),                        # a ladder match, finished
-    ([("m", None, R)], False),                       # running
-    ([("m", None, S)], False),                       # pending
-    ([("m", None, A)], True),                        # a ladder match cut off: never dealt again
-    ([("m", 1, A)], False),                          # a tournament's: played again, same seed
-    ([("r0", 1, F), ("r1", 1, F), ("r2", 1, F)], True),   # every rotation over
-    ([("r0", 1, F), ("r1", 1, R), ("r2", 1, F)], False),  # rotation 2 still running
-    ([("r0", 1, F), ("r1", 1, S)], False),           # rotation 2 not played yet
-    ([("r0", 1, F), ("r1", 1, A)], False),           # rotation 2 to be played again
-    ([("r0", 1, F), ("x", None, R)], False),         # the same seed elsewhere, running
+    ([("m", None, F, True)], True),                  # a ladder match, finished
+    ([("m", None, R, False)], False),                # running
+    ([("m", None, S, False)], False),                # pending
+    ([("m", None, A, True)], True),                  # a ladder match cut off: never dealt again
+    ([("m", None, A, False)], False),                # marked aborted by another arena: its
+                                                     # own (silent, not dead?) may play on
+    ([("m", 1, A, True)], False),                    # a tournament's: played again, same seed
+    ([("r0", 1, F, True), ("r1", 1, F, True), ("r2", 1, F, True)], True),  # every rotation over
+    ([("r0", 1, F, True), ("r1", 1, R, False), ("r2", 1, F, True)], False),  # r1 running
+    ([("r0", 1, F, True), ("r1", 1, S, False)], False),  # rotation 2 not played yet
+    ([("r0", 1, F, True), ("r1", 1, A, True)], False),   # rotation 2 to be played again
+    ([("r0", 1, F, True), ("x", None, R, False)], False),  # the same seed elsewhere, running
 ])
 def test_a_deal_is_shown_only_when_every_match_of_it_is_over(
-        deal: list[tuple[str, int | None, MatchStatus]], shown: bool) -> None:
+        deal: list[tuple[str, int | None, MatchStatus, bool]], shown: bool) -> None:
     assert deal_revealed(deal) is shown
 
 
 def test_over_means_never_played_again() -> None:
-    assert [is_over(t, st) for t, st in [(None, F), (None, A), (1, F), (1, A), (None, R),
-                                         (None, S)]] == [True, True, True, False, False, False]
+    cases = [(None, F, True), (None, A, True), (None, A, False), (1, F, True), (1, A, True),
+             (None, R, False), (None, S, False)]
+    assert [is_over(*case) for case in cases] == [True, True, False, True, False, False,
+                                                   False]
 
 
 def _record(match_id: str, status: MatchStatus = F) -> MatchRecord:

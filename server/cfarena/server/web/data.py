@@ -240,7 +240,7 @@ class WebData:
         return page
 
     def status(self, match_id: str) -> MatchStatus | None:
-        found = [st for i, _t, st in self.db.same_deal(match_id) if i == match_id]
+        found = [st for i, _t, st, _log in self.db.same_deal(match_id) if i == match_id]
         return found[0] if found else None
 
     def running(self, limit: int = 50) -> list[dict[str, Any]]:
