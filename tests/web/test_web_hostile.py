@@ -6,6 +6,7 @@ match another arena may still be playing."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cfarena.server.storage import open_database
+from cfarena.server.web.hub import MAX_VIEWERS
 from tests.web.arena import WebArena, web_arena
 
 BOTS = {"jade": "greedy", "onyx": "random"}
@@ -160,3 +162,31 @@ def test_a_match_of_a_silent_arena_still_in_play_shows_no_seed(tmp_path: Path) -
             os.killpg(a.procs["serve"].pid, signal.SIGCONT)
         a.stop_all()
         b.stop_all()
+
+
+def _stream_status(arena: WebArena, path: str, source: str,
+                   held: list[http.client.HTTPConnection]) -> int:
+    """Open a server-sent-event stream from `source` (a loopback address) and keep it
+    open (in `held`); its status."""
+    conn = http.client.HTTPConnection("127.0.0.1", arena.http_port, timeout=30,
+                                      source_address=(source, 0))
+    held.append(conn)
+    conn.request("GET", path, headers={"Accept": "text/event-stream"})
+    return conn.getresponse().status
+
+
+def test_one_client_cannot_hold_every_live_stream(arena: WebArena) -> None:
+    """A client opening stream after stream gets its share (429 beyond it), and a
+    spectator at another address still gets a stream."""
+    held: list[http.client.HTTPConnection] = []
+    try:
+        hoarded = [_stream_status(arena, "/api/events", "127.0.0.1", held)
+                   for _ in range(MAX_VIEWERS)]
+        assert hoarded[0] == 200 and set(hoarded) <= {200, 429}
+        assert hoarded.count(200) < MAX_VIEWERS // 4, hoarded.count(200)
+        assert _stream_status(arena, "/api/events", "127.0.0.2", held) == 200
+        assert _stream_status(arena, "/api/matches/nothing-such/live", "127.0.0.3",
+                              held) == 404
+    finally:
+        for conn in held:
+            conn.close()

@@ -17,6 +17,7 @@ from cfarena.server.storage import MatchStatus, StoredMatch
 from cfarena.server.web import AdminTokenError, LiveHub, read_admin_token
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.disclosure import deal_revealed, is_over
+from cfarena.server.web.hub import TooManyFromClient, client_key
 
 F, R, A, S = (MatchStatus.FINISHED, MatchStatus.RUNNING, MatchStatus.ABORTED,
               MatchStatus.SCHEDULED)
@@ -133,6 +134,29 @@ def test_the_number_of_viewers_is_capped() -> None:
         hub.watch_ladder()  # a place is free again
         assert hub.viewers == 2
     asyncio.run(run())
+
+
+def test_one_client_address_gets_its_share_of_the_viewers() -> None:
+    async def run() -> None:
+        hub = LiveHub(max_viewers=10, max_per_client=2)
+        first = hub.watch_ladder("10.0.0.1")
+        hub.watch_match("x", "10.0.0.1")
+        with pytest.raises(TooManyFromClient, match="from your address"):
+            hub.watch_match("y", "10.0.0.1")
+        hub.watch_ladder("10.0.0.2")  # another address is not held back
+        first.close()
+        hub.watch_ladder("10.0.0.1")  # its place is free again
+        assert hub.viewers == 3
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(("host", "key"), [
+    ("10.1.2.3", "10.1.2.3"), ("::ffff:10.1.2.3", "10.1.2.3"),
+    ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"), ("2001:db8:1:2::ff", "2001:db8:1:2::/64"),
+    ("testclient", "testclient"), (None, None), ("", None)])
+def test_streams_are_counted_per_address_and_ipv6_per_64(host: str | None,
+                                                         key: str | None) -> None:
+    assert client_key(host) == key
 
 
 def test_the_ladder_stream_tells_started_ended_finished() -> None:
