@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from cfarena.engine import Rules, apply_move, legal_moves, new_match
+from cfarena.server.credentials import hash_token
 from cfarena.server.match_record import MatchRecord, TimeControl
-from cfarena.server.storage import MatchStatus, StoredMatch
+from cfarena.server.storage import MatchStatus, StoredMatch, open_database
 from cfarena.server.web import AdminTokenError, LiveHub, read_admin_token
 from cfarena.server.web.chart import rating_chart
+from cfarena.server.web.data import WebData
 from cfarena.server.web.disclosure import deal_revealed, is_over
 from cfarena.server.web.hub import TooManyFromClient, client_key
 
@@ -239,3 +241,16 @@ def test_a_fast_match_is_sent_at_most_every_coalesce_s() -> None:
         await asyncio.sleep(0.1)
         assert hub.messages == 2  # the cancelled timer sent nothing more
     asyncio.run(run())
+
+
+def test_made_up_pools_are_not_kept(tmp_path: Path) -> None:
+    """`?pool=` is anyone's to choose: a pool without matches is answered, never
+    cached (each made-up name of 8 KB would stay in memory for good)."""
+    with open_database(f"sqlite:///{tmp_path / 'arena.db'}") as db:
+        db.ensure_bot("ruby", hash_token("token-of-ruby-0123456789"))
+        data = WebData(db)
+        for i in range(50):
+            pool = f"{i}-" + "x" * 8000
+            assert data.leaderboard(pool) == {"pool": pool, "finished": 0, "rows": []}
+            assert data.bot("ruby", pool)["rating_history"] == []
+        assert data._leaderboard == {} and data._replays == {}
