@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ BIG = 64 * 1024 * 1024  # bytes of JSON an anonymous client posts
 def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebArena]:
     directory = tmp_path_factory.mktemp("hostile")
     db = f"sqlite:///{directory / 'arena.db'}"
-    with web_arena(directory, db, BOTS, "--players", "2") as running:
+    with web_arena(directory, db, BOTS, "--players", "2", "--concurrency", "2") as running:
         running.wait("a finished match",
                      lambda: running.get("/api/matches?status=finished&limit=1").json() != [])
         yield running
@@ -190,3 +191,44 @@ def test_one_client_cannot_hold_every_live_stream(arena: WebArena) -> None:
     finally:
         for conn in held:
             conn.close()
+
+
+def test_a_flood_of_page_requests_does_not_hold_up_the_arenas_heartbeat(
+        arena: WebArena) -> None:
+    """Anonymous clients asking for costly pages (replays not rendered yet, bot pages)
+    as fast as they can: the arena's own database work (its heartbeat, which other
+    arenas on the database take as alive or dead after --dead-after, at least 3 s)
+    must not wait behind them."""
+    db = arena.db.removeprefix("sqlite:///")
+    arena.wait("40 finished matches", lambda: len(arena.get(
+        "/api/matches?status=finished&limit=100").json()) >= 40, 60)
+    ids = [m["id"] for m in arena.get("/api/matches?status=finished&limit=100").json()]
+
+    def heartbeat_age() -> float:
+        with contextlib.closing(sqlite3.connect(db, timeout=10)) as con:
+            age = con.execute("select (julianday('now') - julianday(max(heartbeat_at)))"
+                              " * 86400 from arenas").fetchone()[0]
+        return float(age)
+
+    stop = threading.Event()
+
+    def flood(k: int) -> None:
+        while not stop.is_set():
+            arena.get(f"/matches/{ids[k % len(ids)]}/replay")
+            arena.get("/api/bots/jade")
+            k += 7
+
+    clients = [threading.Thread(target=flood, args=(k,)) for k in range(30)]
+    for client in clients:
+        client.start()
+    worst = 0.0
+    try:
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline:
+            worst = max(worst, heartbeat_age())
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for client in clients:
+            client.join()
+    assert worst < 3.0, f"the heartbeat was {worst:.1f} s old"
