@@ -227,6 +227,12 @@ def web_arena(directory: Path, db: str, bots: dict[str, str], *serve_args: str,
         arena.stop_all()
 
 
+def board_full(board: dict[str, Any], bots: int) -> bool:
+    """A finished match, and every bot on the leaderboard (`/api/leaderboard`: a pool's
+    rows are there from its first scheduled match, and cached once one has finished)."""
+    return bool(board["finished"]) and len(board["rows"]) == bots
+
+
 class _Elements(HTMLParser):
     def __init__(self) -> None:
         super().__init__()

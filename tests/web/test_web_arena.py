@@ -24,6 +24,7 @@ from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 from tests.web.arena import (
     ADMIN_TOKEN,
     WebArena,
+    board_full,
     by_id,
     elements,
     response_schema,
@@ -41,7 +42,7 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebArena]:
     with web_arena(directory, db, BOTS, "--concurrency", "2") as running:
         # (the leaderboard's rows may lag its count by up to 2 s: they are cached)
         running.wait("a finished match on the leaderboard",
-                     lambda: len(running.get("/api/leaderboard").json()["rows"]) == len(BOTS))
+                     lambda: board_full(running.get("/api/leaderboard").json(), len(BOTS)))
         yield running
 
 

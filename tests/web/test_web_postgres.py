@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from tests.pg import PgCluster
-from tests.web.arena import by_id, elements, response_schema, web_arena
+from tests.web.arena import board_full, by_id, elements, response_schema, web_arena
 
 
 @pytest.mark.postgres
@@ -17,8 +17,8 @@ def test_web_page_on_postgresql(pg_cluster: PgCluster, tmp_path: Path) -> None:
     db = pg_cluster.create_database("web_pages")
     bots = {"amber": "greedy", "coral": "random", "flint": "smart", "slate": "greedy"}
     with web_arena(tmp_path, db, bots, admin=False) as arena:
-        arena.wait("a finished match on the leaderboard", lambda: len(arena.get(
-            "/api/leaderboard").json()["rows"]) == len(bots), 40)
+        arena.wait("a finished match on the leaderboard", lambda: board_full(arena.get(
+            "/api/leaderboard").json(), len(bots)), 40)
         openapi = arena.get("/openapi.json").json()
         board = arena.get("/api/leaderboard")
         jsonschema.validate(board.json(), response_schema(openapi, "/api/leaderboard", 200),

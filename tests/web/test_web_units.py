@@ -12,44 +12,44 @@ from pathlib import Path
 import pytest
 
 from cfarena.engine import Rules, apply_move, legal_moves, new_match
+from cfarena.server.credentials import hash_token
 from cfarena.server.match_record import MatchRecord, TimeControl
-from cfarena.server.storage import MatchStatus, StoredMatch
-from cfarena.server.storage.arena_fleet import died_reason
+from cfarena.server.storage import MatchStatus, StoredMatch, open_database
 from cfarena.server.web import AdminTokenError, LiveHub, read_admin_token
 from cfarena.server.web.chart import rating_chart
+from cfarena.server.web.data import WebData
 from cfarena.server.web.disclosure import deal_revealed, is_over
+from cfarena.server.web.hub import TooManyFromClient, client_key
 
 F, R, A, S = (MatchStatus.FINISHED, MatchStatus.RUNNING, MatchStatus.ABORTED,
               MatchStatus.SCHEDULED)
-DIED = died_reason("a1b2c3", "10.0.0.7:50051", 10.0)
 
 
 @pytest.mark.parametrize(("deal", "shown"), [
-    ([], False),  # no such match
-    ([("m", None, F, None)], True),  # a ladder match, finished
-    ([("m", None, R, None)], False),  # running
-    ([("m", None, S, None)], False),  # pending
-    ([("m", None, A, None)], True),  # a ladder match cut off: not dealt again
-    ([("m", 1, A, None)], False),  # a tournament's: played again, same seed
-    ([("r0", 1, F, None), ("r1", 1, F, None), ("r2", 1, F, None)], True),  # every rotation over
-    ([("r0", 1, F, None), ("r1", 1, R, None), ("r2", 1, F, None)], False),  # r1 running
-    ([("r0", 1, F, None), ("r1", 1, S, None)], False),  # rotation 2 not played yet
-    ([("r0", 1, F, None), ("r1", 1, A, None)], False),  # rotation 2 to be played again
-    ([("r0", 1, F, None), ("x", None, R, None)], False),  # the same seed elsewhere, running
-    ([("m", None, A, DIED)], False),  # another arena declared its arena dead
-    ([("m", None, A, "referee stopped")], True),  # its own arena stopped it
+    ([], False),                                     # no such match
+    ([("m", None, F, True)], True),                  # a ladder match, finished
+    ([("m", None, R, False)], False),                # running
+    ([("m", None, S, False)], False),                # pending
+    ([("m", None, A, True)], True),                  # a ladder match cut off: never dealt again
+    ([("m", None, A, False)], False),                # marked aborted by another arena: its
+                                                     # own (silent, not dead?) may play on
+    ([("m", 1, A, True)], False),                    # a tournament's: played again, same seed
+    ([("r0", 1, F, True), ("r1", 1, F, True), ("r2", 1, F, True)], True),  # every rotation over
+    ([("r0", 1, F, True), ("r1", 1, R, False), ("r2", 1, F, True)], False),  # r1 running
+    ([("r0", 1, F, True), ("r1", 1, S, False)], False),  # rotation 2 not played yet
+    ([("r0", 1, F, True), ("r1", 1, A, True)], False),   # rotation 2 to be played again
+    ([("r0", 1, F, True), ("x", None, R, False)], False),  # the same seed elsewhere, running
 ])
 def test_a_deal_is_shown_only_when_every_match_of_it_is_over(
-        deal: list[tuple[str, int | None, MatchStatus, str | None]], shown: bool) -> None:
+        deal: list[tuple[str, int | None, MatchStatus, bool]], shown: bool) -> None:
     assert deal_revealed(deal) is shown
 
 
 def test_over_means_never_played_again() -> None:
-    assert [is_over(t, st) for t, st in [(None, F), (None, A), (1, F), (1, A), (None, R),
-                                         (None, S)]] == [True, True, True, False, False, False]
-    # a match marked aborted by another arena may still be in play where its arena runs
-    assert not is_over(None, A, DIED)
-    assert is_over(None, F, DIED)  # its arena came back and stored it
+    cases = [(None, F, True), (None, A, True), (None, A, False), (1, F, True), (1, A, True),
+             (None, R, False), (None, S, False)]
+    assert [is_over(*case) for case in cases] == [True, True, False, True, False, False,
+                                                   False]
 
 
 def _record(match_id: str, status: MatchStatus = F) -> MatchRecord:
@@ -138,6 +138,29 @@ def test_the_number_of_viewers_is_capped() -> None:
     asyncio.run(run())
 
 
+def test_one_client_address_gets_its_share_of_the_viewers() -> None:
+    async def run() -> None:
+        hub = LiveHub(max_viewers=10, max_per_client=2)
+        first = hub.watch_ladder("10.0.0.1")
+        hub.watch_match("x", "10.0.0.1")
+        with pytest.raises(TooManyFromClient, match="from your address"):
+            hub.watch_match("y", "10.0.0.1")
+        hub.watch_ladder("10.0.0.2")  # another address is not held back
+        first.close()
+        hub.watch_ladder("10.0.0.1")  # its place is free again
+        assert hub.viewers == 3
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(("host", "key"), [
+    ("10.1.2.3", "10.1.2.3"), ("::ffff:10.1.2.3", "10.1.2.3"),
+    ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"), ("2001:db8:1:2::ff", "2001:db8:1:2::/64"),
+    ("testclient", "testclient"), (None, None), ("", None)])
+def test_streams_are_counted_per_address_and_ipv6_per_64(host: str | None,
+                                                         key: str | None) -> None:
+    assert client_key(host) == key
+
+
 def test_the_ladder_stream_tells_started_ended_finished() -> None:
     async def run() -> None:
         hub = LiveHub()
@@ -218,3 +241,16 @@ def test_a_fast_match_is_sent_at_most_every_coalesce_s() -> None:
         await asyncio.sleep(0.1)
         assert hub.messages == 2  # the cancelled timer sent nothing more
     asyncio.run(run())
+
+
+def test_made_up_pools_are_not_kept(tmp_path: Path) -> None:
+    """`?pool=` is anyone's to choose: a pool without matches is answered, never
+    cached (each made-up name of 8 KB would stay in memory for good)."""
+    with open_database(f"sqlite:///{tmp_path / 'arena.db'}") as db:
+        db.ensure_bot("ruby", hash_token("token-of-ruby-0123456789"))
+        data = WebData(db)
+        for i in range(50):
+            pool = f"{i}-" + "x" * 8000
+            assert data.leaderboard(pool) == {"pool": pool, "finished": 0, "rows": []}
+            assert data.bot("ruby", pool)["rating_history"] == []
+        assert data._leaderboard == {} and data._replays == {}

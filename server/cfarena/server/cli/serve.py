@@ -155,12 +155,16 @@ async def _run_arena(db: Database, config: ArenaConfig, ops_config: OpsConfig,
     web = None
     if ops_config.http_port is not None:
         web = WebSite(db, config.pool, LiveHub(), admin_token=admin_token)
-    async with operations(ops_config, say, web) as ops:
-        arena = Arena(db, replace(config, referee_options=ops.referee_options()))
+    try:
+        async with operations(ops_config, say, web) as ops:
+            arena = Arena(db, replace(config, referee_options=ops.referee_options()))
+            if web is not None:
+                web.ladder = arena
+                arena.on_stored.append(web.hub.stored)
+            return await arena.run()
+    finally:
         if web is not None:
-            web.ladder = arena
-            arena.on_stored.append(web.hub.stored)
-        return await arena.run()
+            web.close()
 
 
 def _ops_config(tls_cert: Path | None, tls_key: Path | None, http_host: str,

@@ -51,19 +51,10 @@ class ArenaBeat:
     died: tuple[str, ...] = ()
 
 
-DIED_MARK = " died (no heartbeat for "
-
-
 def died_reason(arena_id: str, address: str | None, stale_s: float) -> str:
     """The reason stored with a match whose arena another arena declared dead."""
     where = f" ({address})" if address else ""
-    return f"arena {arena_id}{where}{DIED_MARK}{stale_s:g} s)"
-
-
-def declared_dead(reason: str | None) -> bool:
-    """Whether a match was marked aborted by another arena (`died_reason`), not by its
-    own: its arena may only have lost the database, and still be playing it."""
-    return reason is not None and reason.startswith("arena ") and DIED_MARK in reason
+    return f"arena {arena_id}{where} died (no heartbeat for {stale_s:g} s)"
 
 
 def _db_now(s: Session) -> datetime:

@@ -126,17 +126,18 @@ class ArenaStore:
 
     # -- what may be shown of a match (the web page) -----------------------------
 
-    def same_deal(self, match_id: str
-                  ) -> list[tuple[str, int | None, MatchStatus, str | None]]:
-        """(id, tournament id, status, reason) of every stored match dealt with the same
-        seed as `match_id` (itself included; [] if there is no such match): a duplicate
-        tournament plays one deal in several rotations, and the deal of one may be
-        shown only once all of them are over."""
+    def same_deal(self, match_id: str) -> list[tuple[str, int | None, MatchStatus, bool]]:
+        """(id, tournament id, status, whether its game log is stored) of every stored
+        match dealt with the same seed as `match_id` (itself included; [] if there is
+        no such match): a duplicate tournament plays one deal in several rotations, and
+        the deal of one may be shown only once all of them are over."""
         with self._session() as s:
             seed = select(Match.seed).where(Match.id == match_id).scalar_subquery()
-            rows = s.execute(select(Match.id, Match.tournament_id, Match.status, Match.reason)
+            rows = s.execute(select(Match.id, Match.tournament_id, Match.status,
+                                    GameLog.match_id.is_not(None))
+                             .outerjoin(GameLog, GameLog.match_id == Match.id)
                              .where(Match.seed == seed))
-            return [(i, t, MatchStatus(st), r) for i, t, st, r in rows]
+            return [(i, t, MatchStatus(st), bool(logged)) for i, t, st, logged in rows]
 
     def finished_count(self, pool: str) -> int:
         """Finished matches of `pool` ("global": all)."""

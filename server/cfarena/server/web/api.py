@@ -17,7 +17,7 @@ from cfarena.server.storage import MatchStatus, StorageError
 from cfarena.server.web import schemas
 from cfarena.server.web import tournaments as tournament_view
 from cfarena.server.web.data import NotFound
-from cfarena.server.web.hub import TooManyViewers, Viewer
+from cfarena.server.web.hub import TooManyFromClient, TooManyViewers, Viewer, client_key
 from cfarena.server.web.site import WebSite
 
 PING_S = 15  # SSE keep-alive comments
@@ -118,12 +118,13 @@ def make_router() -> APIRouter:
         **_NOT_FOUND, 200: {"description": "server-sent events: snapshot, update, ended, "
                             "stored (public information only)",
                             "content": {"text/event-stream": {}}},
+        429: {"model": schemas.Problem, "description": "too many streams from this address"},
         503: {"model": schemas.Problem, "description": "too many viewers"}})
-    async def live(site: Site, match_id: str) -> EventSourceResponse:
+    async def live(site: Site, match_id: str, request: Request) -> EventSourceResponse:
         """Server-sent events of a running match: public snapshots and events."""
         # subscribed before the status is read: a match stored in between is told
         # to this viewer by the hub, or found finished here (never neither)
-        viewer = _watch(site, match_id)
+        viewer = _watch(site, match_id, request)
         try:
             status = await site.read(site.data.status, match_id)
         except BaseException:
@@ -145,13 +146,15 @@ def make_router() -> APIRouter:
     @api.get("/events", tags=["live"], responses={
         200: {"description": "server-sent events: started, ended, finished, aborted",
               "content": {"text/event-stream": {}}},
+        429: {"model": schemas.Problem, "description": "too many streams from this address"},
         503: {"model": schemas.Problem, "description": "too many viewers"}})
-    async def events(site: Site) -> EventSourceResponse:
+    async def events(site: Site, request: Request) -> EventSourceResponse:
         """Server-sent events of the ladder: matches started and finished."""
         try:
-            viewer = site.hub.watch_ladder()
+            viewer = site.hub.watch_ladder(_client(request))
         except TooManyViewers as exc:
-            raise HTTPException(503, str(exc)) from None
+            raise HTTPException(429 if isinstance(exc, TooManyFromClient) else 503,
+                                str(exc)) from None
         return sse(viewer)
 
     # ----------------------------------------------------------------- admin
@@ -201,11 +204,18 @@ def make_router() -> APIRouter:
     return api
 
 
-def _watch(site: WebSite, match_id: str) -> Viewer:
+def _client(request: Request) -> str | None:
+    """The address key a stream counts against (uvicorn puts a trusted proxy's
+    X-Forwarded-For here)."""
+    return client_key(request.client.host if request.client is not None else None)
+
+
+def _watch(site: WebSite, match_id: str, request: Request) -> Viewer:
     try:
-        return site.hub.watch_match(match_id)
+        return site.hub.watch_match(match_id, _client(request))
     except TooManyViewers as exc:
-        raise HTTPException(503, str(exc)) from None
+        raise HTTPException(429 if isinstance(exc, TooManyFromClient) else 503,
+                            str(exc)) from None
 
 
 def _ladder(site: WebSite) -> Any:

@@ -15,6 +15,7 @@ from cfarena.server.ops.metrics import CONTENT_TYPE, ArenaMetrics
 from cfarena.server.storage import StorageError
 from cfarena.server.web import api, pages
 from cfarena.server.web.data import NotFound
+from cfarena.server.web.limits import BodyLimit
 from cfarena.server.web.site import WebSite
 
 STATIC = Path(__file__).parent / "static"
@@ -37,6 +38,7 @@ def make_web_app(site: WebSite, metrics: ArenaMetrics | None = None) -> FastAPI:
         docs_url=None, redoc_url=None,  # their pages load scripts from a CDN
     )
     app.state.site = site
+    app.add_middleware(BodyLimit)  # before any body is read: see limits.py
     app.include_router(api.make_router())
     app.include_router(pages.make_router())
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -115,6 +115,8 @@ class WebData:
         with the Bradley-Terry 95% interval, games, win share, points per round and
         faults; recomputed when a match has finished since, at most every 2 s."""
         finished = self.db.finished_count(pool)
+        if finished == 0:  # no such pool (yet): not kept, so that made-up pool names
+            return self._compute_leaderboard(pool, 0)  # cannot fill the memory
         with self._lock:  # one computation at a time; the others wait and share it
             cached = self._leaderboard.get(pool)
             now = time.monotonic()
@@ -180,12 +182,14 @@ class WebData:
         finished matches in `pool`, oldest first."""
         bot_id = next((b.id for b in self.db.list_bots() if b.name == name), None)
         results = self.db.results_by_version(pool)
+        if bot_id is None or not results:  # nothing to replay: nothing kept (made-up pools)
+            return []
         with self._lock:
             replay = self._replays.setdefault(pool, _Replay())
             if len(results) < replay.done:  # fewer than before (a restore): start over
                 replay = self._replays[pool] = _Replay()
             replay.extend(results)
-            return list(replay.history.get(bot_id, [])) if bot_id is not None else []
+            return list(replay.history.get(bot_id, []))
 
     # ---------------------------------------------------------------- matches
     def matches(self, bot: str | None, status: MatchStatus | None, limit: int
@@ -240,7 +244,7 @@ class WebData:
         return page
 
     def status(self, match_id: str) -> MatchStatus | None:
-        found = [st for i, _t, st, _r in self.db.same_deal(match_id) if i == match_id]
+        found = [st for i, _t, st, _log in self.db.same_deal(match_id) if i == match_id]
         return found[0] if found else None
 
     def running(self, limit: int = 50) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ referee without ever holding it up.
 decision path) and the arena's "match stored" hook. Each viewer has a bounded
 queue; publishing is `put_nowait`: a viewer whose queue is full is dropped (its
 stream ends; the page reconnects), never waited for. The number of viewers is
-capped (`TooManyViewers`). A message for a match is built only while somebody
+capped (`TooManyViewers`), in all and per client address (one client cannot hold
+every place and lock the other spectators out). A message for a match is built only while somebody
 watches that match (`live.live_message`, from the engine's public view: no hand,
 no boneyard order, no seed), once for all its viewers, and at most every
 `coalesce_s` (0.15 s): the moves in between go out together, so a fast match costs
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +31,7 @@ from cfarena.server.storage import MatchStatus, StoredMatch
 from cfarena.server.web.live import RECENT_EVENTS, live_message
 
 MAX_VIEWERS = 200  # SSE streams at once (all pages together)
+MAX_PER_CLIENT = 20  # of those, from one client address (IPv6: one /64)
 COALESCE_S = 0.15  # a watched match's changes are sent at most this often
 QUEUE_SIZE = 256  # messages a viewer may lag behind before it is dropped
 ENDED_KEPT = 256  # matches remembered as ended, not yet stored
@@ -37,11 +41,30 @@ class TooManyViewers(Exception):
     """The hub's viewer cap is reached."""
 
 
+class TooManyFromClient(TooManyViewers):
+    """One client address holds its share of the viewers already."""
+
+
+def client_key(host: str | None) -> str | None:
+    """What a client's streams are counted by: its IP address, an IPv6 one by its /64
+    (one host may hold a whole /64). None when unknown (not counted per client)."""
+    if not host:
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if address.version == 6 and address.ipv4_mapped is None:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address.ipv4_mapped or address) if address.version == 6 else str(address)
+
+
 class Viewer:
     """One SSE stream: a bounded queue of (event name, JSON text); None ends it."""
 
-    def __init__(self, hub: LiveHub, size: int) -> None:
+    def __init__(self, hub: LiveHub, size: int, client: str | None = None) -> None:
         self.hub = hub
+        self.client = client  # the client's address key (`client_key`), for its cap
         self.queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(size)
         self.group: set[Viewer] | None = None  # the hub's set it is in
         self.active = True  # counted among the hub's viewers
@@ -89,8 +112,11 @@ class LiveHub:
     """Watches the referee's matches for the web page's viewers (see the module doc)."""
 
     def __init__(self, max_viewers: int = MAX_VIEWERS, queue_size: int = QUEUE_SIZE,
-                 coalesce_s: float = COALESCE_S) -> None:
+                 coalesce_s: float = COALESCE_S, max_per_client: int = MAX_PER_CLIENT
+                 ) -> None:
         self.max_viewers = max_viewers
+        self.max_per_client = max_per_client
+        self._per_client: Counter[str] = Counter()  # viewers now per client address
         self.queue_size = queue_size
         self.coalesce_s = coalesce_s
         self._live: dict[str, _Live] = {}
@@ -102,11 +128,16 @@ class LiveHub:
         self.messages = 0  # match messages built (for tests)
 
     # ---------------------------------------------------------------- viewers
-    def _new_viewer(self, group: set[Viewer]) -> Viewer:
+    def _new_viewer(self, group: set[Viewer], client: str | None) -> Viewer:
         if self.viewers >= self.max_viewers:
             raise TooManyViewers(f"too many viewers (at most {self.max_viewers})")
+        if client is not None:
+            if self._per_client[client] >= self.max_per_client:
+                raise TooManyFromClient(f"too many live streams from your address (at most "
+                                     f"{self.max_per_client})")
+            self._per_client[client] += 1
         self.viewers += 1
-        viewer = Viewer(self, self.queue_size)
+        viewer = Viewer(self, self.queue_size, client)
         viewer.group = group
         group.add(viewer)
         return viewer
@@ -117,17 +148,22 @@ class LiveHub:
             return
         viewer.active = False
         self.viewers -= 1
+        if viewer.client is not None:
+            self._per_client[viewer.client] -= 1
+            if not self._per_client[viewer.client]:
+                del self._per_client[viewer.client]
         if viewer.dropped:
             self.dropped += 1
         if viewer.group is not None:
             viewer.group.discard(viewer)
             viewer.group = None
 
-    def watch_ladder(self) -> Viewer:
-        """A viewer of matches started and ended (the leaderboard)."""
-        return self._new_viewer(self._ladder)
+    def watch_ladder(self, client: str | None = None) -> Viewer:
+        """A viewer of matches started and ended (the leaderboard); `client`: the
+        address key it counts against (`client_key`)."""
+        return self._new_viewer(self._ladder, client)
 
-    def watch_match(self, match_id: str) -> Viewer:
+    def watch_match(self, match_id: str, client: str | None = None) -> Viewer:
         """A viewer of one match: a snapshot at once if it is being played, then its
         changes; "ended" when it ends, "stored" when its record is stored."""
         live = self._live.get(match_id)
@@ -139,13 +175,13 @@ class LiveHub:
             first = max(0, live.sent - RECENT_EVENTS)
             msg = json.dumps(live_message(public_view(live.state),
                                           public_events(live.state, first), first))
-            viewer = self._new_viewer(live.viewers)
+            viewer = self._new_viewer(live.viewers, client)
             viewer.offer("snapshot", msg)
         elif match_id in self._ended:
-            viewer = self._new_viewer(self._ended[match_id])
+            viewer = self._new_viewer(self._ended[match_id], client)
             viewer.offer("ended", json.dumps({"match": match_id}))
         else:
-            viewer = self._new_viewer(self._waiting.setdefault(match_id, set()))
+            viewer = self._new_viewer(self._waiting.setdefault(match_id, set()), client)
         return viewer
 
     def close_all(self) -> None:

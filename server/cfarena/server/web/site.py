@@ -4,7 +4,9 @@ the admin token, and (once it runs) the arena, for the admin actions."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -14,6 +16,8 @@ from cfarena.server.web.data import WebData
 from cfarena.server.web.hub import LiveHub
 
 _T = TypeVar("_T")
+
+READ_THREADS = 4  # the web's database reads at once; more wait their turn here
 
 
 class Ladder(Protocol):
@@ -55,7 +59,17 @@ class WebSite:
 
     def __post_init__(self) -> None:
         self.data = WebData(self.db)
+        # the web's own threads, not the loop's default executor: the arena's poll (its
+        # heartbeat), token checks, scheduling and storing run there (`asyncio.to_thread`),
+        # and a flood of page requests must not queue in front of them
+        self._threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cfarena-web")
 
     async def read(self, fn: Callable[..., _T], *args: object) -> _T:
-        """`fn(*args)` in a worker thread (database reads never run on the loop)."""
-        return await asyncio.to_thread(fn, *args)
+        """`fn(*args)` in one of the web's worker threads (database reads never run on
+        the loop, nor in the threads the arena's own database work needs)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, functools.partial(fn, *args))
+
+    def close(self) -> None:
+        """Let the web's threads end (what they run finishes)."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
