@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from cfarena.server.ops.metrics import CONTENT_TYPE, ArenaMetrics
 
@@ -36,6 +37,34 @@ def make_app(metrics: ArenaMetrics) -> Starlette:
     return Starlette(routes=[Route("/metrics", metrics_page), Route("/", index)])
 
 
+REQUEST_DEADLINE_S = 10.0  # a connection must have sent a request's headers by then
+MAX_CONNECTIONS = 1000  # connections (and requests in progress) at once; 503 beyond
+
+
+class _DeadlineH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, closing a connection that has not sent a whole
+    request's headers within `request_deadline_s` of connecting. uvicorn itself waits
+    forever for the first request (Kludex/uvicorn#1192): idle or trickling sockets
+    would pile up in the arena's process, which is also the referee, until its file
+    descriptors ran out and no bot could connect. `MAX_CONNECTIONS` bounds the rest."""
+
+    request_deadline_s = REQUEST_DEADLINE_S
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._deadline = self.loop.call_later(self.request_deadline_s, self._no_request)
+
+    def _no_request(self) -> None:
+        if self.cycle is None and not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        super().connection_lost(exc)
+
+
 class _Embedded(uvicorn.Server):
     """uvicorn's server without its signal handlers (the host program has its own)."""
 
@@ -47,10 +76,12 @@ class _Embedded(uvicorn.Server):
 class HttpServer:
     """Serves an ASGI app on HOST:PORT in the running event loop."""
 
-    def __init__(self, app: ASGIApp, host: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, host: str, port: int,
+                 request_deadline_s: float = REQUEST_DEADLINE_S) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.request_deadline_s = request_deadline_s
         self._server: _Embedded | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -58,8 +89,11 @@ class HttpServer:
         """Bind and serve; the port (useful with port 0). OSError if it cannot listen."""
         sock = _bind(self.host, self.port)
         self.port = int(sock.getsockname()[1])
+        protocol = type("DeadlineH11", (_DeadlineH11,),
+                        {"request_deadline_s": self.request_deadline_s})
         config = uvicorn.Config(self.app, lifespan="off", access_log=False, log_config=None,
-                                log_level="warning", timeout_graceful_shutdown=1)
+                                log_level="warning", timeout_graceful_shutdown=1,
+                                http=protocol, limit_concurrency=MAX_CONNECTIONS)
         server = _Embedded(config)
         self._server = server
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
