@@ -53,9 +53,10 @@ class Viewer(threading.Thread):
     """A plain-HTTP SSE client: reads a stream line by line until told to stop; with
     `live`, it follows running matches' live streams one after another."""
 
-    def __init__(self, arena: WebArena, stop: threading.Event, live: bool) -> None:
+    def __init__(self, arena: WebArena, stop: threading.Event, live: bool,
+                 source: str = "127.0.0.1") -> None:
         super().__init__(daemon=True)
-        self.arena, self.stop, self.live = arena, stop, live
+        self.arena, self.stop, self.live, self.source = arena, stop, live, source
         self.events = self.bytes = self.streams = self.refused = 0
         self.conn: http.client.HTTPConnection | None = None
 
@@ -75,7 +76,7 @@ class Viewer(threading.Thread):
                 time.sleep(0.2)
                 continue
             self.conn = http.client.HTTPConnection("127.0.0.1", self.arena.http_port,
-                                                   timeout=30)
+                                                   timeout=30, source_address=(self.source, 0))
             try:
                 self.conn.request("GET", path, headers={"Accept": "text/event-stream"})
                 response = self.conn.getresponse()
@@ -169,7 +170,10 @@ def _page_loads(arena: WebArena, paths: dict[str, str], loads: int) -> dict[str,
 
 def _phase(arena: WebArena, args: argparse.Namespace, viewers: int) -> dict[str, Any]:
     stop = threading.Event()
-    threads = [Viewer(arena, stop, live) for _ in range(viewers) for live in (True, False)]
+    # each browser from its own loopback address (127.0.0.2, .3, ...): the arena serves
+    # at most 20 streams to one client address (docs/WEB.md)
+    threads = [Viewer(arena, stop, live, f"127.0.0.{2 + k}") for k in range(viewers)
+               for live in (True, False)]
     for thread in threads:
         thread.start()
     time.sleep(2.0 if threads else 0.0)  # the streams open
