@@ -409,7 +409,7 @@
   $("meta").textContent = [
     (D.rules.preset || "?") + " rules", P + " players",
     "double-" + rl.set_size + " set", rl.spokes + " spokes", "seed " + D.seed,
-    "status " + D.status + (D.reason ? " (" + D.reason + ")" : ""),
+    D.status + (D.reason ? " (" + String(D.reason).replace(/_/g, " ") + ")" : ""),
     D.names.map(function (n, i) { return i + ": " + n; }).join(", ")
   ].join(" · ");
   $("slider").max = NF - 1;
