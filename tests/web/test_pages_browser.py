@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page
 
+from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 from tests.browser import DESKTOP, PHONE, Watched, watched_page
 from tests.pg import PgCluster
 
@@ -309,13 +310,36 @@ def test_the_live_page_lists_running_matches(arena: WebArena, page: Watched) -> 
     page.check()
 
 
+def _tournament(arena: WebArena) -> int:
+    """A tournament of two matches in the arena's database, one of them played (as
+    workers elsewhere would store it): what the tournament pages show."""
+    with open_database(arena.db) as db:
+        listed = db.list_tournaments()
+        if listed:
+            return listed[0].id
+        ids = {b.name: b.id for b in db.list_bots()}
+        seats = [ids[name] for name in SAMPLES]
+        tid = db.create_tournament("final round-robin", {
+            "seed": 1, "players": 4, "games": 1, "rules": {"preset": "standard"},
+            "bots": [{"name": name, "command": None} for name in SAMPLES]})
+        plans = [MatchPlan(f"t0-g0-r{r}", 7, {"preset": "standard"}, 4,
+                           seats[r:] + seats[:r], pool="test/final") for r in range(2)]
+        first, _second = db.schedule_matches(tid, plans)
+        db.mark_running(first)
+        db.record_match(StoredMatch(first, round_scores=[[3, 0, 9, 14]], totals=[3, 0, 9, 14],
+                                    ranks=[2, 1, 3, 4]))
+        return tid
+
+
 def _pages(arena: WebArena) -> dict[str, str]:
     finished = _match_id(_finished(arena)[0])
+    tournament = _tournament(arena)
     arena.wait("a running match", lambda: bool(_running(arena)), 30)
     latest = max(_running(arena), key=lambda row: str(row["started_at"] or ""))
     running = _match_id(latest)  # the latest: least likely to end while it is looked at
     return {"leaderboard": "/", "bot": "/bots/smart", "match-finished": f"/matches/{finished}",
-            "match-live": f"/matches/{running}", "live": "/live"}
+            "match-live": f"/matches/{running}", "live": "/live",
+            "tournaments": "/tournaments", "tournament": f"/tournaments/{tournament}"}
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
@@ -337,6 +361,11 @@ def test_every_page_fits_the_window(arena: WebArena, browser: Browser,
                     .filter(([c, r]) => r.left < 0 || r.right > innerWidth)
                     .map(([c, r]) => `${c}: ${r.left}-${r.right}`)""")
                 assert outside == [], (label, outside)
+            if name == "tournament":  # its progress and standings, as stored
+                progress = page.page.locator("#progress")
+                assert progress.get_attribute("data-finished") == "1"
+                assert progress.get_attribute("data-total") == "2"
+                assert page.page.locator("#standings tr[data-bot]").count() == len(SAMPLES)
             shot = page.screenshot(f"{name}-{label}")
             assert shot.stat().st_size > 8_000  # a blank page is a few kB
             page.check()
