@@ -31,6 +31,7 @@ from cfarena.server.sandbox.bubblewrap import (
     seccomp_program,
 )
 from cfarena.server.sandbox.output import CapturedOutput, exit_summary
+from cfarena.server.settle import settle
 
 
 class MatchProcess(abc.ABC):
@@ -71,8 +72,7 @@ class MatchProcess(abc.ABC):
         self.kill()
         await self.wait()
         if self._reader is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(self._reader, 5.0)
+            await settle(self._reader, 5.0)
 
     def exit_summary(self) -> str:
         return exit_summary(self.breach, self.returncode, self.output)

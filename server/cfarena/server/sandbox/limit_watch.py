@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cfarena.server.settle import settle
+
 if TYPE_CHECKING:
     from cfarena.server.sandbox.bot_process import BotProcess
 
@@ -72,8 +74,7 @@ class LimitWatch:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await settle(self._task, failures=False)
 
     async def _run(self) -> None:
         while self._watched:

@@ -23,7 +23,6 @@ counted, and the CPU budget starts afresh with each child.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -42,6 +41,7 @@ from cfarena.server.sandbox import (
     SandboxLimits,
     random_uid,
 )
+from cfarena.server.settle import settle
 
 MODULE = "cfarena.sdk.forkserver"
 _SDK_RUN = ["-m", "cfarena.sdk", "run"]
@@ -112,8 +112,7 @@ class ForkedProcess(MatchProcess):
     async def drained(self) -> None:
         """Wait (a few seconds at most) until all of its output has been read."""
         if self._reader is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(self._reader), 5.0)
+            await settle(asyncio.shield(self._reader), 5.0)
 
     def _ended(self, code: int) -> None:
         if not self._exited.done():
@@ -229,8 +228,7 @@ class ForkServer:
             self.watch.forget(self.sandbox)
             await self.sandbox.stop()
         if self._listener is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(self._listener, 5.0)
+            await settle(self._listener, 5.0)
         if self._control is not None:
             self._control.close()
 

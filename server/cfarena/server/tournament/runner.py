@@ -211,22 +211,24 @@ async def run_tournament(
             await play_all(pending, play, concurrency)
         status = TournamentStatus.FINISHED
     finally:
-        # what is played is stored before the status says so
-        left = await player.close(_FLUSH_TIMEOUT_S) if player is not None else []
-        if left:
-            where = dump_unsaved(left, Path.cwd())
-            status = TournamentStatus.INTERRUPTED
-            unsaved = (f"{len(left)} finished match(es) could not be stored (the "
-                       f"database is away); they are in {where}")
-        if tournament_id is not None and locked:
-            with contextlib.suppress(Exception):
-                db.set_tournament_status(tournament_id, status)
-        locks.close()
-        if worker is not None:
-            await worker.close()
-        else:
-            await server.stop(grace=0.5)
-            shutil.rmtree(socket_dir, ignore_errors=True)
+        try:
+            # what is played is stored before the status says so
+            left = await player.close(_FLUSH_TIMEOUT_S) if player is not None else []
+            if left:
+                where = dump_unsaved(left, Path.cwd())
+                status = TournamentStatus.INTERRUPTED
+                unsaved = (f"{len(left)} finished match(es) could not be stored (the "
+                           f"database is away); they are in {where}")
+            if tournament_id is not None and locked:
+                with contextlib.suppress(Exception):
+                    db.set_tournament_status(tournament_id, status)
+        finally:  # also when a Ctrl-C lands in the clean-up above: the referee stops
+            locks.close()
+            if worker is not None:
+                await worker.close()
+            else:
+                await server.stop(grace=0.5)
+                shutil.rmtree(socket_dir, ignore_errors=True)
     if unsaved is not None:
         raise TournamentError(unsaved)
     assert tournament_id is not None
