@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 from playwright.sync_api import Browser, Page
+from playwright.sync_api import Error as PlaywrightError
 
 from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 from tests.browser import DESKTOP, PHONE, Watched, watched_page
@@ -27,6 +28,7 @@ from .arena import SAMPLES, WebArena
 from .live_arena import POOL, get_json, live_arena
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
+_T = TypeVar("_T")
 TILE = re.compile(r"\b\d{1,2}-\d{1,2}\b")  # a tile written as text: "3-5"
 
 
@@ -55,6 +57,19 @@ def _running(arena: WebArena) -> list[dict[str, Any]]:
 
 def _match_id(row: dict[str, Any]) -> str:
     return str(row["id"])
+
+
+def _settled(page: Page, check: Callable[[], _T]) -> _T:
+    """`check()`, again on the new page if the page navigated meanwhile: a live match's
+    page reloads itself into the finished view when its match ends."""
+    for attempt in range(3):
+        try:
+            return check()
+        except PlaywrightError as exc:
+            if "Execution context was destroyed" not in str(exc) or attempt == 2:
+                raise
+            page.wait_for_load_state("load")
+    raise AssertionError("unreachable")
 
 
 def _no_overflow(page: Page) -> None:
@@ -351,8 +366,8 @@ def test_every_page_fits_the_window(arena: WebArena, browser: Browser,
         for name, path in _pages(arena).items():
             response = page.page.goto(arena.base + path, wait_until="load")
             assert response is not None and response.status == 200, path
-            assert page.page.evaluate("innerWidth") == size[0]
-            _no_overflow(page.page)
+            assert _settled(page.page, lambda: page.page.evaluate("innerWidth")) == size[0]
+            _settled(page.page, lambda: _no_overflow(page.page))
             if name == "leaderboard":  # the columns that rank bots are in sight
                 outside = page.page.evaluate("""() => Array.from(document.querySelectorAll(
                     '#leaderboard td[data-col=rank], #leaderboard td[data-col=bot],' +
