@@ -43,13 +43,3 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     cluster: PgCluster = request.getfixturevalue("pg_cluster")
     return cluster.create_database(f"t{next(_databases)}")
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """For pytest-xdist's `--dist loadgroup` (pyproject's addopts): a module's tests go
-    to one worker (its module-scoped arenas and clusters start once), and every
-    fair-play test to the same one (they share one session run of all the attack
-    scenarios, tests/fairplay/conftest.py)."""
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        group = "fairplay" if module.startswith("tests/fairplay/") else module
-        item.add_marker(pytest.mark.xdist_group(group))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -36,6 +37,14 @@ def run_json(*args: str, cwd: Path, timeout: float = 240) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr[-3000:]
     data: dict[str, Any] = json.loads(result.stdout)
     return data
+
+
+def as_in_a_terminal() -> None:
+    """`preexec_fn` of a command a test will Ctrl-C: SIGINT at its default, as for a
+    command typed in a terminal. A test run started in the background of a script
+    (`bash .ci/run &`) inherits SIGINT ignored, and an ignored SIGINT never reaches
+    Python (asyncio.run then installs no handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def marker() -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from .helpers import (
     CFARENA,
+    as_in_a_terminal,
     marker,
     processes_with_marker,
     run_cli,
@@ -113,7 +114,8 @@ def test_resume_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
     mark = marker()
     proc = subprocess.Popen([CFARENA, *args], cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=dict(os.environ, CFARENA_TEST_MARK=mark))
+                            env=dict(os.environ, CFARENA_TEST_MARK=mark),
+                            preexec_fn=as_in_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

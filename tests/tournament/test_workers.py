@@ -17,7 +17,14 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.cli.helpers import CFARENA, marker, run_cli, run_json, wait_no_processes
+from tests.cli.helpers import (
+    CFARENA,
+    as_in_a_terminal,
+    marker,
+    run_cli,
+    run_json,
+    wait_no_processes,
+)
 from tests.pg import PgCluster, postgres_cluster
 
 GAMES = 8  # deals; each is played in both seat rotations: 16 matches
@@ -221,7 +228,8 @@ def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
     url = pg_cluster.create_database("run_resume")
     args = ["run-tournament", *TOURNAMENT, "--concurrency", "1", "--db", url]
     proc = subprocess.Popen([CFARENA, *args], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=as_in_a_terminal)
     try:
         deadline = time.monotonic() + 60
         while True:
