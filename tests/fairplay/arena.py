@@ -78,8 +78,9 @@ def scenarios(port: int, mark: str) -> dict[str, Scenario]:
         evil("cpu_spinner.py", options=("--cpu-seconds", "5"), timeout_ms=120000),
         evil("cpu_spinner.py", "--name", "orphans", options=("--cpu-seconds", "5"),
              timeout_ms=120000, name="cpu_orphans"),
-        # 3 deals x 2 rotations: the fork servers fork several children in turn
-        evil("stash.py", games=3),
+        # 5 deals x 2 rotations: the fork servers fork several children in turn (with 3,
+        # the taint rule once gave every child a server of its own)
+        evil("stash.py", games=5),
         Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),
                  ("--no-sandbox",), hostile=("snoop", "hunt")),
     ]

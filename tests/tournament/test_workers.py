@@ -30,9 +30,7 @@ from tests.pg import PgCluster, postgres_cluster
 GAMES = 8  # deals; each is played in both seat rotations: 16 matches
 TOURNAMENT = ["--bot", "greedy", "--bot", "smart", "--players", "2", "--games", str(GAMES),
               "--rule", "rounds=2", "--seed", "20261203"]
-# a dead worker's jobs come back after 6 s; a live one beats 12 times in that span, so
-# a busy machine (the suite runs two test processes at once) is not taken for a death
-FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "6", "--concurrency", "1"]
+FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--concurrency", "1"]
 
 
 def _conninfo(url: str) -> str:
