@@ -7,6 +7,9 @@ answers 403 when no admin token is configured, whatever is sent."""
 from __future__ import annotations
 
 import json
+import select
+import socket
+from pathlib import Path
 
 from cfarena.server.storage import open_database
 from tests.web.inprocess import request, web_app
@@ -54,3 +57,30 @@ def test_the_admin_api_is_refused_without_an_admin_token(db_url: str) -> None:
                     403, {"detail": "no admin token configured"}), (path, token)
     with open_database(db_url) as db:
         assert [b.name for b in db.list_bots()] == []
+
+
+def test_a_chunked_body_is_capped_by_its_running_total(tmp_path: Path) -> None:
+    """Ten chunks of 8 KiB (each under the 16 KiB cap, 80 KiB in all), sent one at a
+    time over a real socket: 413 comes as soon as the total passes the cap (the third
+    chunk), before the rest is sent; the app never reads the body to its end."""
+    chunk = b" " * (8 * 1024)
+    with web_app(f"sqlite:///{tmp_path / 'arena.db'}", admin_token="a" * 32) as port, \
+            socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"POST /api/admin/bots HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        answer, sent = b"", 0
+        for _ in range(10):
+            try:
+                sock.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            except OSError:  # hung up on: the answer is there
+                break
+            sent += 1
+            readable, _, _ = select.select([sock], [], [], 0.3)
+            if readable:
+                answer = sock.recv(4096)
+                break
+        if not answer:  # all ten went in: end the body, then read the answer
+            sock.sendall(b"0\r\n\r\n")
+            answer = sock.recv(4096)
+    assert answer.split(b"\r\n", 1)[0] == b"HTTP/1.1 413 Request Entity Too Large", answer[:200]
+    assert sent <= 3, f"413 only after {sent} chunks of 8 KiB"
