@@ -1,6 +1,6 @@
-"""`cfarena serve --admin-token-file`: a bad file or a missing --http-port is a
-one-line error (exit 2), before anything is started (the file's other problems:
-`read_admin_token` in test_web_units.py)."""
+"""`cfarena serve --admin-token-file` and `--trusted-proxy`: a bad file or address,
+or a missing --http-port, is a one-line error (exit 2), before anything is started
+(the file's other problems: `read_admin_token` in test_web_units.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from tests.cli.helpers import run_cli
      "error: --admin-token-file missing: no such file"),
     ("0123456789abcdef01\n", ["--admin-token-file", "token"],
      "error: --admin-token-file needs --http-port"),
+    (None, ["--http-port", "0", "--trusted-proxy", "proxy.example"],
+     "error: --trusted-proxy 'proxy.example': not an IP address or network"),
+    (None, ["--trusted-proxy", "10.0.0.1"], "error: --trusted-proxy needs --http-port"),
 ])
 def test_admin_token_file_errors(tmp_path: Path, setup: str | None, args: list[str],
                                  error: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cfarena.engine import Rules, apply_move, legal_moves, new_match
+from cfarena.engine import Rules, apply_move, legal_moves, needs_decision, new_match
 from cfarena.server.credentials import hash_token
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.storage import MatchStatus, StoredMatch, open_database
@@ -73,19 +73,28 @@ def _drain(viewer) -> list[tuple[str, dict]]:  # type: ignore[no-untyped-def, ty
     return out
 
 
+def _decide(state) -> None:  # type: ignore[no-untyped-def]
+    """One decision, then the forced moves after it, as the referee plays."""
+    apply_move(state, legal_moves(state)[0])
+    while not state.is_over and not needs_decision(legal_moves(state)):
+        apply_move(state, legal_moves(state)[0])
+
+
 def test_a_match_nobody_watches_costs_no_message() -> None:
     async def run() -> None:
         hub = LiveHub(coalesce_s=0)
         state = _state()
         hub.playing("m1", state)
         for _ in range(20):
-            apply_move(state, legal_moves(state)[0])
-            hub.moved("m1")
+            _decide(state)
+            hub.tick()
         assert hub.messages == 0
         viewer = hub.watch_match("m1")
-        apply_move(state, legal_moves(state)[0])
-        hub.moved("m1")
-        assert hub.messages == 1
+        assert hub.messages == 0  # its snapshot comes with the hub's next look
+        hub.tick()
+        _decide(state)
+        hub.tick()
+        assert hub.messages == 2
         (kind0, snap), (kind1, update) = _drain(viewer)
         assert (kind0, kind1) == ("snapshot", "update")
         # the update carries only the events after the snapshot, numbered on from it
@@ -116,8 +125,8 @@ def test_a_slow_viewer_is_dropped_not_waited_for() -> None:
         hub.playing("m3", state)
         slow, fast = hub.watch_match("m3"), hub.watch_match("m3")
         for _ in range(10):
-            apply_move(state, legal_moves(state)[0])
-            hub.moved("m3")  # synchronous: it cannot wait for anybody
+            _decide(state)
+            hub.tick()  # synchronous: it cannot wait for anybody
             _drain(fast)
         assert slow.dropped and not fast.dropped
         assert hub.dropped == 1 and hub.viewers == 1
@@ -183,10 +192,10 @@ def test_live_messages_hold_no_hidden_tile() -> None:
         hub.playing("m6", state)
         viewer = hub.watch_match("m6")
         while not state.is_over:
-            apply_move(state, legal_moves(state)[0])
+            _decide(state)
             hidden = {str(t) for s in range(2) for t in state.hand(s)} | {
                 str(t) for t in state.boneyard()}
-            hub.moved("m6")
+            hub.tick()
             for _kind, msg in _drain(viewer):
                 text = json.dumps(msg)
                 assert not {t for t in re.findall(r"\d+-\d+", text)} & hidden
@@ -222,24 +231,27 @@ def test_a_fast_match_is_sent_at_most_every_coalesce_s() -> None:
         state = _state(3)
         hub.playing("m7", state)
         viewer = hub.watch_match("m7")
-        for _ in range(30):  # thirty moves at once: one message
-            apply_move(state, legal_moves(state)[0])
-            hub.moved("m7")
-        assert hub.messages == 0
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.06)  # the hub's clock: the viewer's snapshot
         assert hub.messages == 1
+        for _ in range(30):  # thirty decisions at once: one message
+            _decide(state)
+        assert hub.messages == 1
+        await asyncio.sleep(0.06)
+        assert hub.messages == 2
         snapshot, update = _drain(viewer)
-        assert update[0] == "update"
+        assert (snapshot[0], update[0]) == ("snapshot", "update")
         assert update[1]["event_count"] == state.event_count  # nothing was lost
         assert [e["i"] for e in update[1]["events"]] == list(
             range(snapshot[1]["event_count"], state.event_count))
+        await asyncio.sleep(0.12)
+        assert hub.messages == 2  # nothing new: nothing sent
         while not state.is_over:
-            apply_move(state, legal_moves(state)[0])
-        hub.moved("m7")
-        hub.ended("m7", _record("m7"))  # the pending one goes out at once, then ended
+            _decide(state)
+        hub.ended("m7", _record("m7"))  # what is new goes out at once, then ended
         assert [k for k, _ in _drain(viewer)] == ["update", "ended"]
-        await asyncio.sleep(0.1)
-        assert hub.messages == 2  # the cancelled timer sent nothing more
+        await asyncio.sleep(0.12)
+        assert hub.messages == 3  # the clock stopped with the match: nothing more
+        assert hub._ticker is None
     asyncio.run(run())
 
 

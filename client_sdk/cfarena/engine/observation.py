@@ -72,7 +72,12 @@ class Observation:
 @dataclass(frozen=True, slots=True)
 class PublicView:
     """What anyone watching the table may know (no seat's hand, no boneyard order, no
-    seed): built only by `public_view(state)`, for spectators of a running match."""
+    seed): built only by `public_view(state)`, for spectators of a running match.
+
+    No "whose turn" and no "has drawn": a spectator sees the state only at moments
+    it does not choose, where a seat is deciding (at a fitting drawn tile under
+    play_drawn="may", say); marking that seat would tell what the events hide
+    (RULES.md §6). Turn order follows from the events."""
 
     rules: ResolvedRules
     round_index: int
@@ -81,8 +86,6 @@ class PublicView:
     pending: int | None  # node id of the pending double, if any
     hand_sizes: tuple[int, ...]  # every seat's hand size
     boneyard_size: int
-    current_seat: int | None  # whose turn it is (None once the match is over)
-    current_has_drawn: bool  # whether the seat to move has drawn this turn
     round_scores: tuple[tuple[int, ...], ...]  # scores of finished rounds, per seat
     totals: tuple[int, ...]  # match totals so far
     event_count: int  # how many events the match has had

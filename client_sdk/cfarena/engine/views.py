@@ -65,7 +65,7 @@ def visible_events(state: MatchState, seat: int, start: int = 0) -> list[Event]:
 
 def public_view(state: MatchState) -> PublicView:
     """Everything a spectator may know now: the layout, hand sizes, boneyard count,
-    whose turn, scores; no tile of any hand or of the boneyard."""
+    scores; no tile of any hand or of the boneyard, and not who is deciding now."""
     return PublicView(
         state.rules,
         state.round_index,
@@ -74,8 +74,6 @@ def public_view(state: MatchState) -> PublicView:
         state.pending,
         tuple([len(h) for h in state._hands]),
         state.boneyard_size,
-        state.current_seat,
-        state._has_drawn,
         state._round_scores,
         state._totals,
         state.event_offset + len(state.events),

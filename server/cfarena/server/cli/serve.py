@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import socket
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -86,6 +88,10 @@ def serve_cmd(
         "and Prometheus metrics at /metrics [default: no HTTP server]")] = None,
     http_host: Annotated[str | None, typer.Option(
         "--http-host", help="address of the HTTP server [default: --host]")] = None,
+    trusted_proxy: Annotated[list[str] | None, typer.Option(
+        "--trusted-proxy", help="a reverse proxy (address or network, repeatable) whose "
+        "X-Forwarded-For names the client; the web's per-client limits count that "
+        "address [default: none: every client is its peer address]")] = None,
     admin_token_file: Annotated[Path | None, typer.Option(
         "--admin-token-file", help="a file holding the web API's admin token (16 "
         "characters or more) [default: no admin actions]")] = None,
@@ -117,7 +123,8 @@ def serve_cmd(
         port=port, concurrency=concurrency, seed=seed, max_matches=max_matches,
         ladder=LadderPolicy(starve_after_s=starve_after), stale_s=dead_after,
     )
-    ops_config = _ops_config(tls_cert, tls_key, http_host or host, http_port)
+    ops_config = _ops_config(tls_cert, tls_key, http_host or host, http_port,
+                             trusted_proxy or [])
     admin_token = None
     if admin_token_file is not None:
         if http_port is None:
@@ -168,7 +175,7 @@ async def _run_arena(db: Database, config: ArenaConfig, ops_config: OpsConfig,
 
 
 def _ops_config(tls_cert: Path | None, tls_key: Path | None, http_host: str,
-                http_port: int | None) -> OpsConfig:
+                http_port: int | None, trusted_proxies: Sequence[str] = ()) -> OpsConfig:
     """The operations options, checked (a one-line usage error for any problem)."""
     if (tls_cert is None) != (tls_key is None):
         fail("--tls-cert and --tls-key go together")
@@ -180,7 +187,16 @@ def _ops_config(tls_cert: Path | None, tls_key: Path | None, http_host: str,
             fail(str(exc))
     if http_port is not None and not 0 <= http_port <= 65535:
         fail(f"--http-port must be 0-65535, got {http_port}")
-    return OpsConfig(tls=tls, http_host=http_host, http_port=http_port)
+    proxies = []
+    for proxy in trusted_proxies:
+        try:
+            proxies.append(str(ipaddress.ip_network(proxy.strip(), strict=False)))
+        except ValueError:
+            fail(f"--trusted-proxy {proxy!r}: not an IP address or network")
+    if proxies and http_port is None:
+        fail("--trusted-proxy needs --http-port")
+    return OpsConfig(tls=tls, http_host=http_host, http_port=http_port,
+                     trusted_proxies=tuple(proxies))
 
 
 def register(app: typer.Typer) -> None:

@@ -26,11 +26,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class OpsConfig:
-    """What `cfarena serve --tls-cert/--tls-key/--http-host/--http-port` asked for."""
+    """What `cfarena serve --tls-cert/--tls-key/--http-host/--http-port/--trusted-proxy`
+    asked for."""
 
     tls: ServerTls | None = None
     http_host: str = "127.0.0.1"
     http_port: int | None = None  # None: no HTTP server
+    # reverse proxies whose X-Forwarded-For is believed (networks; none: the peer's
+    # own address is the client's, whatever headers it sends)
+    trusted_proxies: tuple[str, ...] = ()
 
 
 @dataclass
@@ -65,7 +69,8 @@ async def operations(config: OpsConfig, report: Callable[[str], None],
             app: Any = make_web_app(web, ops.metrics)
         else:
             app = make_app(ops.metrics)
-        ops.http = HttpServer(app, config.http_host, config.http_port)
+        ops.http = HttpServer(app, config.http_host, config.http_port,
+                              trusted_proxies=config.trusted_proxies)
         await ops.http.start()
         report(f"metrics on {ops.http.address}/metrics")
         if web is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 
 import uvicorn
 from starlette.applications import Starlette
@@ -74,14 +74,18 @@ class _Embedded(uvicorn.Server):
 
 
 class HttpServer:
-    """Serves an ASGI app on HOST:PORT in the running event loop."""
+    """Serves an ASGI app on HOST:PORT in the running event loop. A request's client
+    address is its peer's, unless the peer is one of `trusted_proxies` (addresses or
+    networks): then the address its X-Forwarded-For names."""
 
     def __init__(self, app: ASGIApp, host: str, port: int,
-                 request_deadline_s: float = REQUEST_DEADLINE_S) -> None:
+                 request_deadline_s: float = REQUEST_DEADLINE_S,
+                 trusted_proxies: Sequence[str] = ()) -> None:
         self.app = app
         self.host = host
         self.port = port
         self.request_deadline_s = request_deadline_s
+        self.trusted_proxies = list(trusted_proxies)
         self._server: _Embedded | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -93,7 +97,12 @@ class HttpServer:
                         {"request_deadline_s": self.request_deadline_s})
         config = uvicorn.Config(self.app, lifespan="off", access_log=False, log_config=None,
                                 log_level="warning", timeout_graceful_shutdown=1,
-                                http=protocol, limit_concurrency=MAX_CONNECTIONS)
+                                http=protocol, limit_concurrency=MAX_CONNECTIONS,
+                                # uvicorn believes X-Forwarded-For from 127.0.0.1 unless
+                                # told otherwise: a client would pick its own address
+                                # (the web's per-client caps): only from named proxies
+                                proxy_headers=bool(self.trusted_proxies),
+                                forwarded_allow_ips=self.trusted_proxies or None)
         server = _Embedded(config)
         self._server = server
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))

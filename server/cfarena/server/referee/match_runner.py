@@ -71,8 +71,6 @@ class MatchRunner:
             await self._start()
             observer = self.observer
             while (decision := law.next_decision()) is not None:
-                if watcher is not None:
-                    watcher.moved(self.match_id)
                 reply = await self._ask(decision)
                 fault = law.reply(reply)
                 if observer is not None:

@@ -36,18 +36,18 @@ class RefereeObserver(Protocol):
 
 
 class MatchWatcher(Protocol):
-    """Told of each match's state as it is played (the live view of the web page).
+    """Told when each match starts and ends (the live view of the web page).
 
-    Called on the referee's event loop, on the decision path: return at once, no I/O.
-    The state object is the referee's own: read it only during a call (or on the
-    loop until `ended`), never change it, never let full information out of it.
+    Called on the referee's event loop: return at once, no I/O. The state object is
+    the referee's own: read it only on the loop until `ended`, never change it, never
+    let full information out of it. There is deliberately no call when a seat is
+    asked to decide: when that happens is what the public events hide (a drawn tile
+    that fits, under play_drawn="may"); the watcher looks at the state on its own
+    clock instead (cfarena.server.web.hub).
     """
 
     def playing(self, match_id: str, state: MatchState) -> None:
         """The match started; `state` is its live state (it changes as play goes on)."""
-
-    def moved(self, match_id: str) -> None:
-        """The state changed (moves applied since the last call)."""
 
     def ended(self, match_id: str, record: MatchRecord) -> None:
         """The match ended (finished or aborted); no more calls for it."""

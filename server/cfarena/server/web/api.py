@@ -18,6 +18,7 @@ from cfarena.server.web import schemas
 from cfarena.server.web import tournaments as tournament_view
 from cfarena.server.web.data import NotFound
 from cfarena.server.web.hub import TooManyFromClient, TooManyViewers, Viewer, client_key
+from cfarena.server.web.params import BotName, BotQuery, MatchId, PoolQuery, TournamentId
 from cfarena.server.web.site import WebSite
 
 PING_S = 15  # SSE keep-alive comments
@@ -68,17 +69,17 @@ def make_router() -> APIRouter:
     api = APIRouter(prefix="/api")
 
     @api.get("/leaderboard", response_model=schemas.Leaderboard, tags=["read"])
-    async def leaderboard(site: Site, pool: str | None = None) -> dict[str, Any]:
+    async def leaderboard(site: Site, pool: PoolQuery = None) -> dict[str, Any]:
         """The ladder of a pool (default: the arena's), best first."""
         return await site.read(site.data.leaderboard, pool or site.pool)
 
     @api.get("/bots/{name}", response_model=schemas.Bot, responses=_NOT_FOUND, tags=["read"])
-    async def bot(site: Site, name: str, pool: str | None = None) -> dict[str, Any]:
+    async def bot(site: Site, name: BotName, pool: PoolQuery = None) -> dict[str, Any]:
         """A bot: versions (rating, decision times), rating history, matches, faults."""
         return await site.read(site.data.bot, name, pool or site.pool)
 
     @api.get("/matches", response_model=list[schemas.MatchSummary], tags=["read"])
-    async def matches(site: Site, bot: str | None = None,
+    async def matches(site: Site, bot: BotQuery = None,
                       status: MatchStatus | None = None,
                       limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[dict[str, Any]]:
         """Matches, newest first (no seeds: see one match)."""
@@ -86,7 +87,7 @@ def make_router() -> APIRouter:
 
     @api.get("/matches/{match_id}", response_model=schemas.MatchDetail, responses=_NOT_FOUND,
              tags=["read"])
-    async def match(site: Site, match_id: str) -> dict[str, Any]:
+    async def match(site: Site, match_id: MatchId) -> dict[str, Any]:
         """One match: result, points per round, faults; the seed and the log link only
         once every match dealt with its seed is over."""
         return await site.read(site.data.match, match_id)
@@ -98,7 +99,7 @@ def make_router() -> APIRouter:
 
     @api.get("/tournaments/{tournament_id}", response_model=schemas.Tournament,
              responses=_NOT_FOUND, tags=["read"])
-    async def tournament(site: Site, tournament_id: int) -> dict[str, Any]:
+    async def tournament(site: Site, tournament_id: TournamentId) -> dict[str, Any]:
         """A tournament: progress, standings and its latest matches."""
         return await site.read(tournament_view.tournament, site.db, tournament_id)
 
@@ -106,7 +107,7 @@ def make_router() -> APIRouter:
         **_NOT_FOUND, 200: {"description": "the game log (docs/gamelog.md)",
                             "content": {"application/json": {"schema": {"type": "object"}}}},
         409: {"model": schemas.Problem, "description": "the deal is not over yet"}})
-    async def log(site: Site, match_id: str) -> JSONResponse:
+    async def log(site: Site, match_id: MatchId) -> JSONResponse:
         """The game log, once every match dealt with its seed is over (409 before)."""
         found = await site.read(site.data.log, match_id)
         if found is None:
@@ -120,7 +121,7 @@ def make_router() -> APIRouter:
                             "content": {"text/event-stream": {}}},
         429: {"model": schemas.Problem, "description": "too many streams from this address"},
         503: {"model": schemas.Problem, "description": "too many viewers"}})
-    async def live(site: Site, match_id: str, request: Request) -> EventSourceResponse:
+    async def live(site: Site, match_id: MatchId, request: Request) -> EventSourceResponse:
         """Server-sent events of a running match: public snapshots and events."""
         # subscribed before the status is read: a match stored in between is told
         # to this viewer by the hub, or found finished here (never neither)
@@ -172,7 +173,7 @@ def make_router() -> APIRouter:
 
     @api.post("/admin/bots/{name}/rotate", response_model=schemas.NewToken,
               responses={**_ADMIN_ERRORS, **_NOT_FOUND}, tags=["admin"])
-    async def rotate(site: Admin, name: str) -> dict[str, str]:
+    async def rotate(site: Admin, name: BotName) -> dict[str, str]:
         """A new token for the bot (in this answer only); the old one stops working."""
         token = new_token()
         await _bot_call(site, site.db.rotate_token, name, hash_token(token))
@@ -180,7 +181,7 @@ def make_router() -> APIRouter:
 
     @api.post("/admin/bots/{name}/revoke", response_model=schemas.Done,
               responses={**_ADMIN_ERRORS, **_NOT_FOUND}, tags=["admin"])
-    async def revoke(site: Admin, name: str) -> dict[str, Any]:
+    async def revoke(site: Admin, name: BotName) -> dict[str, Any]:
         """Revoke the bot's token: its connections are closed within about a second."""
         await _bot_call(site, site.db.revoke_bot, name)
         return {"ok": True, "detail": f"bot {name!r} revoked"}

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -64,6 +66,15 @@ def make_web_app(site: WebSite, metrics: ArenaMetrics | None = None) -> FastAPI:
             return JSONResponse({"detail": text}, status_code=503)
         return pages.page(request, "message.html", status=503, title="Unavailable",
                           message=text)
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> Response:
+        # a malformed id or parameter (web/params.py): 422, before any database query
+        if _wants_json(request):
+            return await request_validation_exception_handler(request, exc)
+        return pages.page(request, "message.html", status=422, title="Malformed address",
+                          message="Nothing can be at this address: an id or a parameter "
+                                  "is malformed.")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:

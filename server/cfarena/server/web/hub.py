@@ -1,15 +1,20 @@
 """The live hub: spectators of running matches and of the ladder, fed from the
 referee without ever holding it up.
 
-`LiveHub` is the referee's `MatchWatcher` (called on the event loop, on the
-decision path) and the arena's "match stored" hook. Each viewer has a bounded
-queue; publishing is `put_nowait`: a viewer whose queue is full is dropped (its
-stream ends; the page reconnects), never waited for. The number of viewers is
-capped (`TooManyViewers`), in all and per client address (one client cannot hold
-every place and lock the other spectators out). A message for a match is built only while somebody
-watches that match (`live.live_message`, from the engine's public view: no hand,
-no boneyard order, no seed), once for all its viewers, and at most every
-`coalesce_s` (0.15 s): the moves in between go out together, so a fast match costs
+`LiveHub` is the referee's `MatchWatcher` (told on the event loop when a match starts
+and ends) and the arena's "match stored" hook. Each viewer has a bounded queue;
+publishing is `put_nowait`: a viewer whose queue is full is dropped (its stream ends;
+the page reconnects), never waited for. The number of viewers is capped
+(`TooManyViewers`), in all and per client address (one client cannot hold every
+place and lock the other spectators out).
+
+What a viewer sees is a function of the match's public events alone
+(`live.PublicTable`, folded from `public_events`). When it is sent is the hub's own
+clock: every `coalesce_s` (0.15 s) one tick looks at the watched matches and sends
+each one's new events up to `live.public_cut`; the referee never tells the hub that
+a seat is deciding (the watcher has no such call), and a viewer that joins gets its
+first snapshot at the next tick, not at a moment it chose. A message is built only
+while somebody watches that match, once for all its viewers, so a fast match costs
 a few messages a second however fast its bots play.
 """
 
@@ -19,6 +24,7 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import math
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -28,11 +34,11 @@ from cfarena.engine import public_events, public_view
 from cfarena.engine.state import MatchState
 from cfarena.server.match_record import MatchRecord
 from cfarena.server.storage import MatchStatus, StoredMatch
-from cfarena.server.web.live import RECENT_EVENTS, live_message
+from cfarena.server.web.live import RECENT_EVENTS, PublicTable, live_message, public_cut
 
 MAX_VIEWERS = 200  # SSE streams at once (all pages together)
 MAX_PER_CLIENT = 20  # of those, from one client address (IPv6: one /64)
-COALESCE_S = 0.15  # a watched match's changes are sent at most this often
+COALESCE_S = 0.15  # the hub's tick: a watched match's changes are sent at most this often
 QUEUE_SIZE = 256  # messages a viewer may lag behind before it is dropped
 ENDED_KEPT = 256  # matches remembered as ended, not yet stored
 
@@ -102,10 +108,10 @@ class Viewer:
 
 @dataclass
 class _Live:
-    state: MatchState
-    sent: int = 0  # events published so far
-    viewers: set[Viewer] = field(default_factory=set)
-    flush: asyncio.TimerHandle | None = None  # a publish is due
+    state: MatchState  # the referee's: only its events are read (`public_events`)
+    table: PublicTable  # the public table after `table.count` events: what was sent
+    viewers: set[Viewer] = field(default_factory=set)  # sent the table as it is
+    joining: set[Viewer] = field(default_factory=set)  # get a snapshot at the next tick
 
 
 class LiveHub:
@@ -118,11 +124,12 @@ class LiveHub:
         self.max_per_client = max_per_client
         self._per_client: Counter[str] = Counter()  # viewers now per client address
         self.queue_size = queue_size
-        self.coalesce_s = coalesce_s
+        self.coalesce_s = coalesce_s  # <= 0: no clock of its own (tests call `tick`)
         self._live: dict[str, _Live] = {}
         self._waiting: dict[str, set[Viewer]] = {}  # viewers of a match not started yet
         self._ended: dict[str, set[Viewer]] = {}  # ended, not stored yet
         self._ladder: set[Viewer] = set()  # /api/events
+        self._ticker: asyncio.TimerHandle | None = None
         self.viewers = 0  # viewers now
         self.dropped = 0  # viewers dropped for lagging (for tests and operators)
         self.messages = 0  # match messages built (for tests)
@@ -134,7 +141,7 @@ class LiveHub:
         if client is not None:
             if self._per_client[client] >= self.max_per_client:
                 raise TooManyFromClient(f"too many live streams from your address (at most "
-                                     f"{self.max_per_client})")
+                                        f"{self.max_per_client})")
             self._per_client[client] += 1
         self.viewers += 1
         viewer = Viewer(self, self.queue_size, client)
@@ -164,19 +171,12 @@ class LiveHub:
         return self._new_viewer(self._ladder, client)
 
     def watch_match(self, match_id: str, client: str | None = None) -> Viewer:
-        """A viewer of one match: a snapshot at once if it is being played, then its
-        changes; "ended" when it ends, "stored" when its record is stored."""
+        """A viewer of one match: a snapshot at the next tick if it is being played,
+        then its changes; "ended" when it ends, "stored" when its record is stored."""
         live = self._live.get(match_id)
         if live is not None:
-            if live.viewers:
-                self._publish(live)  # catch the others up first
-            else:
-                live.sent = live.state.event_count
-            first = max(0, live.sent - RECENT_EVENTS)
-            msg = json.dumps(live_message(public_view(live.state),
-                                          public_events(live.state, first), first))
-            viewer = self._new_viewer(live.viewers, client)
-            viewer.offer("snapshot", msg)
+            viewer = self._new_viewer(live.joining, client)
+            self._start_ticking()
         elif match_id in self._ended:
             viewer = self._new_viewer(self._ended[match_id], client)
             viewer.offer("ended", json.dumps({"match": match_id}))
@@ -187,10 +187,14 @@ class LiveHub:
     def close_all(self) -> None:
         """End every stream (the HTTP server is stopping: its responses may finish)."""
         groups = [self._ladder, *(x.viewers for x in self._live.values()),
+                  *(x.joining for x in self._live.values()),
                   *self._waiting.values(), *self._ended.values()]
         for group in groups:
             for viewer in list(group):
                 viewer.close()
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
 
     def forget_waiting(self, match_id: str) -> None:
         """Drop the empty waiting list of a match that is not going to be played."""
@@ -199,43 +203,23 @@ class LiveHub:
 
     # -------------------------------------------------- the referee's watcher
     def playing(self, match_id: str, state: MatchState) -> None:
-        live = self._live[match_id] = _Live(state, state.event_count)
+        table = PublicTable.start(public_view(state), public_events(state),
+                                  state.event_offset)
+        live = self._live[match_id] = _Live(state, table)
         waiting = self._waiting.pop(match_id, set())
+        for viewer in waiting:
+            viewer.group = live.joining
+            live.joining.add(viewer)
         if waiting:
-            msg = json.dumps(live_message(public_view(state), public_events(state),
-                                          0))
-            for viewer in waiting:
-                viewer.group = live.viewers
-                live.viewers.add(viewer)
-                viewer.offer("snapshot", msg)
+            self._start_ticking()
         self._tell_ladder("started", {"match": match_id})
-
-    def moved(self, match_id: str) -> None:
-        live = self._live.get(match_id)
-        if live is None or not live.viewers or live.flush is not None:
-            return
-        if self.coalesce_s <= 0:
-            self._publish(live)
-            return
-        live.flush = asyncio.get_running_loop().call_later(self.coalesce_s, self._flush,
-                                                           match_id)
-
-    def _flush(self, match_id: str) -> None:
-        live = self._live.get(match_id)
-        if live is not None:
-            live.flush = None
-            if live.viewers:
-                self._publish(live)
 
     def ended(self, match_id: str, record: MatchRecord) -> None:
         live = self._live.pop(match_id, None)
         if live is None:
             return
-        if live.flush is not None:
-            live.flush.cancel()
-            live.flush = None
         status = {"match": match_id, "status": record.status.value}
-        if live.viewers:
+        if live.viewers or live.joining:
             self._publish(live)
             text = json.dumps(status)
             for viewer in list(live.viewers):
@@ -258,17 +242,57 @@ class LiveHub:
         kind = "finished" if record.status is MatchStatus.FINISHED else "aborted"
         self._tell_ladder(kind, status)
 
+    # --------------------------------------------------------------- the clock
+    def tick(self) -> None:
+        """Send every watched match's new public events (the hub's clock calls this
+        every `coalesce_s`; tests call it where they want to look)."""
+        for live in self._live.values():
+            if live.viewers or live.joining:
+                self._publish(live)
+
+    def _start_ticking(self) -> None:
+        """The next tick, on the loop clock's multiples of `coalesce_s` (a viewer
+        cannot choose when the hub looks by choosing when it joins)."""
+        if self._ticker is None and self.coalesce_s > 0:
+            loop = asyncio.get_running_loop()
+            when = (math.floor(loop.time() / self.coalesce_s) + 1) * self.coalesce_s
+            self._ticker = loop.call_at(when, self._on_tick)
+
+    def _on_tick(self) -> None:
+        self._ticker = None
+        self.tick()
+        if any(live.viewers or live.joining for live in self._live.values()):
+            self._start_ticking()
+
     # --------------------------------------------------------------- internals
     def _publish(self, live: _Live) -> None:
+        """Fold the events up to the public cut into the table; an update to the
+        viewers if it moved, a snapshot to those joining."""
         state = live.state
-        if state.event_count == live.sent:  # every change of the table is an event
-            return
-        msg = json.dumps(live_message(public_view(state), public_events(state, live.sent),
-                                      live.sent))
-        live.sent = state.event_count
+        table = live.table
+        sent = table.count
+        cut = public_cut(state.events, sent)
+        over = state.is_over and cut == len(state.events)
+        if cut > sent:
+            new = public_events(state, sent)[: cut - sent]
+            table.fold(new)
+            if live.viewers:
+                self._send(live.viewers, "update", live_message(table, new, sent, over))
+        if live.joining:
+            first = max(0, cut - RECENT_EVENTS)
+            recent = public_events(state, first)[: cut - first]
+            self._send(live.joining, "snapshot", live_message(table, recent, first, over))
+            for viewer in list(live.joining):
+                if viewer.active:  # not dropped just now
+                    viewer.group = live.viewers
+                    live.viewers.add(viewer)
+            live.joining.clear()
+
+    def _send(self, viewers: set[Viewer], kind: str, message: dict[str, Any]) -> None:
+        text = json.dumps(message)
         self.messages += 1
-        for viewer in list(live.viewers):
-            viewer.offer("update", msg)
+        for viewer in list(viewers):
+            viewer.offer(kind, text)
 
     def _tell_ladder(self, kind: str, data: dict[str, Any]) -> None:
         if self._ladder:

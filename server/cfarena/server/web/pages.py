@@ -14,6 +14,7 @@ from markupsafe import Markup
 from cfarena.server.web import tournaments as tournament_view
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.data import NotFound
+from cfarena.server.web.params import BotName, MatchId, PoolQuery, TournamentId
 from cfarena.server.web.site import WebSite
 
 TEMPLATES = Jinja2Templates(directory=str(__import__("pathlib").Path(__file__).parent
@@ -61,7 +62,7 @@ def make_router() -> APIRouter:
     pages = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 
     @pages.get("/")
-    async def leaderboard(request: Request, pool: str | None = None) -> Response:
+    async def leaderboard(request: Request, pool: PoolQuery = None) -> Response:
         site: WebSite = request.app.state.site
         board = await site.read(site.data.leaderboard, pool or site.pool)
         running = await site.read(site.data.running)
@@ -81,13 +82,13 @@ def make_router() -> APIRouter:
         return page(request, "tournaments.html", tournaments=listed)
 
     @pages.get("/tournaments/{tournament_id}")
-    async def tournament(request: Request, tournament_id: int) -> Response:
+    async def tournament(request: Request, tournament_id: TournamentId) -> Response:
         site: WebSite = request.app.state.site
         info = await site.read(tournament_view.tournament, site.db, tournament_id)
         return page(request, "tournament.html", t=info)
 
     @pages.get("/bots/{name}")
-    async def bot(request: Request, name: str, pool: str | None = None) -> Response:
+    async def bot(request: Request, name: BotName, pool: PoolQuery = None) -> Response:
         site: WebSite = request.app.state.site
         info = await site.read(site.data.bot, name, pool or site.pool)
         history = info["rating_history"]
@@ -97,14 +98,14 @@ def make_router() -> APIRouter:
         return page(request, "bot.html", info=info, chart=Markup(chart))
 
     @pages.get("/matches/{match_id}")
-    async def match(request: Request, match_id: str) -> Response:
+    async def match(request: Request, match_id: MatchId) -> Response:
         site: WebSite = request.app.state.site
         info = await site.read(site.data.match, match_id)
         return page(request, "match.html", match=info,
                     by_seat=sorted(info["seats"], key=lambda s: s["seat"]))
 
     @pages.get("/matches/{match_id}/replay")
-    async def replay(request: Request, match_id: str) -> Response:
+    async def replay(request: Request, match_id: MatchId) -> Response:
         site: WebSite = request.app.state.site
         text = await site.read(site.data.replay_html, match_id)
         if text is None:

@@ -189,7 +189,7 @@
         row.dataset.handSize = String(n);
         row.querySelector(".hand-size").textContent = String(n);
         row.querySelector(".total").textContent = String(snap.totals[seat] ?? 0);
-        row.classList.toggle("to-move", snap.current_seat === seat);
+        row.classList.toggle("to-move", snap.to_move === seat);  // as the events say
       }
     });
     const list = $("#live-events");
