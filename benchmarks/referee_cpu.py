@@ -66,8 +66,12 @@ async def run(matches: int, concurrency: int, metrics: ArenaMetrics | None = Non
             for seat, conn in enumerate(conns):
                 conn.matches[match_id] = seat
             runner = MatchRunner(match_id, RULES, next(ids), conns, ["a", "b"],
-                                 TimeControl(5000), observer=metrics)
+                                 TimeControl(5000))
+            if metrics is not None:
+                metrics.match_started(match_id)
             record = await runner.run()
+            if metrics is not None:
+                metrics.match_ended(record)
             decisions += sum(1 for action in record.actions if action.decided)
 
     started = time.process_time()

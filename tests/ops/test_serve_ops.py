@@ -3,9 +3,11 @@ real processes (serve, SDK bots), a certificate made in the test."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +20,22 @@ from .tls import self_signed
 
 def _sdk(*args: str) -> list[str]:
     return [sys.executable, "-m", "cfarena.sdk", "run", *args]
+
+
+def _scrape_until(http_port: int, done: threading.Event,
+                  scrapes: list[tuple[float, float, float]]) -> None:
+    """Scrape /metrics every 10 ms until `done`: (matches ended, running, decisions)."""
+    while not done.is_set():
+        try:
+            now = scrape(f"http://127.0.0.1:{http_port}/metrics")
+        except OSError:  # not listening yet
+            time.sleep(0.1)
+            continue
+        scrapes.append((value(now, "cfarena_matches_total", status="finished")
+                        + value(now, "cfarena_matches_total", status="aborted"),
+                        value(now, "cfarena_matches_running"),
+                        value(now, "cfarena_decisions_total")))
+        time.sleep(0.01)
 
 
 def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) -> None:
@@ -46,12 +64,27 @@ def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) ->
                 start_new_session=True))
         deadline = time.monotonic() + 90
         finished: list[object] = []
-        while time.monotonic() < deadline and len(finished) < 2:
-            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
-            time.sleep(0.5)
-            finished = run_json("matches", "--status", "finished", "--db", db,
-                                cwd=tmp_path)  # type: ignore[assignment]
-        assert len(finished) >= 2, (tmp_path / "serve.log").read_text()
+        # /metrics while matches are played: a running count of decisions would tell
+        # anyone who reads it what the public events hide (a kept drawn tile that fits
+        # is a decision, a forced pass is not), so it moves only when a match ends
+        scrapes: list[tuple[float, float, float]] = []  # (ended, running, decisions)
+        done = threading.Event()
+        scraper = threading.Thread(target=_scrape_until, args=(http_port, done, scrapes))
+        scraper.start()
+        try:
+            while time.monotonic() < deadline and len(finished) < 3:
+                assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+                time.sleep(0.5)
+                finished = run_json("matches", "--status", "finished", "--db", db,
+                                    cwd=tmp_path)  # type: ignore[assignment]
+        finally:
+            done.set()
+            scraper.join()
+        assert len(finished) >= 3, (tmp_path / "serve.log").read_text()
+        during = [(a, b) for a, b in itertools.pairwise(scrapes)
+                  if a[1] and b[1] and a[0] == b[0]]  # one match running, none ended
+        assert len(during) >= 5, sorted(set(scrapes))  # the scrapes saw matches in play
+        assert all(a[2] == b[2] for a, b in during), during
 
         # a plaintext client is refused (the TLS handshake never happens): it gives up
         plain = subprocess.run(

@@ -1,15 +1,18 @@
 """Prometheus metrics of a referee: `ArenaMetrics`, a `RefereeObserver` that counts.
 
-The referee calls it on its event loop for every decision, so it keeps plain
-counters (an int add and a bisect per decision, ~0.3 µs, against ~1.2 µs for
-prometheus_client's locked Counter + Histogram) and turns them into metric
-families only when /metrics is scraped, on the same loop (no locks needed).
+The referee calls it on its event loop, so it keeps plain counters and turns them
+into metric families only when /metrics is scraped, on the same loop (no locks
+needed). A match's decisions and faults are counted when it ends, from its record,
+never while it is played: how many decisions a running match has taken is what the
+public events hide (under play_drawn = "may", keeping a drawn tile that fits is a
+decision; a forced pass is not), and /metrics is readable by anyone who can reach
+the HTTP port.
 
 | name | type | what |
 | --- | --- | --- |
-| cfarena_decisions_total | counter | Turns answered (rate() = decisions per second) |
-| cfarena_decision_seconds | histogram | Turn written to Action read, at the referee |
-| cfarena_faults_total{kind} | counter | faults recorded, by kind |
+| cfarena_decisions_total | counter | Turns asked in ended matches (answered or timed out) |
+| cfarena_decision_seconds | histogram | Turn written to Action read (ended matches) |
+| cfarena_faults_total{kind} | counter | faults recorded in ended matches, by kind |
 | cfarena_bots_connected | gauge | distinct bots with at least one live stream |
 | cfarena_bot_connections | gauge | live bot streams |
 | cfarena_matches_running | gauge | matches being played |
@@ -75,14 +78,13 @@ class ArenaMetrics(Collector):
     def match_ended(self, record: MatchRecord) -> None:
         self.running -= 1
         self.ended[record.status.value] += 1
-
-    def decided(self, elapsed_ms: float) -> None:
-        self.decisions += 1
-        self.latency_sum_ms += elapsed_ms
-        self.latency_counts[bisect_left(LATENCY_BUCKETS_MS, elapsed_ms)] += 1
-
-    def faulted(self, kind: FaultKind) -> None:
-        self.faults[kind.value] += 1
+        for action in record.actions:
+            if action.decided and action.elapsed_ms is not None:  # an answer, in time or not
+                self.decisions += 1
+                self.latency_sum_ms += action.elapsed_ms
+                self.latency_counts[bisect_left(LATENCY_BUCKETS_MS, action.elapsed_ms)] += 1
+        for fault in record.faults:
+            self.faults[fault.kind.value] += 1
 
     # -------------------------------------------------------------- exposition
     def collect(self) -> Iterator[Metric]:

@@ -19,7 +19,7 @@ from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
-from cfarena.server.referee.observer import MatchWatcher, RefereeObserver
+from cfarena.server.referee.observer import MatchWatcher
 from cfarena.server.wire import encode
 from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
@@ -39,11 +39,9 @@ class MatchRunner:
         tournament_id: int | None = None,
         key: str | None = None,
         initial_state: MatchState | None = None,
-        observer: RefereeObserver | None = None,
         watcher: MatchWatcher | None = None,
     ) -> None:
         self.match_id = match_id
-        self.observer = observer
         self.watcher = watcher
         self.seats = list(seats)
         self.players = len(seats)
@@ -69,15 +67,8 @@ class MatchRunner:
             watcher.playing(self.match_id, law.state)
         try:
             await self._start()
-            observer = self.observer
             while (decision := law.next_decision()) is not None:
-                reply = await self._ask(decision)
-                fault = law.reply(reply)
-                if observer is not None:
-                    if isinstance(reply, Answer):
-                        observer.decided(reply.elapsed_ms)
-                    if fault is not None:
-                        observer.faulted(fault.kind)
+                law.reply(await self._ask(decision))
             law.finish()
             await self._send_end()
         except asyncio.CancelledError:
@@ -109,9 +100,7 @@ class MatchRunner:
             try:
                 await conn.send(self.match_id, msg)
             except SeatFault as fault:
-                recorded = self.law.fault_before_play(seat, fault.kind, fault.detail)
-                if recorded is not None and self.observer is not None:
-                    self.observer.faulted(recorded.kind)
+                self.law.fault_before_play(seat, fault.kind, fault.detail)
 
     async def _ask(self, decision: Decision) -> Reply:
         """Send the decision to its seat as a Turn; what came back, for the law."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from cfarena.engine.state import MatchState
-from cfarena.server.match_record import FaultKind, MatchRecord
+from cfarena.server.match_record import MatchRecord
 
 
 class RefereeObserver(Protocol):
@@ -26,13 +26,10 @@ class RefereeObserver(Protocol):
         """A match was seated and starts playing."""
 
     def match_ended(self, record: MatchRecord) -> None:
-        """A match started earlier ended (finished or aborted)."""
-
-    def decided(self, elapsed_ms: float) -> None:
-        """A seat answered a Turn `elapsed_ms` after it was sent (in time or not)."""
-
-    def faulted(self, kind: FaultKind) -> None:
-        """A seat committed a fault (the law recorded it)."""
+        """A match started earlier ended (finished or aborted). Its decisions and
+        faults are counted from the record, now and not as they happen: a running
+        count of decisions would tell a spectator of /metrics what the public events
+        hide (a drawn tile that fits and is kept is a decision, a forced pass is not)."""
 
 
 class MatchWatcher(Protocol):

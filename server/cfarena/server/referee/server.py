@@ -322,7 +322,6 @@ class RefereeServer:
             tournament_id=tournament_id,
             key=key,
             initial_state=initial_state,
-            observer=self.observer,
             watcher=self.watcher,
         )
         task = asyncio.get_running_loop().create_task(runner.run())
