@@ -8,8 +8,8 @@ of `os.environ` and of `/proc/self/environ`, twice over: as a forked SDK bot
 `/proc/self/environ`) and as a fresh process (a script run on the arena's
 Python). What must hold: exactly the allow-listed keys (FAIRPLAY.md), with the
 values the arena sets, and PWD where a process was started by bwrap (which sets
-it to the working directory it gives the sandbox: what getcwd() shows anyway), and neither secret anywhere in any seat's stored output
-or in the log directory.
+it to the working directory it gives the sandbox: what getcwd() shows anyway);
+neither secret anywhere in any seat's stored output or in the log directory.
 """
 
 from __future__ import annotations
