@@ -2,7 +2,8 @@
 
 Each scenario is one tiny `cfarena run-tournament` (a hostile bot `evil`
 against the bundled `random`, 2 players, 1 game: the two rotations of one
-deal; one scenario plays 3 games) in its own directory, with the database
+deal; a few play more games or seat two hostile bots, and "environment" runs
+with secrets in the organiser's environment) in its own directory, with the database
 (`cfarena.db`) and `--log-dir logs` there: the referee's working directory,
 the first place an attacker looks. The bots print `PROBE <name>: <json>`
 lines; the referee stores each seat's output, which `Outcome` reads back
