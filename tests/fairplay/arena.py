@@ -2,7 +2,8 @@
 
 Each scenario is one tiny `cfarena run-tournament` (a hostile bot `evil`
 against the bundled `random`, 2 players, 1 game: the two rotations of one
-deal; one scenario plays 3 games) in its own directory, with the database
+deal; a few play more games or seat two hostile bots, and "environment" runs
+with secrets in the organiser's environment) in its own directory, with the database
 (`cfarena.db`) and `--log-dir logs` there: the referee's working directory,
 the first place an attacker looks. The bots print `PROBE <name>: <json>`
 lines; the referee stores each seat's output, which `Outcome` reads back
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -37,6 +40,11 @@ BOTS = Path(__file__).resolve().parent / "bots"
 SANDBOX_UID_MIN = 1_000_000  # sandboxed bot processes run as a random uid at least this
 PARALLEL = 5  # tournaments at once
 RUN_TIMEOUT = 240.0
+# secrets in the organiser's environment (scenario "environment"): no bot may see them
+ORGANISER_CANARY = f"canary-{secrets.token_hex(8)}"
+DB_PASSWORD = f"SECRET{secrets.token_hex(8)}"
+ORGANISER_ENV = (("CFARENA_TEST_CANARY", ORGANISER_CANARY),
+                 ("CFARENA_DB", f"postgresql://u:{DB_PASSWORD}@db.invalid:5432/cfarena"))
 
 
 def bot(name: str, file: str, *args: str) -> str:
@@ -53,6 +61,7 @@ class Scenario:
     hostile: tuple[str, ...] = ("evil",)  # bot names whose seats attack
     timeout_ms: int = 20000  # generous: only the attack under test should fault
     games: int = 1  # deals; each is played in both rotations
+    env: tuple[tuple[str, str], ...] = ()  # added to the organiser's environment
 
 
 def scenarios(port: int, mark: str) -> dict[str, Scenario]:
@@ -81,6 +90,10 @@ def scenarios(port: int, mark: str) -> dict[str, Scenario]:
         # 5 deals x 2 rotations: the fork servers fork several children in turn (with 3,
         # the taint rule once gave every child a server of its own)
         evil("stash.py", games=5),
+        # a forked SDK bot and a fresh process (a script on the arena's Python, not forked)
+        Scenario("environment", (bot("forked", "env_report.py"), "fresh=" + shlex.join(
+            [sys.executable, str(BOTS / "env_report.py")])), hostile=("forked", "fresh"),
+            env=ORGANISER_ENV),
         Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),
                  ("--no-sandbox",), hostile=("snoop", "hunt")),
     ]
@@ -311,7 +324,7 @@ class Arena:
         started = time.monotonic()
         try:
             result = run_cli(*args, cwd=tmp, timeout=RUN_TIMEOUT,
-                             env={"CFARENA_TEST_MARK": mark})
+                             env={**dict(scenario.env), "CFARENA_TEST_MARK": mark})
         finally:
             if scenario.name == "daemon":
                 time.sleep(1.0)

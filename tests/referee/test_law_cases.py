@@ -112,6 +112,18 @@ CASES = [
          {(0, 1): Answer(0, 350.0), (0, 2): Answer(0, 300.0)},
          faults=[(0, FaultKind.TIMEOUT, 1, False)],
          banks={(0, 2): 200, (0, 3): 10}),
+    # the increment is earned by an answer in time, never counted towards the time the
+    # decision itself may take: 320 ms is over 100 + 200 even though 100 + 200 + 50 is not
+    Case("a timed-out answer earns no increment and the increment does not extend it",
+         TimeControl(100, bank_ms=200, increment_ms=50, strikes=3),
+         {(0, 1): Answer(0, 320.0), (0, 2): Answer(0, 20.0)},
+         faults=[(0, FaultKind.TIMEOUT, 1, False)],
+         banks={(0, 1): 200, (0, 2): 200, (0, 3): 250}, detail="no answer within 300 ms"),
+    Case("no answer at all earns no increment",
+         TimeControl(100, bank_ms=200, increment_ms=50, strikes=3),
+         {(1, 1): TimedOut(), (1, 2): TimedOut()},
+         faults=[(1, FaultKind.TIMEOUT, 1, False), (1, FaultKind.TIMEOUT, 2, False)],
+         banks={(1, 1): 200, (1, 2): 200, (1, 3): 200}),
     Case("a bank earned by increments can be spent", TimeControl(100, increment_ms=50),
          {(0, 1): Answer(0, 10.0), (0, 2): Answer(0, 140.0)}, banks={(0, 2): 50, (0, 3): 60}),
     Case("a spent bank leaves only the move timeout", TimeControl(100, bank_ms=200, strikes=2),

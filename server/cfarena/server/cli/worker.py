@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from cfarena.server.cli.common import DbOption, database, err, fail
-from cfarena.server.sandbox import sandbox_problem
+from cfarena.server.sandbox import exposed, python_paths, sandbox_problem
 from cfarena.server.storage import Database
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
 
@@ -59,6 +60,13 @@ def worker_cmd(
         err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
                   "played here[/]")
     if log_dir is not None:
+        # what every sandbox is shown, whatever its bot (a bot's own paths: at its job)
+        shown = [*python_paths(), *(p.resolve() for p in sandbox_bind or [])]
+        found = exposed(shown, [log_dir.resolve()])
+        if found is not None:
+            fail(escape(f"--log-dir: every bot would be able to read {found[0]} (it is "
+                        f"shown {found[1]}): keep it outside the system directories, "
+                        "Python's and the --sandbox-bind paths"))
         log_dir.mkdir(parents=True, exist_ok=True)
     from cfarena.server.tournament.worker import WorkerOptions
 

@@ -221,6 +221,9 @@ class QueueWorker:
                 raise
             # cut by `halt`: a plain failure, which the queue retries (another worker)
             raise MatchCut(f"match {match_id}: the worker was stopped mid-match") from None
+        except Exception as exc:  # the queue retries it; say why here (its logs are quiet)
+            log.error("match %s failed on this worker: %s", match_id, exc)
+            raise
         finally:
             self._jobs.discard(task)
 
