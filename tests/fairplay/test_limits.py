@@ -24,7 +24,9 @@ import re
 
 from tests.fairplay.arena import Arena, Outcome, Seat, assert_fair_run
 
-SCENARIOS = ("fork_bomb", "memory_hog", "output_flood", "cpu_spinner", "cpu_orphans")
+SCENARIOS = ("fork_bomb", "memory_hog", "output_flood", "cpu_spinner", "cpu_orphans",
+             "socket_hog", "memory_pair", "memory_pair_proc", "short_children",
+             "descriptor_hog")
 MIB = 1024 * 1024
 
 
@@ -90,4 +92,56 @@ def test_cpu_burnt_in_orphans_that_init_reaps_counts(arena: Arena) -> None:
     outcome = arena.outcome("cpu_orphans")
     for seat in _limit_faults(outcome, "CPU time limit 5 s exceeded"):
         assert seat.one("cpu")["orphans"] is True
+    assert_fair_run(outcome, arena)
+
+
+def test_memory_parked_in_the_kernel_counts(arena: Arena) -> None:
+    """Data in pipes and socket pairs nobody reads is kernel memory, no process's
+    resident set: the sandbox's memory cgroup is charged for it."""
+    outcome = arena.outcome("socket_hog")
+    for seat in _limit_faults(outcome, "memory limit 64 MiB exceeded"):
+        # it parked as much as the limit itself, its resident set well under it: no
+        # process showed that memory (the bot holds it 10 s, then plays on)
+        parked = seat.one("parked-all")
+        assert parked["mib"] >= 48 and parked["rss_mib"] < 48, parked
+    assert_fair_run(outcome, arena)
+
+
+def test_the_memory_of_all_processes_counts_together(arena: Arena) -> None:
+    """Two processes of 160 MiB each under a 256 MiB limit: a breach, whether the
+    kernel counts (a memory cgroup) or the /proc watchdog (no cgroups)."""
+    for name in ("memory_pair", "memory_pair_proc"):
+        outcome = arena.outcome(name)
+        for seat in _limit_faults(outcome, "memory limit 256 MiB exceeded"):
+            assert seat.one("pair")["helpers"] == 2
+        assert_fair_run(outcome, arena)
+
+
+def test_cpu_of_children_shorter_than_a_poll_counts_at_once(arena: Arena) -> None:
+    """Children of 50 ms each, reaped by the kernel (SIGCHLD ignored): their CPU time
+    counts in full, and the limit (2 s) stops the bot within a second of reaching it."""
+    outcome = arena.outcome("short_children")
+    for seat in _limit_faults(outcome, "CPU time limit 2 s exceeded"):
+        burnt = [p["seconds"] for p in seat.all("burnt")]
+        assert burnt, seat.output_tail()
+        # the bot's own start-up CPU counts too: its children burnt less than 2 s of it
+        # by the time it was stopped, and certainly not a second more
+        assert 1.0 <= burnt[-1] <= 2 + 1.0, burnt[-5:]
+    assert_fair_run(outcome, arena)
+
+
+def test_descriptors_end_at_the_sandbox_limit(arena: Arena) -> None:
+    """A bot that opens files, socket pairs and connections to the referee without
+    end gets EMFILE at its own RLIMIT_NOFILE (256), far below the referee's; that is
+    no fault, and the referee plays on unharmed."""
+    outcome = arena.outcome("descriptor_hog")
+    seats = outcome.seats("evil")
+    assert len(seats) == 2, outcome.describe()
+    for seat in seats:
+        seen = seat.one("descriptors")
+        assert seen["stopped_by"] == "EMFILE" and seen["limit"] == 256, seen
+        assert seen["open_before"] + seen["held"] == 256, seen
+        assert seen["connections"] > 50, seen  # it did reach the referee's socket
+        assert seat.faults == [], seat.faults
+        assert not seat.match.seats[seat.seat].forfeited
     assert_fair_run(outcome, arena)

@@ -214,7 +214,7 @@ class ForkServer:
             os.close(write_fd)
         self.child = child
         self._forks += 1
-        self.watch.restart_cpu(self.sandbox)
+        self.watch.start_child(self.sandbox)
         child._reader = asyncio.get_running_loop().create_task(child._read_output(read_fd))
         return child
 
