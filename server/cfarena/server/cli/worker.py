@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cfarena.server.cli.common import DbOption, database, err, fail
-from cfarena.server.sandbox import sandbox_problem
+from cfarena.server.sandbox import cgroups, sandbox_problem
 from cfarena.server.storage import Database
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
 
@@ -58,6 +58,8 @@ def worker_cmd(
     if problem is not None:
         err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
                   "played here[/]")
+    else:
+        err.print(f"[dim]{cgroups.available()}[/]")
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
     from cfarena.server.tournament.worker import WorkerOptions
