@@ -16,8 +16,13 @@ never forks a child for a deal that an earlier child of the same sandbox played;
 and where children share the server's user (not root: bwrap's user namespace
 maps one user), not for a deal that its bot played while a child of this
 sandbox was alive either (see `BotPool`). The watchdog charges each child, not
-the runtime: memory and CPU of bwrap's init and of the fork server are not
-counted, and the CPU budget starts afresh with each child.
+the runtime, and each child has the whole budget (`LimitWatch.start_child`):
+with cgroups, what the sandbox uses beyond what it used when the child was
+forked (the kernel's memory and process limits move up by the runtime's share;
+pages the child shares with the server count once, for the server, and what it
+copies or allocates counts for the child); without, the memory and CPU of
+bwrap's init and of the fork server are not counted, and the CPU count starts
+afresh.
 """
 
 from __future__ import annotations
