@@ -100,10 +100,12 @@ def test_memory_parked_in_the_kernel_counts(arena: Arena) -> None:
     resident set: the sandbox's memory cgroup is charged for it."""
     outcome = arena.outcome("socket_hog")
     for seat in _limit_faults(outcome, "memory limit 64 MiB exceeded"):
-        # it parked as much as the limit itself, its resident set well under it: no
-        # process showed that memory (the bot holds it 10 s, then plays on)
-        parked = seat.one("parked-all")
-        assert parked["mib"] >= 48 and parked["rss_mib"] < 48, parked
+        # stopped while parking or while holding it (10 s, then it would play on): it
+        # parked half the limit and more, its resident set stayed well under the limit
+        parked = seat.all("parked") + seat.all("parked-all")
+        assert parked, seat.output_tail()
+        assert max(p["mib"] for p in parked) >= 32, parked
+        assert max(p["rss_mib"] for p in parked) < 48, parked
     assert_fair_run(outcome, arena)
 
 

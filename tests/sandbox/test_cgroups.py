@@ -87,7 +87,6 @@ time.sleep(30)
             assert group.tasks() == 8 and group.forks_refused() == 3
             assert group.memory_in_use() > 24 * MIB
             assert group.cpu_ns() > 300_000_000
-            assert not group.out_of_memory()
             assert not group.remove()  # processes are in it: it stays
         finally:
             for pid in (group.dirs["pids"] / "cgroup.procs").read_text().split():

@@ -37,6 +37,7 @@ from cfarena.server.sandbox.output import CapturedOutput, exit_summary
 from cfarena.server.settle import settle
 
 log = logging.getLogger(__name__)
+FORK_SERVER_RUNTIME_MIB = 256
 
 
 class MatchProcess(abc.ABC):
@@ -133,7 +134,10 @@ class BotProcess(MatchProcess):
         env = dict(self.env)
         if self.sandbox:
             self.uid = random_uid()
-            self.cgroup = cgroups.create(self.limits.memory_mib * MIB,
+            # a fork server's runtime (the arena's own code) loads before the count of
+            # its children starts (`LimitWatch.count_from_now`): room for it meanwhile
+            runtime_mib = FORK_SERVER_RUNTIME_MIB if self.switch_users else 0
+            self.cgroup = cgroups.create((self.limits.memory_mib + runtime_mib) * MIB,
                                          self.limits.processes + cgroups.RUNTIME_TASKS)
             join = self.cgroup.join_prefix() if self.cgroup is not None else []
             read_fd, write_fd = os.pipe()

@@ -101,6 +101,13 @@ class SandboxCgroup:
 
     def __init__(self, dirs: dict[str, Path]) -> None:
         self.dirs = dirs
+        self._swap: bool | None = None  # whether swap is accounted (memory.memsw.*)
+
+    @property
+    def swap(self) -> bool:
+        if self._swap is None:
+            self._swap = (self.dirs["memory"] / "memory.memsw.limit_in_bytes").exists()
+        return self._swap
 
     @property
     def memory(self) -> bool:
@@ -128,11 +135,11 @@ class SandboxCgroup:
         hard = str(limit_bytes + headroom(limit_bytes))
         memsw = d / "memory.memsw.limit_in_bytes"
         # memsw may never be below the plain limit: order the writes accordingly
-        lowering = memsw.exists() and int(_read(d / "memory.limit_in_bytes")) > int(hard)
-        if memsw.exists() and not lowering:
+        lowering = self.swap and int(_read(d / "memory.limit_in_bytes")) > int(hard)
+        if self.swap and not lowering:
             memsw.write_text(hard)
         (d / "memory.limit_in_bytes").write_text(hard)
-        if memsw.exists() and lowering:
+        if lowering:
             memsw.write_text(hard)
         (d / "memory.oom_control").write_text("1")
 
@@ -140,19 +147,19 @@ class SandboxCgroup:
         if self.pids:
             (self.dirs["pids"] / "pids.max").write_text(str(count))
 
-    def memory_in_use(self) -> int:
-        """Bytes charged (swap included) less the file cache the kernel can drop: the
-        bot's anonymous memory, tmpfs pages and kernel memory (socket buffers...)."""
+    def memory_charged(self) -> int:
+        """Bytes charged (swap included), the file cache the kernel can drop among them."""
         d = self.dirs["memory"]
-        memsw = d / "memory.memsw.usage_in_bytes"
-        usage = int(_read(memsw if memsw.exists() else d / "memory.usage_in_bytes"))
-        stat = _fields(d / "memory.stat")
-        return usage - stat.get("total_inactive_file", 0) - stat.get("total_active_file", 0)
+        return int(_read(d / ("memory.memsw.usage_in_bytes" if self.swap
+                              else "memory.usage_in_bytes")))
 
-    def out_of_memory(self) -> bool:
-        """Whether a process waits at the hard limit, or the kernel killed one for it."""
-        oom = _fields(self.dirs["memory"] / "memory.oom_control")
-        return oom.get("under_oom", 0) > 0 or oom.get("oom_kill", 0) > 0
+    def memory_in_use(self, charged: int | None = None) -> int:
+        """Bytes charged less the file cache the kernel can drop: the bot's anonymous
+        memory, tmpfs pages and kernel memory (socket buffers, pipes...)."""
+        if charged is None:
+            charged = self.memory_charged()
+        stat = _fields(self.dirs["memory"] / "memory.stat")
+        return charged - stat.get("total_inactive_file", 0) - stat.get("total_active_file", 0)
 
     def cpu_ns(self) -> int:
         """CPU time of every process that ever ran here, in nanoseconds."""

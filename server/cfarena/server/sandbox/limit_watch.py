@@ -89,11 +89,12 @@ class LimitWatch:
                 continue
         return frozenset(found)
 
-    def start_child(self, proc: BotProcess) -> None:
-        """A fork server's next child starts: its CPU time, memory and processes are
-        counted from now, on top of what the runtime uses (with cgroups, the kernel's
-        memory and process limits move up by that much; without, the runtime's PIDs
-        are exempt and its init's reaped orphans so far are not counted)."""
+    def count_from_now(self, proc: BotProcess) -> None:
+        """Count `proc`'s CPU time, memory and processes from now on: what its sandbox
+        uses now is its runtime's (a fork server, idle: once ready, and before each
+        child). With cgroups, the kernel's memory and process limits move up by that
+        much; without, the runtime's PIDs are exempt (`exempt_pids`) and its init's
+        reaped orphans so far are not counted."""
         self._cpu_seen.pop(id(proc), None)
         self._reaped_base[id(proc)] = _reaped_ticks(proc.init_pid)
         group = proc.cgroup
@@ -170,9 +171,13 @@ class LimitWatch:
         assert group is not None
         limits = proc.limits
         base = self._baseline.get(id(proc)) or _Baseline()
-        if group.memory and (group.memory_in_use() - base.memory > limits.memory_mib * MIB
-                             or group.out_of_memory()):
-            return f"memory limit {limits.memory_mib} MiB exceeded"
+        if group.memory:
+            # a process that waits at the kernel's limit (the limit and some headroom)
+            # holds more than the limit too: the kernel drops file cache before that
+            allowed = base.memory + limits.memory_mib * MIB
+            charged = group.memory_charged()  # an upper bound: memory.stat only if over
+            if charged > allowed and group.memory_in_use(charged) > allowed:
+                return f"memory limit {limits.memory_mib} MiB exceeded"
         if group.cpu and group.cpu_ns() - base.cpu_ns > limits.cpu_seconds * 1_000_000_000:
             return f"CPU time limit {limits.cpu_seconds} s exceeded"
         if group.pids and (group.forks_refused() > base.forks_refused
