@@ -138,7 +138,8 @@ SPIN = "while True: pass"
 def test_the_watchdog_outlives_a_referee_out_of_descriptors(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_cgroups: bool) -> None:
     """While the referee cannot open a file (EMFILE) its polls learn nothing; the watch
-    goes on, and stops a CPU spinner once the referee has descriptors again."""
+    goes on, and stops a CPU spinner once the referee has descriptors again. The
+    stopped sandbox's cgroups are gone."""
     if not with_cgroups:
         monkeypatch.setattr(cgroups, "_support", lambda: cgroups.Support({}, "test"))
 
@@ -149,6 +150,7 @@ def test_the_watchdog_outlives_a_referee_out_of_descriptors(
         watch = LimitWatch()
         await proc.start()
         assert (proc.cgroup is not None) is with_cgroups
+        dirs = list(proc.cgroup.dirs.values()) if proc.cgroup is not None else []
         watch.watch(proc)
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         held: list[int] = []
@@ -172,6 +174,7 @@ def test_the_watchdog_outlives_a_referee_out_of_descriptors(
         finally:
             await proc.stop()
             await watch.close()
+        assert proc.cgroup is None and not any(d.exists() for d in dirs)  # removed
         return proc
 
     proc = asyncio.run(run())

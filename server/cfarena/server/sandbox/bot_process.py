@@ -218,6 +218,7 @@ class BotProcess(MatchProcess):
                             self.label, sorted(map(str, self.cgroup.dirs.values())))
                 return
             await asyncio.sleep(0.01)
+        self.cgroup = None
 
     def kill(self) -> None:
         """SIGKILL the process group (bwrap takes its PID namespace along)."""
