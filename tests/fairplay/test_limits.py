@@ -1,4 +1,4 @@
-"""Attacks 7, 8, 9 and 12: a bot exhausts processes, memory, output or CPU.
+"""Attacks 7, 8, 9 and 12: a bot exhausts processes, memory, output, CPU or descriptors.
 
 Each attack starts when the bot's match starts, in every process of the bot:
 
@@ -8,6 +8,15 @@ Each attack starts when the bot's match starts, in every process of the bot:
 - `bots/cpu_spinner.py` busy-loops in four children, so no single process
   reaches RLIMIT_CPU first (`--cpu-seconds 5`; a 120 s move time, so only the
   CPU limit can stop it).
+
+- `bots/socket_hog.py` parks data in pipes and socket pairs nobody reads
+  (kernel memory, in no resident set; `--memory-mb 64`);
+- `bots/memory_pair.py` runs two processes of 160 MiB each (`--memory-mb 256`),
+  once with cgroups and once without (`CFARENA_CGROUPS=off`: the /proc watchdog);
+- `bots/short_children.py` burns CPU in 50 ms children reaped by the kernel
+  (SIGCHLD ignored; `--cpu-seconds 2`);
+- `bots/descriptor_hog.py` opens files, socket pairs and connections to the
+  referee until it gets EMFILE (no fault: the referee must be unharmed).
 
 What must hold, per match: the bot's seat has exactly one fault, of kind
 "limit", whose detail names the limit ("process limit 32 reached", "memory

@@ -51,8 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CONTROLLERS = ("memory", "pids", "cpuacct")
-# the counts of the two bwrap processes (the one the referee starts and the
-# sandbox's init) that run before the bot: pids.max = the bot's processes + these
+# the processes of a sandbox that are not the bot's: bwrap as the referee started
+# it and bwrap's init (PID 1 inside); pids.max = the bot's processes + these
 RUNTIME_TASKS = 2
 MIB = 1024 * 1024
 # shell run before bwrap: join each cgroup named before "--", then exec the rest
