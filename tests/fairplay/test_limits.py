@@ -7,8 +7,7 @@ Each attack starts when the bot's match starts, in every process of the bot:
 - `bots/output_flood.py` writes 4 GiB to stdout (the output limit is 16 MiB);
 - `bots/cpu_spinner.py` busy-loops in four children, so no single process
   reaches RLIMIT_CPU first (`--cpu-seconds 5`; a 120 s move time, so only the
-  CPU limit can stop it).
-
+  CPU limit can stop it);
 - `bots/socket_hog.py` parks data in pipes and socket pairs nobody reads
   (kernel memory, in no resident set; `--memory-mb 64`);
 - `bots/memory_pair.py` runs two processes of 160 MiB each (`--memory-mb 256`),
