@@ -67,9 +67,10 @@ class Scenario:
 def scenarios(port: int, mark: str) -> dict[str, Scenario]:
     """Every scenario, by name. `port` is the test's TCP listener; `mark` the daemon marker."""
     def evil(file: str, *args: str, options: tuple[str, ...] = (), timeout_ms: int = 20000,
-             name: str | None = None, games: int = 1) -> Scenario:
+             name: str | None = None, games: int = 1,
+             env: tuple[tuple[str, str], ...] = ()) -> Scenario:
         return Scenario(name or file.removesuffix(".py"), (bot("evil", file, *args), "random"),
-                        options, timeout_ms=timeout_ms, games=games)
+                        options, timeout_ms=timeout_ms, games=games, env=env)
 
     found = [
         evil("snoop_proc.py"),
@@ -78,6 +79,13 @@ def scenarios(port: int, mark: str) -> dict[str, Scenario]:
         evil("network.py", "--name", f"fairplay-port-{port}"),
         evil("fork_bomb.py", options=("--max-processes", "32")),
         evil("memory_hog.py", options=("--memory-mb", "256")),
+        evil("socket_hog.py", options=("--memory-mb", "64")),
+        evil("memory_pair.py", options=("--memory-mb", "256")),
+        # the same where the kernel does not count (no cgroups): the /proc watchdog alone
+        evil("memory_pair.py", options=("--memory-mb", "256"), name="memory_pair_proc",
+             env=(("CFARENA_CGROUPS", "off"),)),
+        evil("short_children.py", options=("--cpu-seconds", "2"), timeout_ms=120000),
+        evil("descriptor_hog.py"),
         evil("output_flood.py"),
         evil("daemon.py", "--name", mark),
         evil("rotation_spy.py"),

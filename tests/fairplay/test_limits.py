@@ -1,4 +1,4 @@
-"""Attacks 7, 8, 9 and 12: a bot exhausts processes, memory, output or CPU.
+"""Attacks 7, 8, 9 and 12: a bot exhausts processes, memory, output, CPU or descriptors.
 
 Each attack starts when the bot's match starts, in every process of the bot:
 
@@ -7,7 +7,15 @@ Each attack starts when the bot's match starts, in every process of the bot:
 - `bots/output_flood.py` writes 4 GiB to stdout (the output limit is 16 MiB);
 - `bots/cpu_spinner.py` busy-loops in four children, so no single process
   reaches RLIMIT_CPU first (`--cpu-seconds 5`; a 120 s move time, so only the
-  CPU limit can stop it).
+  CPU limit can stop it);
+- `bots/socket_hog.py` parks data in pipes and socket pairs nobody reads
+  (kernel memory, in no resident set; `--memory-mb 64`);
+- `bots/memory_pair.py` runs two processes of 160 MiB each (`--memory-mb 256`),
+  once with cgroups and once without (`CFARENA_CGROUPS=off`: the /proc watchdog);
+- `bots/short_children.py` burns CPU in 50 ms children reaped by the kernel
+  (SIGCHLD ignored; `--cpu-seconds 2`);
+- `bots/descriptor_hog.py` opens files, socket pairs and connections to the
+  referee until it gets EMFILE (no fault: the referee must be unharmed).
 
 What must hold, per match: the bot's seat has exactly one fault, of kind
 "limit", whose detail names the limit ("process limit 32 reached", "memory
@@ -24,7 +32,9 @@ import re
 
 from tests.fairplay.arena import Arena, Outcome, Seat, assert_fair_run
 
-SCENARIOS = ("fork_bomb", "memory_hog", "output_flood", "cpu_spinner", "cpu_orphans")
+SCENARIOS = ("fork_bomb", "memory_hog", "output_flood", "cpu_spinner", "cpu_orphans",
+             "socket_hog", "memory_pair", "memory_pair_proc", "short_children",
+             "descriptor_hog")
 MIB = 1024 * 1024
 
 
@@ -90,4 +100,58 @@ def test_cpu_burnt_in_orphans_that_init_reaps_counts(arena: Arena) -> None:
     outcome = arena.outcome("cpu_orphans")
     for seat in _limit_faults(outcome, "CPU time limit 5 s exceeded"):
         assert seat.one("cpu")["orphans"] is True
+    assert_fair_run(outcome, arena)
+
+
+def test_memory_parked_in_the_kernel_counts(arena: Arena) -> None:
+    """Data in pipes and socket pairs nobody reads is kernel memory, no process's
+    resident set: the sandbox's memory cgroup is charged for it."""
+    outcome = arena.outcome("socket_hog")
+    for seat in _limit_faults(outcome, "memory limit 64 MiB exceeded"):
+        # stopped while parking or while holding it (10 s, then it would play on): it
+        # parked half the limit and more, its resident set stayed well under the limit
+        parked = seat.all("parked") + seat.all("parked-all")
+        assert parked, seat.output_tail()
+        assert max(p["mib"] for p in parked) >= 32, parked
+        assert max(p["rss_mib"] for p in parked) < 48, parked
+    assert_fair_run(outcome, arena)
+
+
+def test_the_memory_of_all_processes_counts_together(arena: Arena) -> None:
+    """Two processes of 160 MiB each under a 256 MiB limit: a breach, whether the
+    kernel counts (a memory cgroup) or the /proc watchdog (no cgroups)."""
+    for name in ("memory_pair", "memory_pair_proc"):
+        outcome = arena.outcome(name)
+        for seat in _limit_faults(outcome, "memory limit 256 MiB exceeded"):
+            assert seat.one("pair")["helpers"] == 2
+        assert_fair_run(outcome, arena)
+
+
+def test_cpu_of_children_shorter_than_a_poll_counts_at_once(arena: Arena) -> None:
+    """Children of 50 ms each, reaped by the kernel (SIGCHLD ignored): their CPU time
+    counts in full, and the limit (2 s) stops the bot within a second of reaching it."""
+    outcome = arena.outcome("short_children")
+    for seat in _limit_faults(outcome, "CPU time limit 2 s exceeded"):
+        burnt = [p["seconds"] for p in seat.all("burnt")]
+        assert burnt, seat.output_tail()
+        # the bot's own start-up CPU counts too: its children burnt less than 2 s of it
+        # by the time it was stopped, and certainly not a second more
+        assert 1.0 <= burnt[-1] <= 2 + 1.0, burnt[-5:]
+    assert_fair_run(outcome, arena)
+
+
+def test_descriptors_end_at_the_sandbox_limit(arena: Arena) -> None:
+    """A bot that opens files, socket pairs and connections to the referee without
+    end gets EMFILE at its own RLIMIT_NOFILE (256), far below the referee's; that is
+    no fault, and the referee plays on unharmed."""
+    outcome = arena.outcome("descriptor_hog")
+    seats = outcome.seats("evil")
+    assert len(seats) == 2, outcome.describe()
+    for seat in seats:
+        seen = seat.one("descriptors")
+        assert seen["stopped_by"] == "EMFILE" and seen["limit"] == 256, seen
+        assert seen["open_before"] + seen["held"] == 256, seen
+        assert seen["connections"] > 50, seen  # it did reach the referee's socket
+        assert seat.faults == [], seat.faults
+        assert not seat.match.seats[seat.seat].forfeited
     assert_fair_run(outcome, arena)

@@ -30,6 +30,20 @@ def test_a_stored_tournament_reads_back_as_the_same_tournament(sandbox: bool) ->
     assert again_launch.sandbox is sandbox
 
 
+def test_the_descriptor_limit_is_stored_and_read_back() -> None:
+    """A --max-files other than the default is part of the tournament; the default is
+    not written, so a tournament stored before the limit existed keeps its identity."""
+    config = TournamentConfig(bots=(BotSpec("greedy"), BotSpec("random")),
+                              rules=Rules.preset("standard"), players=2)
+    default = Launch(sandbox=True, limits=SandboxLimits())
+    assert "files" not in config.to_json(default)["sandbox"]
+    assert stored_config(config.to_json(default))[1].limits.files == 256
+    fewer = Launch(sandbox=True, limits=SandboxLimits(files=64))
+    stored = config.to_json(fewer)
+    assert stored["sandbox"]["files"] == 64
+    assert stored_config(stored)[1].limits.files == 64
+
+
 def test_an_unreadable_stored_tournament_is_one_clear_error() -> None:
     with pytest.raises(TournamentError, match="cannot be read"):
         stored_config({"bots": [{"name": "x"}]})

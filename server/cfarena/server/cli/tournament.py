@@ -26,7 +26,7 @@ from cfarena.server.cli.common import DbOption, build_rules, database, err, fail
 from cfarena.server.cli.inspection import tournaments_app
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
-from cfarena.server.sandbox import SandboxLimits, sandbox_problem
+from cfarena.server.sandbox import SandboxLimits, cgroups, sandbox_problem
 from cfarena.server.storage import StorageError
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
 from cfarena.server.tournament.pool import Launch
@@ -135,6 +135,9 @@ def run_tournament_cmd(
         "--cpu-seconds", help="CPU time limit of a bot process per match, s")] = 300,
     max_processes: Annotated[int, typer.Option(
         "--max-processes", help="processes a bot may run at once")] = 64,
+    max_files: Annotated[int, typer.Option(
+        "--max-files", help="descriptors (files, sockets, pipes) each process of a bot may "
+        "have open (RLIMIT_NOFILE); a Python SDK bot uses about 15")] = 256,
     sandbox_bind: Annotated[list[Path] | None, typer.Option(
         "--sandbox-bind", help="a file or directory every bot may read (repeatable); "
         "bots see only system directories, Python and the paths on their command line")
@@ -172,7 +175,8 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
                     games: int, timeout_ms: int, bank_ms: int, increment_ms: int,
                     strikes: int, seed: int | None, db_url: str, json_out: bool, new: bool,
                     no_sandbox: bool, memory_mb: int, cpu_seconds: int, max_processes: int,
-                    name: str, concurrency: int = 2, resume: int | None = None,
+                    name: str, max_files: int = 256, concurrency: int = 2,
+                    resume: int | None = None,
                     log_dir: Path | None = None, sandbox_bind: list[Path] | None = None,
                     connect_timeout: float = 30.0) -> None:
     specs = [parse_bot(s) for s in (bot or list(DEFAULT_BOTS))]
@@ -188,7 +192,7 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         if value < low:
             fail(f"{opt} must be at least {low}, got {value}")
     for opt, value in (("--memory-mb", memory_mb), ("--cpu-seconds", cpu_seconds),
-                       ("--max-processes", max_processes)):
+                       ("--max-processes", max_processes), ("--max-files", max_files)):
         if value < 1:
             fail(f"{opt} must be at least 1, got {value}")
     rule_set = build_rules(rules, rule or [], rules_file, players)
@@ -202,10 +206,11 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         problem = sandbox_problem()
         if problem is not None:
             fail(problem)
+        err.print(f"[dim]{cgroups.available()}[/]")
     launch = Launch(
         sandbox=not no_sandbox,
         limits=SandboxLimits(memory_mib=memory_mb, cpu_seconds=cpu_seconds,
-                             processes=max_processes),
+                             processes=max_processes, files=max_files),
         binds=tuple(p.resolve() for p in sandbox_bind or []),
         hide=(*_sqlite_files(db_url), *([log_dir.resolve()] if log_dir else [])),
         connect_timeout=connect_timeout,

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from cfarena.server.cli.common import DbOption, database, err, fail
-from cfarena.server.sandbox import exposed, python_paths, sandbox_problem
+from cfarena.server.sandbox import cgroups, exposed, python_paths, sandbox_problem
 from cfarena.server.storage import Database
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
 
@@ -59,6 +59,8 @@ def worker_cmd(
     if problem is not None:
         err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
                   "played here[/]")
+    else:
+        err.print(f"[dim]{cgroups.available()}[/]")
     if log_dir is not None:
         # what every sandbox is shown, whatever its bot (a bot's own paths: at its job)
         shown = [*python_paths(), *(p.resolve() for p in sandbox_bind or [])]

@@ -11,18 +11,22 @@ the bot runs as an unprivileged user: as root, a fresh random uid per sandbox
 namespace. Its environment is built from an allow-list, never copied from the
 referee's.
 
-Limits: processes (RLIMIT_NPROC, per sandbox), CPU seconds and memory (resident
-set of all the sandbox's processes, polled by `LimitWatch`, with RLIMIT_CPU and a
-generous RLIMIT_AS as backstops between polls), bytes of output and of `/tmp`.
-A limit breached stops the whole sandbox and is reported as one line, e.g.
-"memory limit 512 MiB exceeded". The sandbox dies with its match: `stop()`
-SIGKILLs bwrap's process group, and bwrap's `--die-with-parent` takes the
-PID namespace (and so every process in it) along.
+Limits: memory, processes and CPU seconds (per sandbox: a cgroup per sandbox
+where the machine has them, counting kernel memory and every short-lived child;
+else the resident sets and CPU times /proc shows, with RLIMIT_NPROC, RLIMIT_CPU
+and a generous RLIMIT_AS as backstops between the watchdog's polls), open
+descriptors (RLIMIT_NOFILE, per process), bytes of output and of `/tmp`. A limit
+breached stops the whole sandbox and is reported as one line, e.g. "memory
+limit 512 MiB exceeded". The sandbox dies with its match: `stop()` SIGKILLs
+bwrap's process group, and bwrap's `--die-with-parent` takes the PID namespace
+(and so every process in it) along; then its cgroups are removed.
 
 Its modules: `bubblewrap` (the command line, seccomp, limits), `shown_paths`
 (what a sandbox shows, and the check that no secret is among it),
 `bot_process` (`BotProcess`: starting, reading and stopping one), `output`
-(captured output, exit summaries) and `limit_watch` (the /proc watchdog).
+(captured output, exit summaries), `cgroups` (the kernel's count of a
+sandbox; `cgroups.available()` and `cgroups.defences()` say what holds on this
+machine) and `limit_watch` (the watchdog).
 """
 
 from __future__ import annotations

@@ -12,15 +12,18 @@ import abc
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from cfarena.server.sandbox import cgroups
 from cfarena.server.sandbox.bubblewrap import (
     MIB,
     SandboxLimits,
@@ -32,6 +35,9 @@ from cfarena.server.sandbox.bubblewrap import (
 )
 from cfarena.server.sandbox.output import CapturedOutput, exit_summary
 from cfarena.server.settle import settle
+
+log = logging.getLogger(__name__)
+FORK_SERVER_RUNTIME_MIB = 256
 
 
 class MatchProcess(abc.ABC):
@@ -120,17 +126,27 @@ class BotProcess(MatchProcess):
     # init: the runtime, not the bot's own processes)
     exempt_pids: frozenset[int] = frozenset()
     switch_users: bool = False  # a fork server: see `as_bot_user`
+    # its cgroups (None: this machine has none for sandboxes, or it is not sandboxed)
+    cgroup: cgroups.SandboxCgroup | None = None
     _reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         env = dict(self.env)
         if self.sandbox:
             self.uid = random_uid()
+            # a fork server's runtime (the arena's own code) loads before the count of
+            # its children starts (`LimitWatch.count_from_now`): room for it meanwhile
+            runtime_mib = FORK_SERVER_RUNTIME_MIB if self.switch_users else 0
+            self.cgroup = cgroups.create((self.limits.memory_mib + runtime_mib) * MIB,
+                                         self.limits.processes + cgroups.RUNTIME_TASKS)
+            join = self.cgroup.join_prefix() if self.cgroup is not None else []
             read_fd, write_fd = os.pipe()
             filter_fd = _pipe_with(seccomp_program())
             workdir = str(self.workdir) if self.workdir else "/tmp"
+            # with a pids cgroup, that counts processes (and the forks it refuses)
+            nproc = self.cgroup is None or not self.cgroup.pids
             command = [*as_bot_user(self.uid, self.switch_users),
-                       *limits_prefix(self.limits), *self.command]
+                       *limits_prefix(self.limits, nproc=nproc), *self.command]
             argv = bwrap_options(
                 binds=self.binds, socket=self.socket, tmp_mib=self.limits.tmp_mib,
                 workdir=workdir,
@@ -141,13 +157,16 @@ class BotProcess(MatchProcess):
             args_fd = _pipe_with(b"".join(a.encode() + b"\0" for a in argv[1:]))
             try:
                 self.proc = await asyncio.create_subprocess_exec(
-                    *pdeathsig_prefix(), argv[0], "--args", str(args_fd), *command, env=env,
+                    *pdeathsig_prefix(), *join, argv[0], "--args", str(args_fd), *command,
+                    env=env,
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, start_new_session=True,
                     pass_fds=(write_fd, filter_fd, args_fd, *self.pass_fds),
                 )
             except BaseException:
                 os.close(read_fd)
+                if self.cgroup is not None:
+                    self.cgroup.remove()  # nothing joined them
                 raise
             finally:
                 for fd in (write_fd, filter_fd, args_fd):
@@ -180,6 +199,26 @@ class BotProcess(MatchProcess):
         if self.proc is None:
             return None
         return await self.proc.wait()
+
+    async def stop(self) -> None:
+        """Kill it, wait until it (and its output reader) is gone, remove its cgroups."""
+        try:
+            await super().stop()
+        finally:
+            await self._remove_cgroup()
+
+    async def _remove_cgroup(self, wait: float = 2.0) -> None:
+        """Remove its cgroups once the last of its processes has left them."""
+        if self.cgroup is None:
+            return
+        deadline = time.monotonic() + wait
+        while not self.cgroup.remove():
+            if time.monotonic() > deadline:
+                log.warning("sandbox %s: cgroups %s still hold processes; left in place",
+                            self.label, sorted(map(str, self.cgroup.dirs.values())))
+                return
+            await asyncio.sleep(0.01)
+        self.cgroup = None
 
     def kill(self) -> None:
         """SIGKILL the process group (bwrap takes its PID namespace along)."""

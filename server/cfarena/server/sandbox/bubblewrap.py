@@ -45,11 +45,13 @@ class SandboxLimits:
     processes: int = 64
     output_mib: int = 16
     tmp_mib: int = 64
+    # open descriptors per process (RLIMIT_NOFILE); a Python SDK bot uses about 20
+    files: int = 256
 
     def describe(self) -> str:
         return (f"memory {self.memory_mib} MiB, CPU {self.cpu_seconds} s, "
-                f"{self.processes} processes, output {self.output_mib} MiB, "
-                f"/tmp {self.tmp_mib} MiB")
+                f"{self.processes} processes, {self.files} open files, "
+                f"output {self.output_mib} MiB, /tmp {self.tmp_mib} MiB")
 
 
 def sandbox_problem() -> str | None:
@@ -182,10 +184,16 @@ def as_bot_user(uid: int, switch_users: bool = False) -> list[str]:
             f"--inh-caps={caps}", *ambient, f"--bounding-set={caps}", "--no-new-privs", "--"]
 
 
-def limits_prefix(limits: SandboxLimits) -> list[str]:
-    """`prlimit` run inside the sandbox, as the bot's user, before the bot starts."""
+def limits_prefix(limits: SandboxLimits, *, nproc: bool = True) -> list[str]:
+    """`prlimit` run inside the sandbox, as the bot's user, before the bot starts.
+
+    Without `nproc` there is no RLIMIT_NPROC: the sandbox's pids cgroup counts its
+    processes instead (and counts each fork it refuses, which RLIMIT_NPROC does not)."""
     address_space = limits.memory_mib * MIB + _ADDRESS_SPACE_SLACK
     # the kernel's CPU limit lies a little above the watchdog's, so that the watchdog
     # stops the sandbox first and the fault says why
-    return ["prlimit", f"--nproc={limits.processes}", f"--cpu={limits.cpu_seconds + 5}",
-            f"--as={address_space}", f"--fsize={limits.tmp_mib * MIB}", "--core=0", "--"]
+    # RLIMIT_NOFILE: the referee's own (often thousands) would let one bot hold that many
+    # connections to the referee, or socket buffers in as many sockets
+    return ["prlimit", *([f"--nproc={limits.processes}"] if nproc else []),
+            f"--cpu={limits.cpu_seconds + 5}", f"--as={address_space}",
+            f"--fsize={limits.tmp_mib * MIB}", "--core=0", f"--nofile={limits.files}", "--"]

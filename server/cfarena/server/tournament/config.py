@@ -7,6 +7,7 @@ from typing import Any
 
 from cfarena.engine import Rules
 from cfarena.server.referee import TimeControl
+from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.tournament.pool import Launch
 
 
@@ -46,9 +47,13 @@ class TournamentConfig:
         tc = self.time_control
         launch = launch or Launch()
         limits = launch.limits
+        sandbox: dict[str, int] = {"memory_mib": limits.memory_mib,
+                                   "cpu_seconds": limits.cpu_seconds,
+                                   "processes": limits.processes}
+        if limits.files != SandboxLimits().files:  # so, tournaments stored before it was
+            sandbox["files"] = limits.files       # a limit keep their identity
         return {
-            "sandbox": {"memory_mib": limits.memory_mib, "cpu_seconds": limits.cpu_seconds,
-                        "processes": limits.processes} if launch.sandbox else None,
+            "sandbox": sandbox if launch.sandbox else None,
             "bots": [{"name": b.name, "command": b.describe()} for b in self.bots],
             "rules": self.rules.to_options(),
             "players": self.players,

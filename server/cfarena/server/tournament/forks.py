@@ -16,8 +16,13 @@ never forks a child for a deal that an earlier child of the same sandbox played;
 and where children share the server's user (not root: bwrap's user namespace
 maps one user), not for a deal that its bot played while a child of this
 sandbox was alive either (see `BotPool`). The watchdog charges each child, not
-the runtime: memory and CPU of bwrap's init and of the fork server are not
-counted, and the CPU budget starts afresh with each child.
+the runtime, and each child has the whole budget (`LimitWatch.count_from_now`):
+with cgroups, what the sandbox uses beyond what it used when the child was
+forked (the kernel's memory and process limits move up by the runtime's share;
+pages the child shares with the server count once, for the server, and what it
+copies or allocates counts for the child); without, the memory and CPU of
+bwrap's init and of the fork server are not counted, and the CPU count starts
+afresh.
 """
 
 from __future__ import annotations
@@ -192,9 +197,10 @@ class ForkServer:
             why = f"did not start within {timeout:g} s" if isinstance(exc, TimeoutError) \
                 else self.sandbox.exit_summary()
             raise ForkServerError(f"fork server {why}") from None
-        self.watch.watch(self.sandbox)
         # bwrap's init and the fork server: the runtime, not charged to the bot
         self.sandbox.exempt_pids = self.watch.pids_of(self.sandbox)
+        self.watch.count_from_now(self.sandbox)
+        self.watch.watch(self.sandbox)
 
     async def fork(self, label: str, argv: Sequence[str], env: Mapping[str, str]
                    ) -> ForkedProcess:
@@ -214,7 +220,7 @@ class ForkServer:
             os.close(write_fd)
         self.child = child
         self._forks += 1
-        self.watch.restart_cpu(self.sandbox)
+        self.watch.count_from_now(self.sandbox)
         child._reader = asyncio.get_running_loop().create_task(child._read_output(read_fd))
         return child
 

@@ -117,7 +117,9 @@ def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
         launch = Launch(sandbox=False) if sandbox is None else Launch(
             sandbox=True, limits=SandboxLimits(memory_mib=int(sandbox["memory_mib"]),
                                                cpu_seconds=int(sandbox["cpu_seconds"]),
-                                               processes=int(sandbox["processes"])))
+                                               processes=int(sandbox["processes"]),
+                                               files=int(sandbox.get("files",
+                                                                     SandboxLimits().files))))
     except (KeyError, TypeError, ValueError) as exc:
         raise TournamentError(f"the stored tournament cannot be read: {exc}") from None
     return config, launch
