@@ -81,6 +81,7 @@ def scenarios(port: int, mark: str) -> dict[str, Scenario]:
         # 5 deals x 2 rotations: the fork servers fork several children in turn (with 3,
         # the taint rule once gave every child a server of its own)
         evil("stash.py", games=5),
+        evil("flood.py"),
         Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),
                  ("--no-sandbox",), hostile=("snoop", "hunt")),
     ]
