@@ -205,7 +205,8 @@ class SocketGate:
         self.on_excess = on_excess
         # connections closed by the gate, by why: tests and the log read them
         self.refused: dict[str, int] = dict.fromkeys(
-            ("sandbox limit", "total", "unknown peer", "no stream", "out of descriptors"), 0)
+            ("sandbox limit", "total", "unknown peer", "no stream", "accept paused",
+             "out of descriptors"), 0)
         self._listener: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._own_namespace = os.readlink("/proc/self/ns/pid")
@@ -279,7 +280,7 @@ class SocketGate:
     def _pause(self, exc: OSError) -> None:
         """Out of descriptors: stop accepting for a moment (what waits stays queued)."""
         assert self._loop is not None and self._listener is not None
-        self.refused["out of descriptors"] += 1
+        self.refused["accept paused"] += 1
         self._warn("descriptors", f"out of file descriptors accepting a connection "
                    f"({os.strerror(exc.errno or 0)}): accepts paused for {_ACCEPT_PAUSE_S:g} s")
         self._loop.remove_reader(self._listener.fileno())
