@@ -216,6 +216,7 @@ class SocketGate:
         self._paused: asyncio.TimerHandle | None = None
         self._warned: dict[str, float] = {}
         self._reported: set[str] = set()  # sandboxes reported over their limit
+        self.peak_per_sandbox = 0  # the most connections one sandbox held at once
 
     @property
     def connections(self) -> int:
@@ -315,6 +316,8 @@ class SocketGate:
         relay = _Relay(self, key)
         self._live.setdefault(key, set()).add(relay)
         self._count += 1
+        if key != HOST:
+            self.peak_per_sandbox = max(self.peak_per_sandbox, len(self._live[key]))
         assert self._loop is not None
         task = self._loop.create_task(self._open(relay, conn))
         self._opening.add(task)

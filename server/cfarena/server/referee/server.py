@@ -188,6 +188,9 @@ class RefereeServer:
             await self._server.stop(grace=1.0)
             self._server = None
         if self.gate is not None:
+            log.info("referee gate: at most %d connections of one sandbox at once; closed %s",
+                     self.gate.peak_per_sandbox,
+                     {why: n for why, n in self.gate.refused.items() if n} or "none")
             await self.gate.close()
             self.gate = None
         if self._grpc_dir is not None:
