@@ -100,6 +100,46 @@ async def _bytes_pass(tmp_path: Path) -> None:
         assert made.gate.connections == 0
 
 
+def test_what_an_end_wrote_before_closing_is_delivered(tmp_path: Path) -> None:
+    asyncio.run(_close_delivers(tmp_path))
+
+
+async def _close_delivers(tmp_path: Path) -> None:
+    """A bot that writes a lot and closes at once: the gate passes it all on before it
+    closes the other end (gRPC would otherwise lose the last Action)."""
+    received = asyncio.get_running_loop().create_future()
+
+    class Count(asyncio.Protocol):  # a slow reader: the gate holds bytes for it
+        total = 0
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            self.total += len(data)
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_later(0.005, self.transport.resume_reading)
+
+        def eof_received(self) -> bool:
+            received.set_result(self.total)
+            return False
+
+    upstream = tmp_path / "upstream.sock"
+    sink = await asyncio.get_running_loop().create_unix_server(Count, path=str(upstream))
+    gate = SocketGate(tmp_path / "arena.sock", upstream, GateLimits(3, 5.0, 10))
+    await gate.start()
+    try:
+        _reader, writer = await _open(tmp_path / "arena.sock")
+        payload = PREFACE + HEADERS + os.urandom(8 * 1024 * 1024)
+        writer.write(payload)
+        writer.close()  # after its buffer is written
+        assert await asyncio.wait_for(received, 30) == len(payload)
+    finally:
+        await gate.close()
+        sink.close()
+
+
 def test_a_connection_without_a_stream_is_closed_after_the_timeout(tmp_path: Path) -> None:
     asyncio.run(_no_stream(tmp_path))
 

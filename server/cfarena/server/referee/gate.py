@@ -55,6 +55,7 @@ _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 _OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _ACCEPT_PAUSE_S = 0.5
 _ACCEPTS_PER_WAKEUP = 64
+_DRAIN_S = 2.0  # a closing end may take this long to write what it still holds
 
 
 def default_total() -> int:
@@ -125,6 +126,7 @@ class _Side(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.other: _Side | None = None
         self.backlog: list[bytes] = []  # for this end, read before its transport was made
+        self.lost = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -146,11 +148,13 @@ class _Side(asyncio.Protocol):
             other.backlog.append(data)
 
     def eof_received(self) -> bool:
-        self.relay.close()
+        self.relay.close(graceful=True)  # what the other end still has to send goes first
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.relay.close()
+        self.lost = True
+        self.relay.close(graceful=exc is None)
+        self.relay.maybe_ended()
 
     # flow control: a slow reader on one end stops reading from the other
     def pause_writing(self) -> None:
@@ -164,12 +168,17 @@ class _Side(asyncio.Protocol):
 
 @dataclass(eq=False)
 class _Relay:
+    """A relayed connection. It counts against its sandbox until both of its ends are
+    closed (an end that will not take what is left to write is cut after
+    `_DRAIN_S`)."""
+
     gate: SocketGate
     key: str
     bot: _Side | None = None
     grpc: _Side | None = None
     timer: asyncio.TimerHandle | None = None
     closed: bool = False
+    ended: bool = False
 
     def streaming(self) -> None:
         if self.timer is not None:
@@ -181,14 +190,36 @@ class _Relay:
         self.gate.refused["no stream"] += 1
         self.close()
 
-    def close(self) -> None:
+    def close(self, graceful: bool = False) -> None:
+        """Close both ends: `graceful`, each after writing what it holds (within
+        `_DRAIN_S`); else at once."""
         if self.closed:
+            if not graceful:
+                self._abort()
             return
         self.closed = True
         self.streaming()
+        if not graceful:
+            self._abort()
+            return
         for side in (self.bot, self.grpc):
             if side is not None and side.transport is not None:
+                side.transport.close()
+        asyncio.get_running_loop().call_later(_DRAIN_S, self._abort)
+
+    def _abort(self) -> None:
+        for side in (self.bot, self.grpc):
+            if side is not None and side.transport is not None and not side.lost:
                 side.transport.abort()
+
+    def maybe_ended(self) -> None:
+        """Once every end that was made is closed, it no longer counts."""
+        if self.ended or not self.closed:
+            return
+        if any(side is not None and side.transport is not None and not side.lost
+               for side in (self.bot, self.grpc)):
+            return
+        self.ended = True
         self.gate._ended(self)
 
 
@@ -346,12 +377,13 @@ class SocketGate:
                 self._warn("descriptors", "out of file descriptors relaying a connection "
                            f"({os.strerror(exc.errno or 0)})")
             relay.close()
+            relay.maybe_ended()
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return
-        if relay.closed:  # a side ended while the other was being set up
-            if bot.transport is not None:
-                bot.transport.abort()
+        if relay.closed:  # an end closed while the other was being set up
+            relay.close()
+            relay.maybe_ended()
             return
         relay.timer = loop.call_later(self.limits.first_stream_s, relay.expire)
 
