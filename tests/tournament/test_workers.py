@@ -254,6 +254,21 @@ def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
     assert all(after[key] == stamp for key, stamp in before.items())  # none played again
 
 
+def test_a_cut_match_is_always_retried_and_a_failing_one_is_given_up() -> None:
+    """A match cut because its worker was stopped goes back to the queue however many
+    attempts its job had; a match that fails for itself is given up after three."""
+    from procrastinate.jobs import Job
+
+    from cfarena.server.tournament.worker import MatchCut, MatchRetry
+
+    retry = MatchRetry(max_attempts=3, wait=2)
+    worn = Job(queue="q", lock=None, queueing_lock=None, task_name="t", attempts=7)
+    assert retry.get_retry_decision(exception=MatchCut("cut"), job=worn) is not None
+    assert retry.get_retry_decision(exception=RuntimeError("bug"), job=worn) is None
+    fresh = Job(queue="q", lock=None, queueing_lock=None, task_name="t", attempts=0)
+    assert retry.get_retry_decision(exception=RuntimeError("bug"), job=fresh) is not None
+
+
 @pytest.mark.postgres
 def test_a_worker_outlasts_a_connection_flood_and_stops_at_once_on_sigterm(
         pg_cluster: PgCluster, tmp_path: Path) -> None:

@@ -54,8 +54,9 @@ class MatchCut(Exception):
 
 class MatchRetry(procrastinate.RetryStrategy):
     """procrastinate's retries, except that a match cut by `halt` (MatchCut: its worker
-    was stopped, not its fault) is always put back at once, and never counts towards
-    `max_attempts`: a job is never marked failed because workers were stopped."""
+    was stopped, not its fault) is always put back in the queue at once, however many
+    attempts its job has had: a job is never marked failed because workers were
+    stopped (procrastinate still counts the attempt)."""
 
     def get_retry_decision(self, *, exception: BaseException, job: Job
                            ) -> procrastinate.RetryDecision | None:
@@ -143,7 +144,7 @@ class QueueWorker:
 
     def halt(self) -> None:
         """Stop now: the matches in play are cut (nothing of them is stored; their jobs
-        are retried by other workers once this one's heartbeat stops)."""
+        go back to the queue at once: `MatchRetry`)."""
         self._halted = True
         self.stop()
         for task in list(self._jobs):
