@@ -26,8 +26,10 @@ sandbox, only by `total` and the first-stream timeout. Connections over TCP
 (`serve`'s dial-in bots) do not pass through the gate.
 
 Why a relay: gRPC Python has no way to hand it an accepted descriptor, so a gate
-that only accepted could not pass the connection on. The relay costs the referee
-one read and one write per chunk each way (see benchmarks/referee_cpu.py --gate).
+that only accepted could not pass the connection on; letting gRPC accept and
+polling its descriptors for the peers' namespaces would be outrun by a flood. The
+relay costs the referee one more pass of its event loop per message each way
+(docs/REFEREE.md; `benchmarks/referee_gate.py` measures it).
 """
 
 from __future__ import annotations
