@@ -102,6 +102,7 @@ def scenarios(port: int, mark: str) -> dict[str, Scenario]:
         Scenario("environment", (bot("forked", "env_report.py"), "fresh=" + shlex.join(
             [sys.executable, str(BOTS / "env_report.py")])), hostile=("forked", "fresh"),
             env=ORGANISER_ENV),
+        evil("flood.py"),
         Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),
                  ("--no-sandbox",), hostile=("snoop", "hunt")),
     ]

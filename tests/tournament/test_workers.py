@@ -252,3 +252,72 @@ def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
     after = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
     assert len(after) == 2 * GAMES
     assert all(after[key] == stamp for key, stamp in before.items())  # none played again
+
+
+def test_a_cut_match_is_always_retried_and_a_failing_one_is_given_up() -> None:
+    """A match cut because its worker was stopped goes back to the queue however many
+    attempts its job had; a match that fails for itself is given up after three."""
+    from procrastinate.jobs import Job
+
+    from cfarena.server.tournament.worker import MatchCut, MatchRetry
+
+    retry = MatchRetry(max_attempts=3, wait=2)
+    worn = Job(queue="q", lock=None, queueing_lock=None, task_name="t", attempts=7)
+    assert retry.get_retry_decision(exception=MatchCut("cut"), job=worn) is not None
+    assert retry.get_retry_decision(exception=RuntimeError("bug"), job=worn) is None
+    fresh = Job(queue="q", lock=None, queueing_lock=None, task_name="t", attempts=0)
+    assert retry.get_retry_decision(exception=RuntimeError("bug"), job=fresh) is not None
+
+
+@pytest.mark.postgres
+def test_a_worker_outlasts_a_connection_flood_and_stops_at_once_on_sigterm(
+        pg_cluster: PgCluster, tmp_path: Path) -> None:
+    """A bot that floods the referee's socket with connections (tests/fairplay/bots/
+    flood.py) on a real worker: the worker plays on (the flooding seat forfeits with
+    "connection limit 8 reached"), and a SIGTERM while a match is in play stops it
+    within seconds (exit 143) with no bot process left; the cut match is not stored
+    and its job is back in the queue, neither failed nor succeeded."""
+    url = pg_cluster.create_database("flood_worker")
+    bots = Path(__file__).resolve().parents[1] / "fairplay" / "bots"
+    sdk = "python -m cfarena.sdk run "
+    created = run_json("tournaments", "create", "--bot", f"evil={sdk}{bots / 'flood.py'}",
+                       "--bot", f"slow={sdk}{bots / 'slow.py'}", "--players", "2",
+                       "--games", "2", "--rule", "rounds=1", "--timeout-ms", "20000",
+                       "--db", url, cwd=tmp_path)
+    total = created["matches"]
+    mark = marker()
+    worker = subprocess.Popen(
+        [CFARENA, "worker", "--db", url, *FAST], cwd=tmp_path, text=True,
+        env=dict(os.environ, CFARENA_TEST_MARK=mark), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # one match stored, the next one in play
+            finished = _query(url, "select count(*) from matches where status = 'finished'")
+            running = _query(url, "select count(*) from matches where status = 'running'")
+            if finished[0][0] >= 1 and running[0][0] == 1:
+                break
+            assert time.monotonic() < deadline and worker.poll() is None, _err(worker)
+            time.sleep(0.05)
+        time.sleep(0.5)  # the flood under way (or stopped) in the match in play
+        sent = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        _stop([worker])
+    err = _err(worker)
+    assert worker.returncode == 143, err[-3000:]
+    assert took < 5.0, f"the worker took {took:.1f} s to stop"
+    assert "Traceback" not in err
+    assert wait_no_processes(mark, tmp_path, timeout=5.0) == []
+    faults = _query(url, "select b.name, f.kind, f.detail from faults f join bots b on "
+                         "b.id = f.bot_id join matches m on m.id = f.match_id "
+                         "where m.status = 'finished'")
+    assert faults and set(faults) == {("evil", "limit", "connection limit 8 reached")}
+    stored = _query(url, "select count(*) from matches where status = 'finished'")[0][0]
+    assert 1 <= stored < total
+    # the cut match's job is back in the queue (none failed, none left 'doing')
+    jobs = dict(_query(url, "select status::text, count(*) from procrastinate_jobs "
+                            "group by 1"))
+    assert jobs.get("succeeded", 0) == stored and jobs.get("todo", 0) == total - stored, jobs

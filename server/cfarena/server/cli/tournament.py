@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import signal
+import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
@@ -227,15 +230,19 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
     with database(db_url) as db:
         bar = _ProgressBar(enabled=True)
         try:
-            result = asyncio.run(run_tournament(
+            terminated: list[bool] = []
+            result = asyncio.run(_terminable(run_tournament(
                 config, db, concurrency=concurrency, progress=bar, resume_id=resume,
                 log_dir=log_dir, connect_timeout=connect_timeout, launch=launch, new=new,
-            ))
-        except KeyboardInterrupt:
+            ), terminated))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            if not terminated and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                raise
             bar.stop()
             err.print("[yellow]interrupted: finished matches are stored; run the same "
                       "command again to resume[/]")
-            raise typer.Exit(130) from None
+            # 128 + the signal, as a shell reports it: 130 Ctrl-C, 143 SIGTERM
+            raise typer.Exit(143 if terminated else 130) from None
         except TournamentError as exc:
             bar.stop()
             fail(escape(str(exc)))  # it may quote a bot's output
@@ -296,3 +303,24 @@ def _sqlite_files(url: str) -> list[Path]:
 def register(app: typer.Typer) -> None:
     app.command("run-tournament")(run_tournament_cmd)
     tournaments_app.command("create")(create_cmd)
+
+
+_T = TypeVar("_T")
+
+
+async def _terminable(run: Coroutine[Any, Any, _T], terminated: list[bool]) -> _T:
+    """Await `run`; a SIGTERM cancels it as Ctrl-C does (the cut matches are stored
+    aborted) and is noted in `terminated`."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+
+    def on_sigterm() -> None:
+        terminated.append(True)
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    try:
+        return await run
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)

@@ -18,6 +18,9 @@ from cfarena.server.sandbox import cgroups, exposed, python_paths, sandbox_probl
 from cfarena.server.storage import Database
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
 
+# after a first Ctrl-C or SIGTERM, how long the matches in play may take to finish
+STOP_GRACE_S = 2.0
+
 if TYPE_CHECKING:  # imported by the command (procrastinate takes ~0.2 s to import)
     from cfarena.server.tournament.worker import WorkerOptions, WorkerStats
 
@@ -30,7 +33,8 @@ def worker_cmd(
         "--tournament", "-t", help="only this tournament's matches [default: any]")] = None,
     until_done: Annotated[bool, typer.Option(
         "--until-done", help="exit once no match job is waiting or running (else: run until "
-        "Ctrl-C or SIGTERM)")] = False,
+        "Ctrl-C or SIGTERM: the matches in play get 2 s to finish, then go back to the "
+        "queue; exit status 130 or 143)")] = False,
     heartbeat_s: Annotated[float, typer.Option(
         "--heartbeat-s", help="seconds between this worker's heartbeats")] = 2.0,
     stalled_s: Annotated[float, typer.Option(
@@ -83,7 +87,8 @@ def worker_cmd(
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")
         install_schema(db.engine)
-        stats, unsaved = asyncio.run(_work(db, options, tournament, until_done))
+        stopped_by: list[int] = []
+        stats, unsaved = asyncio.run(_work(db, options, tournament, until_done, stopped_by))
     if json_out:
         sys.stdout.write(json.dumps({"played": stats.played, "skipped": stats.skipped,
                                      "restarts": stats.restarts,
@@ -93,26 +98,32 @@ def worker_cmd(
         err.print(f"worker: played {stats.played} match(es)")
     if unsaved:
         fail("; ".join(unsaved), code=1)
+    if stopped_by:  # 128 + the signal, as a shell reports it: 130 Ctrl-C, 143 SIGTERM
+        raise typer.Exit(128 + stopped_by[0])
 
 
 async def _work(db: Database, options: WorkerOptions, tournament: int | None,
-                until_done: bool) -> tuple[WorkerStats, list[str]]:
+                until_done: bool, stopped_by: list[int]) -> tuple[WorkerStats, list[str]]:
+    """Run a worker until done or stopped; the signals that stopped it go in `stopped_by`."""
     from cfarena.server.tournament.worker import QueueWorker, queue_empty
 
     worker = QueueWorker(db, options, only=tournament)
     loop = asyncio.get_running_loop()
 
-    def on_signal() -> None:
-        """The first signal: finish the matches in play, store them, exit. The second:
-        stop now (the cut matches are played again from their seed by other workers)."""
+    def on_signal(signum: int) -> None:
+        """The first signal: the matches in play get STOP_GRACE_S to finish and be
+        stored, then are cut. The second: cut them now. A cut match's job goes back to
+        the queue, to be played from its seed by a worker."""
+        stopped_by.append(signum)
         if worker.stopping:
             worker.halt()
         else:
-            err.print("stopping: finishing the matches in play (again to stop now)")
-            worker.stop()
+            err.print(f"stopping: the matches in play get {STOP_GRACE_S:g} s to finish, then "
+                      "go back to the queue (again to stop now)")
+            worker.shut_down(STOP_GRACE_S)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
+        loop.add_signal_handler(sig, on_signal, sig)
     await worker.start()
     try:
         stats = await worker.run(

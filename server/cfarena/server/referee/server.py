@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from cfarena.engine import Rules
 from cfarena.engine.state import MatchState
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection
+from cfarena.server.referee.gate import GateLimits, SocketGate
 from cfarena.server.referee.match_runner import MatchRunner
 from cfarena.server.referee.observer import MatchWatcher, RefereeObserver
 from cfarena.server.referee.service import GRPC_RECEIVE_LIMIT, ArenaService, method_handlers
@@ -49,6 +52,7 @@ class RefereeServer:
         hello_timeout_s: float = 10.0,
         max_connections_per_bot: int = 16,
         unix_socket: Path | None = None,
+        gate: GateLimits | bool = True,
         keepalive: Keepalive = DEFAULT_KEEPALIVE,
         tls: ServerTls | None = None,
         observer: RefereeObserver | None = None,
@@ -60,6 +64,15 @@ class RefereeServer:
         # also (or only, with port=None) listen on this Unix socket: the way
         # sandboxed bots, which have no network, reach the referee
         self.unix_socket = unix_socket
+        # what one sandbox may hold open on that socket (referee/gate.py); False: the
+        # socket is gRPC's own, ungated (benchmarks compare the two)
+        self.gate_limits = (GateLimits(first_stream_s=hello_timeout_s) if gate is True
+                            else gate or None)
+        self.gate: SocketGate | None = None
+        self._grpc_dir: Path | None = None
+        # told (namespace, reason) of a sandbox the gate found over its limit: the
+        # pools that started sandboxes stop the one with that PID namespace
+        self.sandbox_faults: list[Callable[[str, str], None]] = []
         self.host = host
         self.port = port
         self.max_message_bytes = max_message_bytes
@@ -119,11 +132,19 @@ class RefereeServer:
             if self.port == 0:
                 raise OSError(f"cannot listen on {address}")
         if self.unix_socket is not None:
+            grpc_socket = self.unix_socket
+            if self.gate_limits is not None:  # gRPC listens privately, behind the gate
+                self._grpc_dir = Path(tempfile.mkdtemp(prefix="cfarena-grpc-"))  # 0700
+                grpc_socket = self._grpc_dir / "grpc.sock"
             with contextlib.suppress(FileNotFoundError):
-                self.unix_socket.unlink()
-            if not server.add_insecure_port(f"unix:{self.unix_socket}"):
-                raise OSError(f"cannot listen on {self.unix_socket}")
+                grpc_socket.unlink()
+            if not server.add_insecure_port(f"unix:{grpc_socket}"):
+                raise OSError(f"cannot listen on {grpc_socket}")
         await server.start()
+        if self.unix_socket is not None and self.gate_limits is not None:
+            self.gate = SocketGate(self.unix_socket, grpc_socket, self.gate_limits,
+                                   on_excess=self._sandbox_over_limit)
+            await self.gate.start()
         if self.unix_socket is not None:
             # a sandboxed bot runs under its own uid; the socket's directory is
             # the referee's alone, so only what a sandbox is given reaches it
@@ -166,8 +187,22 @@ class RefereeServer:
             self._service.close_streams()
             await self._server.stop(grace=1.0)
             self._server = None
+        if self.gate is not None:
+            log.info("referee gate: at most %d connections of one sandbox at once; closed %s",
+                     self.gate.peak_per_sandbox,
+                     {why: n for why, n in self.gate.refused.items() if n} or "none")
+            await self.gate.close()
+            self.gate = None
+        if self._grpc_dir is not None:
+            shutil.rmtree(self._grpc_dir, ignore_errors=True)
+            self._grpc_dir = None
 
     # ---------------------------------------------------------- connections
+    def _sandbox_over_limit(self, namespace: str, reason: str) -> None:
+        log.warning("a sandbox went over its limit on the referee's socket: %s", reason)
+        for listener in list(self.sandbox_faults):
+            listener(namespace, reason)
+
     def register_hook(self, conn: BotConnection) -> None:
         """Install the current `on_send` test hook on a connection."""
         hook = self.on_send

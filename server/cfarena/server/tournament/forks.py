@@ -207,7 +207,12 @@ class ForkServer:
         """A child running `python -m cfarena.sdk ARGV` with `env` (the server is idle)."""
         assert self.idle and self._control is not None and self.sandbox is not None
         child = ForkedProcess(label, self, self.limits)
-        read_fd, write_fd = os.pipe()
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError as exc:  # out of descriptors (EMFILE/ENFILE): no child, no crash
+            child.output.add(f"[cfarena: not forked: {exc.strerror}]\n".encode())
+            child._ended(-9)
+            return child
         try:
             request = json.dumps({"argv": list(argv), "env": dict(env),
                                   "uid": random_uid(), "spare_uid": random_uid()}).encode()

@@ -132,6 +132,8 @@ class BotPool:
         self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
         self._servers: set[ForkServer] = set()
         self._last_server_failure: dict[str, str] = {}
+        # the referee's gate stops a sandbox over its connection limit through the pool
+        self.server.sandbox_faults.append(self._sandbox_fault)
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -180,6 +182,8 @@ class BotPool:
         await asyncio.gather(*(s.stop() for s in list(self._servers)), return_exceptions=True)
         self._servers.clear()
         await self.watch.close()
+        with contextlib.suppress(ValueError):
+            self.server.sandbox_faults.remove(self._sandbox_fault)
 
     # --------------------------------------------------------------- use
     def begin(self, name: str, deal: int) -> None:
@@ -471,6 +475,16 @@ class BotPool:
             return
         self._unstarted[name] = self._unstarted.get(name, 0) + 1
         await self._spawn(name)
+
+    def _sandbox_fault(self, namespace: str, reason: str) -> None:
+        """The referee found the sandbox with PID namespace `namespace` over a limit
+        (its connections): if it is one of ours, it is stopped as a breach."""
+        sandboxes = [s.sandbox for s in self._servers if s.sandbox is not None]
+        sandboxes += [w.process for w in self._live if isinstance(w.process, BotProcess)]
+        for sandbox in sandboxes:
+            if sandbox.pid_namespace == namespace and sandbox.returncode is None:
+                sandbox.breached(reason)
+                return
 
     def _on_breach(self, warm: WarmBot, reason: str) -> None:
         log.warning("bot %s: process %s: %s", warm.bot, warm.process.label, reason)

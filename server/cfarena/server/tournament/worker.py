@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 import procrastinate
+from procrastinate.jobs import Job
 from procrastinate.worker import Worker
 
 from cfarena.server.match_writer import dump_unsaved
@@ -49,6 +50,19 @@ _FLUSH_TIMEOUT_S = 60.0
 
 class MatchCut(Exception):
     """A match job cut short by `QueueWorker.halt` (it is retried)."""
+
+
+class MatchRetry(procrastinate.RetryStrategy):
+    """procrastinate's retries, except that a match cut by `halt` (MatchCut: its worker
+    was stopped, not its fault) is always put back in the queue at once, however many
+    attempts its job has had: a job is never marked failed because workers were
+    stopped (procrastinate still counts the attempt)."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job
+                           ) -> procrastinate.RetryDecision | None:
+        if isinstance(exception, MatchCut):
+            return procrastinate.RetryDecision(retry_in={"seconds": 0})
+        return super().get_retry_decision(exception=exception, job=job)
 
 
 class MatchSink(Protocol):
@@ -97,7 +111,7 @@ class QueueWorker:
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
         self.app.task(name=job_queue.TASK, pass_context=True,
-                      retry=procrastinate.RetryStrategy(max_attempts=3, wait=2))(self._job)
+                      retry=MatchRetry(max_attempts=3, wait=2))(self._job)
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> RefereeServer:
@@ -122,9 +136,15 @@ class QueueWorker:
         if self._worker is not None:
             self._worker.stop()  # type: ignore[no-untyped-call]
 
+    def shut_down(self, grace_s: float) -> None:
+        """Stop taking jobs; the matches in play get `grace_s` seconds to finish and be
+        stored, then are cut (`halt`)."""
+        self.stop()
+        asyncio.get_running_loop().call_later(grace_s, self.halt)
+
     def halt(self) -> None:
         """Stop now: the matches in play are cut (nothing of them is stored; their jobs
-        are retried by other workers once this one's heartbeat stops)."""
+        go back to the queue at once: `MatchRetry`)."""
         self._halted = True
         self.stop()
         for task in list(self._jobs):
