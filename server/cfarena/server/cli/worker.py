@@ -15,7 +15,9 @@ import typer
 from cfarena.server.cli.common import DbOption, database, err, fail
 from cfarena.server.sandbox import sandbox_problem
 from cfarena.server.storage import Database
+from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
+from cfarena.server.tournament.pool import Launch
 
 if TYPE_CHECKING:  # imported by the command (procrastinate takes ~0.2 s to import)
     from cfarena.server.tournament.worker import WorkerOptions, WorkerStats
@@ -58,6 +60,8 @@ def worker_cmd(
     if problem is not None:
         err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
                   "played here[/]")
+    for line in missing_defences(Launch()):
+        err.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
     from cfarena.server.tournament.worker import WorkerOptions

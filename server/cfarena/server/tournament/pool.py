@@ -122,6 +122,7 @@ class BotPool:
         self._dead: dict[str, str] = {}
         self._live: set[WarmBot] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._connecting: set[asyncio.Task[Any]] = set()  # of the processes not yet ready
         self.watch = watch or LimitWatch()
         self.started = 0
         self._running = False  # start() has checked that every bot starts
@@ -180,6 +181,29 @@ class BotPool:
         await asyncio.gather(*(s.stop() for s in list(self._servers)), return_exceptions=True)
         self._servers.clear()
         await self.watch.close()
+
+    async def new_phase(self) -> None:
+        """Stop every bot process alive, warm ones included, and start the warm ones
+        afresh once `restart` is called: a process alive during the phase that ended
+        could otherwise carry what it learnt past the host's reset (schedule.phases).
+        Idle fork servers stay: they run only the arena's code, and no child of
+        theirs is alive."""
+        for task in list(self._connecting):
+            task.cancel()
+        await asyncio.gather(*self._connecting, return_exceptions=True)
+        stale = list(self._live)
+        await asyncio.gather(*(self._stop(w) for w in stale), return_exceptions=True)
+        for warm in stale:
+            self._unstarted[warm.bot] = self._unstarted.get(warm.bot, 0) + 1
+        self._ready = {n: asyncio.Queue() for n in self.commands}
+
+    async def restart(self) -> None:
+        """Start the warm processes of the next phase (after `new_phase`)."""
+        for name in self.commands:
+            if self._plans[name] is not None or name in self._dead:
+                continue
+            for _ in range(min(self.warm.get(name, 1), self._unstarted.get(name, 0))):
+                await self._spawn(name)
 
     # --------------------------------------------------------------- use
     def begin(self, name: str, deal: int) -> None:
@@ -406,7 +430,9 @@ class BotPool:
         self.watch.watch(process)
         task = asyncio.get_running_loop().create_task(self._connect(warm))
         self._tasks.add(task)
+        self._connecting.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._connecting.discard)
 
     def _env(self, token: str) -> dict[str, str]:
         """A bot process's whole environment (an allow-list, nothing of the referee's)."""
