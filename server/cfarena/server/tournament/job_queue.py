@@ -9,8 +9,8 @@ workers' heartbeats and the retries; cfarena adds:
   (two live processes of one bot could signal each other the hands they hold). The
   lock names the game, not its seed: seeds of unplayed deals are shown nowhere;
 - phases (`schedule.phases`): a job's priority is minus its match's phase, so the
-  earlier phases' jobs are taken first, and a worker puts back (`defer_match` with a
-  delay) a job whose earlier phases are not finished yet (`worker`);
+  earlier phases' jobs are taken first, and a worker puts a job back for a moment
+  while an earlier phase is not finished (`worker.PhaseRetry`);
 - `retry_stalled`: the jobs of workers whose heartbeat stopped (kill -9, machine gone)
   go back to the queue, to be played again from their seed by another worker;
 - exactly once is the database's, not the queue's: a job whose match is finished does
@@ -98,15 +98,14 @@ async def enqueue(app: procrastinate.App, engine: Engine, tournament_id: int,
 
 
 async def defer_match(app: procrastinate.App, tournament_id: int, match: ScheduledMatch,
-                      phase: int, delay_s: float | None = None) -> bool:
-    """Queue the job of `match` (in `delay_s` seconds); False if it has one waiting."""
+                      phase: int) -> bool:
+    """Queue the job of `match`; False if it has one waiting already."""
     from procrastinate import exceptions as queue_errors
 
     try:
         await app.configure_task(
             TASK, queue=queue_name(tournament_id), lock=deal_lock(tournament_id, match.key),
             queueing_lock=match.id, priority=-phase,
-            schedule_in=None if delay_s is None else {"seconds": delay_s},
         ).defer_async(tournament_id=tournament_id, match_id=match.id)
     except queue_errors.AlreadyEnqueued:
         return False

@@ -33,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -55,6 +56,31 @@ _FLUSH_TIMEOUT_S = 60.0
 
 class MatchCut(Exception):
     """A match job cut short by `QueueWorker.halt` (it is retried)."""
+
+
+class PhaseNotOpen(Exception):
+    """A match job taken before every match of the earlier phases is finished."""
+
+
+class PhaseRetry(procrastinate.BaseRetryStrategy):
+    """A job taken too early (`PhaseNotOpen`) goes back to the queue for `wait_s`, as
+    often as it takes; a job that failed is retried twice, 2 s later. (procrastinate
+    counts both in a job's attempts, so the failures are counted here, per worker.)"""
+
+    def __init__(self, wait_s: float, max_failures: int = 3) -> None:
+        self.wait_s = wait_s
+        self.max_failures = max_failures
+        self.failures: dict[int | None, int] = {}
+
+    def get_retry_decision(self, *, exception: BaseException, job: procrastinate.jobs.Job
+                           ) -> procrastinate.RetryDecision | None:
+        if isinstance(exception, PhaseNotOpen):
+            return procrastinate.RetryDecision(
+                retry_at=datetime.now(UTC) + timedelta(seconds=self.wait_s))
+        failed = self.failures[job.id] = self.failures.get(job.id, 0) + 1
+        if failed >= self.max_failures:
+            return None
+        return procrastinate.RetryDecision(retry_in={"seconds": 2})
 
 
 class MatchSink(Protocol):
@@ -106,7 +132,7 @@ class QueueWorker:
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
         self.app.task(name=job_queue.TASK, pass_context=True,
-                      retry=procrastinate.RetryStrategy(max_attempts=3, wait=2))(self._job)
+                      retry=PhaseRetry(self.options.poll_s))(self._job)
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> RefereeServer:
@@ -242,13 +268,11 @@ class QueueWorker:
         phase = player.phases.get(match.key, 0)
         state = await asyncio.to_thread(self._phase_state, tournament_id, player, phase)
         if state != "open":
-            if state == "wait":  # back in the queue for a moment, its lock released
-                await job_queue.defer_match(self.app, tournament_id, match, phase,
-                                            delay_s=self.options.poll_s)
-            else:
-                log.warning("match %s waits for a failed match of an earlier phase; run "
-                            "the tournament again to retry them", match.key)
             self.stats.deferred += 1
+            if state == "wait":  # back in the queue for a moment (`PhaseRetry`)
+                raise PhaseNotOpen(f"match {match.key}: an earlier phase is not finished")
+            log.warning("match %s waits for a failed match of an earlier phase; run "
+                        "the tournament again to retry them", match.key)
             return
         await player.enter_phase(phase)
         started = time.monotonic()
