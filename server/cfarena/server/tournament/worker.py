@@ -319,12 +319,14 @@ class QueueWorker:
         earlier = {key for key, p in player.phases.items() if p < phase}
         if not earlier:
             return "open"
-        unfinished = earlier - self.db.finished_keys(tournament_id)
+        # the jobs first: a job that is no longer waiting or running had its match
+        # stored before (acknowledged after the store), so its match reads finished
+        queued = set(job_queue.queued_matches(self.db.engine, tournament_id, ("todo", "doing")))
+        unfinished = {m.key: m.id for m in self.db.pending_matches(tournament_id)
+                      if m.key in earlier}
         if not unfinished:
             return "open"
-        queued = set(job_queue.queued_matches(self.db.engine, tournament_id, ("todo", "doing")))
-        ids = {m.key: m.id for m in self.db.pending_matches(tournament_id)}
-        return "wait" if any(ids.get(key) in queued for key in unfinished) else "stuck"
+        return "wait" if any(i in queued for i in unfinished.values()) else "stuck"
 
     def _finish_if_done(self, tournament_id: int) -> None:
         counts = self.db.match_counts(tournament_id)
