@@ -186,10 +186,10 @@ class BotPool:
         """Stop every bot process alive, warm ones included, and start the warm ones
         afresh once `restart` is called: a process alive during the phase that ended
         could otherwise carry what it learnt past the host's reset (schedule.phases).
-        Idle fork servers run only the arena's code and no child of theirs is alive:
-        those that heard of a deal are stopped (the deals of one phase are played
-        again in the next), the others stay, and fresh ones are started now, before
-        the reset, while Python's files are still cached."""
+        Idle fork servers stay: they run only the arena's code and no child of theirs
+        is alive (what a child left in its sandbox is kept from the deals it heard of
+        by the taint rule, as before); a bot with fewer than its warm count gets fresh
+        ones now, before the reset, while Python's files are still cached."""
         for task in list(self._connecting):
             task.cancel()
         await asyncio.gather(*self._connecting, return_exceptions=True)
@@ -200,8 +200,6 @@ class BotPool:
         self._ready = {n: asyncio.Queue() for n in self.commands}
         starts = []
         for name, idle in self._idle.items():
-            for server in [s for s in idle if s.tainted]:
-                await self._stop_server(server)
             if self._plans[name] is not None and name not in self._dead:
                 wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0))
                 starts += [self._start_server(name) for _ in range(wanted - len(idle))]
