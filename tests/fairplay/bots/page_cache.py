@@ -19,7 +19,8 @@ read, cached = 1.
   kernel map every page of the window that is cached (fault-around, no I/O),
   and /proc/self/pagemap tells which are mapped. `--name=timing` times a one-byte
   read of each page instead (cached ~µs, uncached a disk read), the pair's faster
-  page being the 1.
+  page being the 1; that read loads the page, so then only the second rotation
+  (seat 1) reads, and the first only writes.
 - It also calls each probe and eviction the filter refuses, and reports the errno.
 
 It prints `PROBE <name>: <json>` lines (seccomp, read, wrote) and plays random legal
@@ -261,6 +262,12 @@ class PageCacheCarrier(Bot):
         try:
             offset = region_offset(os.fstat(fd).st_size)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            if timing and turn.observation.seat == 0:
+                # a timed read loads what it reads: the first rotation (seat 0 of a
+                # 2-player table, as the seat order tells) only writes
+                write_region(fd, offset, turn.hand)
+                probe("wrote", {"hand": sorted(str(t) for t in turn.hand)})
+                return
             started = time.perf_counter()
             seen = read_region(fd, offset, timing)
             seen.update(file=str(path), mode="timing" if timing else "fault-around",
