@@ -63,3 +63,18 @@ def test_seats_per_bot_is_refused_unless_allowed() -> None:
     assert allowed.seats_problem() is None
     assert allowed.to_json()["seats_per_bot"] == 2
     assert "seats_per_bot" not in refused.to_json()  # the identity of older tournaments
+
+
+def test_a_job_of_a_later_phase_waits_as_long_as_it_takes_and_failures_are_counted() -> None:
+    from procrastinate.jobs import Job
+
+    from cfarena.server.tournament.worker import PhaseNotOpen, PhaseRetry
+
+    strategy = PhaseRetry(0.5)
+    job = Job(id=7, queue="tournament-1", lock=None, queueing_lock=None,
+              task_name="cfarena.play_match", attempts=40)
+    for _ in range(10):  # however many attempts procrastinate has counted
+        assert strategy.get_retry_decision(exception=PhaseNotOpen("x"), job=job) is not None
+    decisions = [strategy.get_retry_decision(exception=RuntimeError("x"), job=job)
+                 for _ in range(4)]
+    assert [d is not None for d in decisions] == [True, True, True, False]  # 3 retries

@@ -64,12 +64,13 @@ class PhaseNotOpen(Exception):
 
 class PhaseRetry(procrastinate.BaseRetryStrategy):
     """A job taken too early (`PhaseNotOpen`) goes back to the queue for `wait_s`, as
-    often as it takes; a job that failed is retried twice, 2 s later. (procrastinate
-    counts both in a job's attempts, so the failures are counted here, per worker.)"""
+    often as it takes; a job that failed is retried up to three times, 2 s later.
+    (procrastinate counts both in a job's attempts, so failures are counted here, by
+    each worker: the one that saw the first failures may not see the next.)"""
 
-    def __init__(self, wait_s: float, max_failures: int = 3) -> None:
+    def __init__(self, wait_s: float, retries: int = 3) -> None:
         self.wait_s = wait_s
-        self.max_failures = max_failures
+        self.retries = retries
         self.failures: dict[int | None, int] = {}
 
     def get_retry_decision(self, *, exception: BaseException, job: procrastinate.jobs.Job
@@ -78,7 +79,7 @@ class PhaseRetry(procrastinate.BaseRetryStrategy):
             return procrastinate.RetryDecision(
                 retry_at=datetime.now(UTC) + timedelta(seconds=self.wait_s))
         failed = self.failures[job.id] = self.failures.get(job.id, 0) + 1
-        if failed >= self.max_failures:
+        if failed > self.retries:
             return None
         return procrastinate.RetryDecision(retry_in={"seconds": 2})
 
