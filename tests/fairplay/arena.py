@@ -35,6 +35,7 @@ from typing import Any
 from cfarena.server.storage import open_database
 from cfarena.server.storage.records import FaultInfo, MatchDetail, MatchInfo, SeatLog
 from tests.cli.helpers import marker, processes_with_marker, run_cli
+from tests.fairplay.bots.page_cache import usr_file
 
 BOTS = Path(__file__).resolve().parent / "bots"
 SANDBOX_UID_MIN = 1_000_000  # sandboxed bot processes run as a random uid at least this
@@ -62,15 +63,20 @@ class Scenario:
     timeout_ms: int = 20000  # generous: only the attack under test should fault
     games: int = 1  # deals; each is played in both rotations
     env: tuple[tuple[str, str], ...] = ()  # added to the organiser's environment
+    # files whose pages are evicted from the host's page cache before the run (a
+    # page-cache carrier needs a region nobody has read)
+    evict: tuple[str, ...] = ()
 
 
-def scenarios(port: int, mark: str) -> dict[str, Scenario]:
-    """Every scenario, by name. `port` is the test's TCP listener; `mark` the daemon marker."""
+def scenarios(port: int, mark: str, blob: Path) -> dict[str, Scenario]:
+    """Every scenario, by name. `port` is the test's TCP listener; `mark` the daemon marker;
+    `blob` the large file the page-cache carrier ships with."""
     def evil(file: str, *args: str, options: tuple[str, ...] = (), timeout_ms: int = 20000,
              name: str | None = None, games: int = 1,
-             env: tuple[tuple[str, str], ...] = ()) -> Scenario:
+             env: tuple[tuple[str, str], ...] = (), evict: tuple[str, ...] = ()
+             ) -> Scenario:
         return Scenario(name or file.removesuffix(".py"), (bot("evil", file, *args), "random"),
-                        options, timeout_ms=timeout_ms, games=games, env=env)
+                        options, timeout_ms=timeout_ms, games=games, env=env, evict=evict)
 
     found = [
         evil("snoop_proc.py"),
@@ -103,10 +109,35 @@ def scenarios(port: int, mark: str) -> dict[str, Scenario]:
             [sys.executable, str(BOTS / "env_report.py")])), hostile=("forked", "fresh"),
             env=ORGANISER_ENV),
         evil("flood.py"),
+        # its hand in the page cache of its own file, or of a library under /usr
+        evil("page_cache.py", f"--name={blob}", options=("--rule", "rounds=1"),
+             evict=(str(blob),)),
+        evil("page_cache.py", "--name=usr", options=("--rule", "rounds=1"),
+             name="page_cache_usr", evict=(str(usr_file()),)),
         Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),
                  ("--no-sandbox",), hostile=("snoop", "hunt")),
     ]
     return {s.name: s for s in found}
+
+
+def write_blob(path: Path, mib: int = 32) -> None:
+    """A large file of random bytes, on disk and out of the page cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as out:
+        for _ in range(mib):
+            out.write(os.urandom(1 << 20))
+        out.flush()
+        os.fsync(out.fileno())
+    evict(path)
+
+
+def evict(path: Path) -> None:
+    """Drop a file's clean pages from the page cache (those no process maps)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 # ------------------------------------------------------------------ outcomes
@@ -305,9 +336,12 @@ class Arena:
         port = self.listener.getsockname()[1]
         self.daemon_mark = "fairplay-mark-" + marker().rsplit("-", 1)[1]
         self.daemon_watch = DaemonWatch(self.daemon_mark)
-        self.all = scenarios(port, self.daemon_mark)
+        self.blob = base / "carrier" / "blob.bin"
+        self.all = scenarios(port, self.daemon_mark, self.blob)
         unknown = set(wanted) - set(self.all)
         assert not unknown, f"unknown scenarios {unknown}"
+        if "page_cache" in wanted:
+            write_blob(self.blob)
         # the slow ones first
         order = ["hunt_files", "cpu_spinner", "steal_seat", "control", "memory_hog"]
         chosen = sorted(set(wanted), key=lambda n: (order.index(n) if n in order else 99, n))
@@ -330,6 +364,8 @@ class Arena:
                 *scenario.options]
         if scenario.name == "daemon":
             self.daemon_watch.start()
+        for path in scenario.evict:
+            evict(Path(path))
         started = time.monotonic()
         try:
             result = run_cli(*args, cwd=tmp, timeout=RUN_TIMEOUT,

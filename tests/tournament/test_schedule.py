@@ -1,4 +1,5 @@
-"""tournament.schedule: tables, seat rotations and duplicate deal seeds (pure functions)."""
+"""tournament.schedule: tables, seat rotations, duplicate deal seeds and the phases that
+keep a bot's views of a deal apart (pure functions)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from cfarena.engine import PRESETS, new_match
 from cfarena.server.tournament.schedule import (
     PlannedMatch,
     derive_seed,
+    most_seats,
+    phases,
     round_robin,
     seats_needed,
     tables,
@@ -50,18 +53,61 @@ def test_every_bot_sits_in_every_seat_of_its_table_once_per_game(
         assert len({m.seats for m in matches}) == players
 
 
-def test_the_rotations_of_a_deal_share_its_seed_and_games_differ() -> None:
+def test_the_rotations_of_a_deal_share_its_seed_and_tables_and_games_differ() -> None:
     plan = round_robin(BOTS, 3, 3, seed=42)
-    by_game: dict[int, set[int]] = defaultdict(set)
+    by_deal: dict[tuple[int, int], set[int]] = defaultdict(set)
     for match in plan:
-        by_game[match.game].add(match.seed)
-    # one seed per game, for every table and rotation (duplicate play) ...
-    assert all(len(seeds) == 1 for seeds in by_game.values())
-    assert [next(iter(by_game[g])) for g in range(3)] == [derive_seed(42, g) for g in range(3)]
-    # ... and a new one for each game, and for another tournament seed
-    assert len({next(iter(s)) for s in by_game.values()}) == 3
-    assert derive_seed(42, 0) != derive_seed(43, 0)
+        by_deal[match.table, match.game].add(match.seed)
+    # one seed for the rotations of a table's game (duplicate play) ...
+    assert all(len(seeds) == 1 for seeds in by_deal.values())
+    assert all(seeds == {derive_seed(42, g, t)} for (t, g), seeds in by_deal.items())
+    # ... and a new one for each table and game, and for another tournament seed
+    assert len({next(iter(s)) for s in by_deal.values()}) == 4 * 3
+    assert derive_seed(42, 0, 0) != derive_seed(43, 0, 0)
     assert all(0 <= m.seed < 2**63 for m in plan)  # fits a signed 64-bit column
+
+
+def _views(plan: list[PlannedMatch], phase_of: dict[str, int]
+           ) -> dict[tuple[int, int, str], set[tuple[int, ...]]]:
+    """(phase, deal, bot) -> the seats the bot holds in that deal in that phase."""
+    seen: dict[tuple[int, int, str], set[tuple[int, ...]]] = defaultdict(set)
+    for m in plan:
+        for bot in set(m.seats):
+            seen[phase_of[m.key], m.seed, bot].add(
+                tuple(s for s, b in enumerate(m.seats) if b == bot))
+    return seen
+
+
+@pytest.mark.parametrize(("bots", "players"), [
+    (BOTS, 2), (BOTS, 3), (BOTS, 4), (("a", "b", "c", "d", "e", "f"), 4), (("a", "b"), 4),
+])
+def test_phases_give_a_bot_one_view_of_a_deal_and_are_the_rotations(
+        bots: tuple[str, ...], players: int) -> None:
+    plan = round_robin(bots, players, 2, seed=7)
+    phase_of = phases((m.key, m.seed, m.seats) for m in plan)
+    assert set(phase_of) == {m.key for m in plan}
+    assert all(len(views) == 1 for views in _views(plan, phase_of).values())
+    # one deal per table and game: the phases are the rotations (a cyclic table of
+    # two bots repeats its views every two rotations)
+    assert all(phase_of[m.key] == m.rotation % len(set(m.seats)) if len(bots) < players
+               else phase_of[m.key] == m.rotation for m in plan)
+    # the same plan, the same phases (resume, workers on other machines)
+    assert phases((m.key, m.seed, m.seats) for m in reversed(plan)) == phase_of
+
+
+def test_phases_separate_the_views_of_a_deal_shared_by_tables() -> None:
+    # tournaments scheduled before deals were per table: every table of a game played
+    # one deal, and B holds seat 1 of it against A but seat 0 against C, in rotation 0
+    plan = [PlannedMatch(m.key, derive_seed(1, m.game, 0), m.seats, m.table, m.game,
+                         m.rotation) for m in round_robin(("A", "B", "C"), 2, 2, seed=1)]
+    phase_of = phases((m.key, m.seed, m.seats) for m in plan)
+    assert all(len(views) == 1 for views in _views(plan, phase_of).values())
+    assert len(set(phase_of.values())) == 3  # more than the rotations, but few
+
+
+def test_most_seats_one_bot_holds() -> None:
+    assert most_seats(4, 4) == 1 and most_seats(6, 4) == 1
+    assert most_seats(3, 4) == 2 and most_seats(2, 4) == 2 and most_seats(2, 5) == 3
 
 
 def test_every_bot_is_dealt_every_seats_hand_of_a_duplicate_deal() -> None:

@@ -261,12 +261,14 @@ def test_a_cut_match_is_always_retried_and_a_failing_one_is_given_up() -> None:
 
     from cfarena.server.tournament.worker import MatchCut, MatchRetry
 
-    retry = MatchRetry(max_attempts=3, wait=2)
-    worn = Job(queue="q", lock=None, queueing_lock=None, task_name="t", attempts=7)
+    retry = MatchRetry(wait_s=0.5)
+    worn = Job(id=1, queue="q", lock=None, queueing_lock=None, task_name="t", attempts=7)
+    for _ in range(5):
+        assert retry.get_retry_decision(exception=MatchCut("cut"), job=worn) is not None
+    decisions = [retry.get_retry_decision(exception=RuntimeError("bug"), job=worn)
+                 for _ in range(4)]
+    assert [d is not None for d in decisions] == [True, True, True, False]
     assert retry.get_retry_decision(exception=MatchCut("cut"), job=worn) is not None
-    assert retry.get_retry_decision(exception=RuntimeError("bug"), job=worn) is None
-    fresh = Job(queue="q", lock=None, queueing_lock=None, task_name="t", attempts=0)
-    assert retry.get_retry_decision(exception=RuntimeError("bug"), job=fresh) is not None
 
 
 @pytest.mark.postgres

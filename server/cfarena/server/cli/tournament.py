@@ -29,9 +29,10 @@ from cfarena.server.cli.common import DbOption, build_rules, database, err, fail
 from cfarena.server.cli.inspection import tournaments_app
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
-from cfarena.server.sandbox import SandboxLimits, cgroups, sandbox_problem
+from cfarena.server.sandbox import SandboxLimits, sandbox_problem
 from cfarena.server.storage import StorageError
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
+from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.runner import schedule_tournament
 
@@ -147,6 +148,9 @@ def run_tournament_cmd(
     ] = None,
     connect_timeout: Annotated[float, typer.Option(
         "--connect-timeout", help="seconds a bot may take to connect")] = 30.0,
+    seats_per_bot: Annotated[int, typer.Option(
+        "--seats-per-bot", help="seats one bot may hold at one table, with fewer bots than "
+        "seats (its processes there can read each other's hands)")] = 1,
     name: Annotated[str, typer.Option("--name", help="tournament name")] = "",
 ) -> None:
     """Run a round-robin between bots on a local referee and print the standings.
@@ -178,7 +182,8 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
                     games: int, timeout_ms: int, bank_ms: int, increment_ms: int,
                     strikes: int, seed: int | None, db_url: str, json_out: bool, new: bool,
                     no_sandbox: bool, memory_mb: int, cpu_seconds: int, max_processes: int,
-                    name: str, max_files: int = 256, concurrency: int = 2,
+                    name: str, max_files: int = 256, seats_per_bot: int = 1,
+                    concurrency: int = 2,
                     resume: int | None = None,
                     log_dir: Path | None = None, sandbox_bind: list[Path] | None = None,
                     connect_timeout: float = 30.0) -> None:
@@ -195,7 +200,8 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         if value < low:
             fail(f"{opt} must be at least {low}, got {value}")
     for opt, value in (("--memory-mb", memory_mb), ("--cpu-seconds", cpu_seconds),
-                       ("--max-processes", max_processes), ("--max-files", max_files)):
+                       ("--max-processes", max_processes), ("--max-files", max_files),
+                       ("--seats-per-bot", seats_per_bot)):
         if value < 1:
             fail(f"{opt} must be at least 1, got {value}")
     rule_set = build_rules(rules, rule or [], rules_file, players)
@@ -209,7 +215,6 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         problem = sandbox_problem()
         if problem is not None:
             fail(problem)
-        err.print(f"[dim]{cgroups.available()}[/]")
     launch = Launch(
         sandbox=not no_sandbox,
         limits=SandboxLimits(memory_mib=memory_mb, cpu_seconds=cpu_seconds,
@@ -221,7 +226,13 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
     config = TournamentConfig(
         bots=tuple(specs), rules=rule_set, players=players, games=games, seed=seed,
         time_control=TimeControl(timeout_ms, bank_ms, increment_ms, strikes), name=name,
+        seats_per_bot=seats_per_bot,
     )
+    problem = config.seats_problem()
+    if problem is not None:
+        fail(problem)
+    for line in missing_defences(launch):
+        err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
     if schedule_only:

@@ -14,9 +14,11 @@ import typer
 from rich.markup import escape
 
 from cfarena.server.cli.common import DbOption, database, err, fail
-from cfarena.server.sandbox import cgroups, exposed, python_paths, sandbox_problem
+from cfarena.server.sandbox import exposed, python_paths, sandbox_problem
 from cfarena.server.storage import Database
+from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
+from cfarena.server.tournament.pool import Launch
 
 # after a first Ctrl-C or SIGTERM, how long the matches in play may take to finish
 STOP_GRACE_S = 2.0
@@ -63,8 +65,8 @@ def worker_cmd(
     if problem is not None:
         err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
                   "played here[/]")
-    else:
-        err.print(f"[dim]{cgroups.available()}[/]")
+    for line in missing_defences(Launch()):
+        err.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
     if log_dir is not None:
         # what every sandbox is shown, whatever its bot (a bot's own paths: at its job)
         shown = [*python_paths(), *(p.resolve() for p in sandbox_bind or [])]

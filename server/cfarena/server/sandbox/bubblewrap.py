@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SOCKET_IN_SANDBOX = "/run/cfarena/arena.sock"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
@@ -109,7 +110,17 @@ def seccomp_program() -> bytes:
       hides its processes from the limit watchdog;
     - `memfd_create`: memory no process maps is in nobody's resident set;
     - POSIX message queues (`mq_open`): they outlive processes, and a process cannot
-      list them without mounting their filesystem.
+      list them without mounting their filesystem;
+    - the cheap probes and evictions of the host's page cache, which outlives every
+      process and so could carry a hand from one rotation of a deal to the next
+      (`host_reset` drops it between rotations; this leaves a bot only the slow
+      probes): `mincore` and `cachestat` (report what is cached), `preadv2`/`pwritev2`
+      with RWF_NOWAIT (fails on an uncached page) or RWF_DONTCACHE (drops what it
+      read), `fadvise64` and `madvise` advice that loads, evicts or ages file pages
+      (POSIX_FADV_WILLNEED, DONTNEED, NOREUSE; MADV_WILLNEED, COLD, PAGEOUT,
+      COLLAPSE), `readahead`, `process_madvise`, and io_uring and Linux AIO, which can
+      issue the same requests in ways a filter cannot read.
+      Each fails with the error a kernel without it gives, so programs fall back.
     """
     import pyseccomp as sc  # libseccomp through ctypes
 
@@ -120,6 +131,7 @@ def seccomp_program() -> bytes:
                      sc.Arg(0, sc.MASKED_EQ, _CLONE_NEWUSER, _CLONE_NEWUSER))
     for name in ("clone3", "memfd_create"):
         program.add_rule(sc.ERRNO(errno.ENOSYS), name)
+    _refuse_page_cache_probes(program)
     with tempfile.TemporaryFile() as out:
         program.export_bpf(out)
         out.seek(0)
@@ -127,6 +139,37 @@ def seccomp_program() -> bytes:
 
 
 _CLONE_NEWUSER = 0x10000000
+# preadv2/pwritev2 flags (include/uapi/linux/fs.h)
+_RWF_NOWAIT = 0x08
+_RWF_DONTCACHE = 0x80
+_POSIX_FADV_WILLNEED = 3  # and above: DONTNEED 4, NOREUSE 5
+# madvise advice (include/uapi/asm-generic/mman-common.h) that loads, evicts or ages
+# file pages: WILLNEED, COLD, PAGEOUT, COLLAPSE
+_MADV_FILE_CACHE = (3, 20, 21, 25)
+# cachestat (Linux 6.5) is the same number on x86_64 and aarch64; an older libseccomp
+# does not know its name
+_CACHESTAT = 451
+
+
+def _refuse_page_cache_probes(program: Any) -> None:
+    """Add to `program` the rules of `seccomp_program` on the host's page cache."""
+    import pyseccomp as sc
+
+    for name in ("mincore", "readahead", "process_madvise", "io_uring_setup", "io_setup"):
+        program.add_rule(sc.ERRNO(errno.ENOSYS), name)
+    try:
+        program.add_rule(sc.ERRNO(errno.ENOSYS), "cachestat")
+    except (OSError, RuntimeError, ValueError):  # unknown to this libseccomp
+        program.add_rule(sc.ERRNO(errno.ENOSYS), _CACHESTAT)
+    # flags are the sixth argument on 64-bit machines (fd, iov, iovcnt, pos_l, pos_h, flags)
+    for name in ("preadv2", "pwritev2"):
+        for flag in (_RWF_NOWAIT, _RWF_DONTCACHE):
+            program.add_rule(sc.ERRNO(errno.EOPNOTSUPP), name,
+                             sc.Arg(5, sc.MASKED_EQ, flag, flag))
+    program.add_rule(sc.ERRNO(errno.EINVAL), "fadvise64",
+                     sc.Arg(3, sc.GE, _POSIX_FADV_WILLNEED))
+    for advice in _MADV_FILE_CACHE:
+        program.add_rule(sc.ERRNO(errno.EINVAL), "madvise", sc.Arg(2, sc.EQ, advice))
 
 
 def bwrap_options(*, binds: Iterable[Path], socket: Path | None, tmp_mib: int,

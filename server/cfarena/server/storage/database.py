@@ -214,6 +214,19 @@ class Database(ArenaStore, FleetStore):
                 Match.tournament_id == tournament_id).group_by(Match.status))
             return {str(status): int(n) for status, n in rows}
 
+    def weaken_tournament_defences(self, tournament_id: int, held: Mapping[str, bool]) -> None:
+        """Record in the tournament's stored config (`defences`) that a machine playing
+        it did not give a defence: a defence stays true only while every machine gave it."""
+        with self._session(write=True) as s:
+            t = s.get(Tournament, tournament_id)
+            if t is None:
+                raise StorageError(f"no tournament {tournament_id}")
+            stored = dict(t.config.get("defences") or {})
+            merged = {**stored, **{key: bool(stored.get(key, True)) and value
+                                   for key, value in held.items()}}
+            if merged != stored:
+                t.config = {**t.config, "defences": merged}
+
     def set_tournament_status(self, tournament_id: int, status: TournamentStatus | str) -> None:
         value = TournamentStatus(status)
         with self._session(write=True) as s:

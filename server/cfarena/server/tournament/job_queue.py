@@ -8,6 +8,9 @@ workers' heartbeats and the retries; cfarena adds:
   lock at once, so the rotations of a deal never play at the same time, on any worker
   (two live processes of one bot could signal each other the hands they hold). The
   lock names the game, not its seed: seeds of unplayed deals are shown nowhere;
+- phases (`schedule.phases`): a job's priority is minus its match's phase, so the
+  earlier phases' jobs are taken first, and a worker puts a job back for a moment
+  while an earlier phase is not finished (`worker.MatchRetry`);
 - `retry_stalled`: the jobs of workers whose heartbeat stopped (kill -9, machine gone)
   go back to the queue, to be played again from their seed by another worker;
 - exactly once is the database's, not the queue's: a job whose match is finished does
@@ -16,8 +19,7 @@ workers' heartbeats and the retries; cfarena adds:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -82,23 +84,32 @@ def install_schema(engine: Engine) -> None:
 
 
 async def enqueue(app: procrastinate.App, engine: Engine, tournament_id: int,
-                  pending: Sequence[ScheduledMatch]) -> int:
+                  pending: Sequence[ScheduledMatch], phase_of: Mapping[str, int]) -> int:
     """A job for each pending match that has none waiting or running; how many were
     added (resume: a match whose job is still queued is not queued twice)."""
-    from procrastinate import exceptions as queue_errors
-
     queued = set(queued_matches(engine, tournament_id, ("todo", "doing")))
     added = 0
     for match in pending:
         if match.id in queued:
             continue
-        with contextlib.suppress(queue_errors.AlreadyEnqueued):
-            await app.configure_task(
-                TASK, queue=queue_name(tournament_id), lock=deal_lock(tournament_id, match.key),
-                queueing_lock=match.id,
-            ).defer_async(tournament_id=tournament_id, match_id=match.id)
+        if await defer_match(app, tournament_id, match, phase_of.get(match.key, 0)):
             added += 1
     return added
+
+
+async def defer_match(app: procrastinate.App, tournament_id: int, match: ScheduledMatch,
+                      phase: int) -> bool:
+    """Queue the job of `match`; False if it has one waiting already."""
+    from procrastinate import exceptions as queue_errors
+
+    try:
+        await app.configure_task(
+            TASK, queue=queue_name(tournament_id), lock=deal_lock(tournament_id, match.key),
+            queueing_lock=match.id, priority=-phase,
+        ).defer_async(tournament_id=tournament_id, match_id=match.id)
+    except queue_errors.AlreadyEnqueued:
+        return False
+    return True
 
 
 def queued_matches(engine: Engine, tournament_id: int | None,

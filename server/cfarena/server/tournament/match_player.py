@@ -5,11 +5,14 @@ writer to storage and a room; and the tournament's definition read back from sto
 for its seats, the match played from its seed, stored and rated (one transaction,
 `Database.record_match`). The local run (`match_queue.play_all`, SQLite) and the queue
 workers (`worker`, PostgreSQL) both play through it; a queue worker also waits for the
-store (`acknowledge`) before it acknowledges the match's job.
+store (`acknowledge`) before it acknowledges the match's job. Before it plays a match
+of a later phase (`schedule.phases`) than before, `enter_phase` stops every bot
+process and drops the host's caches (`sandbox.host_reset`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -21,11 +24,18 @@ from cfarena.engine import Rules
 from cfarena.server.match_writer import MatchWriter
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl
 from cfarena.server.sandbox import SandboxLimits
+from cfarena.server.sandbox.host_reset import HostReset, HostResetError
 from cfarena.server.storage import Database, ScheduledMatch, StorageError, StoredMatch
-from cfarena.server.tournament.config import BotSpec, TournamentConfig, TournamentError
+from cfarena.server.tournament.config import (
+    BotSpec,
+    TournamentConfig,
+    TournamentError,
+    host_defences,
+)
 from cfarena.server.tournament.match_play import MatchRoom
 from cfarena.server.tournament.pool import BotPool, BotStartError, Launch, needed_processes
 from cfarena.server.tournament.schedule import round_robin, seats_needed
+from cfarena.server.tournament.stored_tournament import match_phases
 
 log = logging.getLogger("cfarena.tournament")
 
@@ -46,6 +56,10 @@ class TournamentPlayer:
     room: MatchRoom | None = None
     names: dict[int, str] = field(default_factory=dict)  # bot id -> name
     store_s: float = 0.0  # time waited for matches to be stored (with `acknowledge`)
+    host: HostReset | None = None  # drops the host's caches; None where it cannot
+    phase: int | None = None  # the phase of the matches played now (None: none yet)
+    phases: dict[str, int] = field(default_factory=dict)  # match key -> its phase
+    _phase_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def start(self, seatings: Sequence[Sequence[str]]) -> None:
         """Start the bots' processes ahead of need (`seatings`: the matches to come);
@@ -70,6 +84,43 @@ class TournamentPlayer:
         self.names = names
         self.room = MatchRoom(self.server, self.pool, self.writer, self.config.time_control,
                               tournament_id, self.log_dir)
+        self.phases = match_phases(self.db, tournament_id)
+        self._record_defences()
+
+    async def enter_phase(self, phase: int) -> None:
+        """Play matches of `phase` from now on. Entering a later phase than so far (or,
+        first, any phase after the first: the earlier ones were played before) stops
+        every bot process and drops the host's caches: no process of a bot that may
+        have learnt one view of a deal lives on, nor what it left in the host's caches.
+        The caller sees to it that no match of an earlier phase is still playing."""
+        async with self._phase_lock:
+            if self.phase is not None and phase <= self.phase:
+                return
+            self.phase = phase
+            if phase == 0:
+                return
+            assert self.pool is not None, "start() first"
+            await self.pool.new_phase()
+            if self.host is not None:
+                try:
+                    await asyncio.to_thread(self.host.drop)
+                except HostResetError as exc:
+                    log.warning("%s; the host reset does not hold for this tournament", exc)
+                    self.host = None
+                    self._record_defences()
+            await self.pool.restart()
+
+    def _record_defences(self) -> None:
+        """Record in the stored tournament the defences this machine does not give."""
+        if self.room is None:
+            return
+        held = host_defences(self.launch)
+        held["page_cache_reset"] = held["page_cache_reset"] and self.host is not None
+        try:
+            self.db.weaken_tournament_defences(self.room.tournament_id, held)
+        except StorageError as exc:
+            log.warning("cannot record the defences of tournament %s: %s",
+                        self.room.tournament_id, exc)
 
     async def play(self, match: ScheduledMatch) -> MatchRecord:
         """Play `match` and hand it to storage; with `acknowledge`, return once it is
@@ -112,6 +163,7 @@ def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
             seed=stored.get("seed") if stored.get("seed_fixed") else None,
             time_control=TimeControl(tc["move_timeout_ms"], tc["bank_ms"],
                                      tc["increment_ms"], tc["strikes"]),
+            seats_per_bot=int(stored.get("seats_per_bot", 1)),
         )
         sandbox = stored.get("sandbox")
         launch = Launch(sandbox=False) if sandbox is None else Launch(

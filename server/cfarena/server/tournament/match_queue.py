@@ -1,19 +1,36 @@
-"""The order matches are played in: `concurrency` at once, rotation-major, and never two
-matches of one deal at once for one bot."""
+"""The order matches are played in on one machine: phase by phase (`schedule.phases`),
+`concurrency` at once, and never two matches of one deal at once for one bot."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from cfarena.server.storage import ScheduledMatch
 
 
 async def play_all(pending: Sequence[ScheduledMatch],
-                   play: Callable[[ScheduledMatch], Awaitable[None]], concurrency: int) -> None:
-    """Play every match, `concurrency` at once, in schedule order as far as the rule allows:
-    two matches with the same deal never run at the same time for the same bot (two live
-    processes of one bot could signal each other what they hold)."""
+                   play: Callable[[ScheduledMatch], Awaitable[None]], concurrency: int,
+                   phase_of: Mapping[str, int] | None = None,
+                   enter_phase: Callable[[int], Awaitable[None]] | None = None) -> None:
+    """Play every match, `concurrency` at once, phase after phase (by `phase_of`, the
+    phase of each key; all in one phase without it): every match of a phase has ended
+    before `enter_phase(next)` is awaited and the next phase's first match starts.
+    Within a phase, two matches with the same deal never run at the same time for the
+    same bot (two live processes of one bot could signal each other what they hold)."""
+    phase_of = phase_of or {}
+    by_phase: dict[int, list[ScheduledMatch]] = {}
+    for match in pending:
+        by_phase.setdefault(phase_of.get(match.key, 0), []).append(match)
+    for phase in sorted(by_phase):
+        if enter_phase is not None:
+            await enter_phase(phase)
+        await _play_phase(by_phase[phase], play, concurrency)
+
+
+async def _play_phase(pending: Sequence[ScheduledMatch],
+                      play: Callable[[ScheduledMatch], Awaitable[None]],
+                      concurrency: int) -> None:
     queue = rotation_major(pending)
     busy: set[tuple[int, int]] = set()
     running: dict[asyncio.Task[None], ScheduledMatch] = {}

@@ -122,6 +122,7 @@ class BotPool:
         self._dead: dict[str, str] = {}
         self._live: set[WarmBot] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._connecting: set[asyncio.Task[Any]] = set()  # of the processes not yet ready
         self.watch = watch or LimitWatch()
         self.started = 0
         self._running = False  # start() has checked that every bot starts
@@ -184,6 +185,37 @@ class BotPool:
         await self.watch.close()
         with contextlib.suppress(ValueError):
             self.server.sandbox_faults.remove(self._sandbox_fault)
+
+    async def new_phase(self) -> None:
+        """Stop every bot process alive, warm ones included, and start the warm ones
+        afresh once `restart` is called: a process alive during the phase that ended
+        could otherwise carry what it learnt past the host's reset (schedule.phases).
+        Idle fork servers stay: they run only the arena's code and no child of theirs
+        is alive (what a child left in its sandbox is kept from the deals it heard of
+        by the taint rule, as before); a bot with fewer than its warm count gets fresh
+        ones now, before the reset, while Python's files are still cached."""
+        for task in list(self._connecting):
+            task.cancel()
+        await asyncio.gather(*self._connecting, return_exceptions=True)
+        stale = list(self._live)
+        await asyncio.gather(*(self._stop(w) for w in stale), return_exceptions=True)
+        for warm in stale:
+            self._unstarted[warm.bot] = self._unstarted.get(warm.bot, 0) + 1
+        self._ready = {n: asyncio.Queue() for n in self.commands}
+        starts = []
+        for name, idle in self._idle.items():
+            if self._plans[name] is not None and name not in self._dead:
+                wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0))
+                starts += [self._start_server(name) for _ in range(wanted - len(idle))]
+        await asyncio.gather(*starts)
+
+    async def restart(self) -> None:
+        """Start the warm processes of the next phase (after `new_phase`)."""
+        for name in self.commands:
+            if self._plans[name] is not None or name in self._dead:
+                continue
+            for _ in range(min(self.warm.get(name, 1), self._unstarted.get(name, 0))):
+                await self._spawn(name)
 
     # --------------------------------------------------------------- use
     def begin(self, name: str, deal: int) -> None:
@@ -410,7 +442,9 @@ class BotPool:
         self.watch.watch(process)
         task = asyncio.get_running_loop().create_task(self._connect(warm))
         self._tasks.add(task)
+        self._connecting.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._connecting.discard)
 
     def _env(self, token: str) -> dict[str, str]:
         """A bot process's whole environment (an allow-list, nothing of the referee's)."""

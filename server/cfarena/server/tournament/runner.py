@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
+from cfarena.server.sandbox.host_reset import HostReset, reset_problem
 from cfarena.server.storage import Database, ScheduledMatch, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
@@ -51,6 +52,7 @@ from cfarena.server.tournament.stored_tournament import (
     find_tournament,
     leader,
     lock_tournament,
+    match_phases,
     open_tournament,
 )
 
@@ -111,7 +113,8 @@ async def schedule_tournament(config: TournamentConfig, db: Database, launch: La
     install_schema(db.engine)
     app = new_app(db.engine)
     async with app.open_async():
-        queued = await enqueue(app, db.engine, tournament_id, pending)
+        queued = await enqueue(app, db.engine, tournament_id, pending,
+                               match_phases(db, tournament_id))
     return tournament_id, total, queued
 
 
@@ -188,7 +191,7 @@ async def run_tournament(
         # Bots first: a bot that does not start or connect stops the run before
         # any match is played.
         player = TournamentPlayer(server, db, config, launch, concurrency, log_dir,
-                                  acknowledge=queued)
+                                  acknowledge=queued, host=_host_reset(worker))
         await player.start(seatings)
         tournament_id, pending = open_tournament(config, db, found_id, launch)
         if found_id is None:
@@ -208,7 +211,7 @@ async def run_tournament(
                 assert player is not None
                 counter.match_done(await player.play(match), None)
 
-            await play_all(pending, play, concurrency)
+            await play_all(pending, play, concurrency, player.phases, player.enter_phase)
         status = TournamentStatus.FINISHED
     finally:
         try:
@@ -234,6 +237,14 @@ async def run_tournament(
     assert tournament_id is not None
     return TournamentRun(tournament_id, resumed, counter.played, total, status.value,
                          time.monotonic() - started)
+
+
+def _host_reset(worker: QueueWorker | None) -> HostReset | None:
+    """What drops this host's caches between phases (the worker's, if there is one);
+    None where it cannot be done."""
+    if worker is not None:
+        return worker.host
+    return HostReset() if reset_problem() is None else None
 
 
 @dataclass
@@ -264,7 +275,7 @@ async def _play_queued(worker: QueueWorker, db: Database, tournament_id: int,
     worker.adopt(tournament_id, player)
     worker.sink = counter
     async with worker.app.open_async():
-        await enqueue(worker.app, db.engine, tournament_id, pending)
+        await enqueue(worker.app, db.engine, tournament_id, pending, player.phases)
     worker.only = tournament_id
     await worker.run(until=lambda: queue_empty(db, tournament_id))
     if not db.pending_matches(tournament_id):

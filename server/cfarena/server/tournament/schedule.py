@@ -2,16 +2,22 @@
 
 With N bots and tables of k seats, every k-combination of bots forms a table
 (when N < k there is one table and bots fill several seats, cyclically). Each
-table plays every cyclic seat rotation with the same deal seed, so each bot gets
+table plays every cyclic seat rotation with the same deal seed (a deal of its
+own), so each bot gets
 each seat's hands (duplicate play: luck cancels); `games` repeats that with new
 seeds. Pure functions: the same inputs always give the same schedule and keys.
+
+A deal is played in several views: which hand each bot holds. Matches are grouped
+in *phases* (`phases`) so that within one phase each bot holds one view of each deal;
+between phases every bot process is stopped and the host's caches dropped, so no
+process of a bot learns another view of a deal it plays (docs/FAIRPLAY.md "Host state").
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -27,9 +33,13 @@ class PlannedMatch:
     rotation: int
 
 
-def derive_seed(tournament_seed: int, game: int) -> int:
-    """The deal seed of game `game`: shared by every table and rotation (duplicate)."""
-    digest = hashlib.sha256(f"cfarena/tournament/{tournament_seed}/{game}".encode()).digest()
+def derive_seed(tournament_seed: int, game: int, table: int) -> int:
+    """The deal seed of game `game` at table `table`: shared by the table's rotations
+    (duplicate). Each table has deals of its own: a deal played at two tables would
+    give a bot two views of it in one rotation (its seats there differ), which no
+    scheduling could keep apart without many more phases (see `phases`)."""
+    digest = hashlib.sha256(
+        f"cfarena/tournament/{tournament_seed}/{game}/table-{table}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1  # fits a signed 64-bit column
 
 
@@ -53,8 +63,8 @@ def round_robin(
     plan: list[PlannedMatch] = []
     all_tables = tables(bots, players)
     for game in range(games):
-        deal_seed = derive_seed(seed, game)
         for t, table in enumerate(all_tables):
+            deal_seed = derive_seed(seed, game, t)
             for rotation in range(players):
                 seats = tuple(table[(s + rotation) % players] for s in range(players))
                 plan.append(
@@ -70,3 +80,44 @@ def seats_needed(plan: Sequence[PlannedMatch]) -> dict[str, int]:
         for name in set(match.seats):
             need[name] = max(need.get(name, 0), match.seats.count(name))
     return need
+
+
+def most_seats(bots: int, players: int) -> int:
+    """The most seats one bot holds at one table (more than 1 only with fewer bots
+    than seats: the table is filled cyclically)."""
+    return 1 if bots >= players else -(-players // bots)
+
+
+def key_order(key: str) -> tuple[int, int, int]:
+    """(rotation, table, game) of a key "t<table>-g<game>-r<rotation>" ((0, 0, 0) if
+    the key has another form)."""
+    parts = dict((p[:1], p[1:]) for p in key.split("-") if p[:1] in "tgr")
+    try:
+        return int(parts["r"]), int(parts["t"]), int(parts["g"])
+    except (KeyError, ValueError):
+        return 0, 0, 0
+
+
+def phases(matches: Iterable[tuple[str, int, Sequence[Hashable]]]) -> dict[str, int]:
+    """The phase of each match, given as (key, deal seed, bot by seat): matches of one
+    phase never give one bot two different views of a deal (the seats it holds in
+    it), and there are few phases.
+
+    Rotation by rotation, each match goes into the first phase where each of its bots
+    holds the seats it holds there already in that deal (or none). One deal per table
+    and game (`derive_seed`) makes the phases exactly the rotations; tournaments
+    scheduled when every table shared a game's deal (a bot holds seat 1 of a deal
+    against A and seat 0 of it against C) need more. Deterministic."""
+    views: list[dict[tuple[int, Hashable], tuple[int, ...]]] = []  # (deal, bot) -> seats
+    found: dict[str, int] = {}
+    for key, seed, seats in sorted(matches, key=lambda m: key_order(m[0])):
+        held = {(seed, bot): tuple(s for s, b in enumerate(seats) if b == bot)
+                for bot in set(seats)}
+        phase = next((p for p, seen in enumerate(views)
+                      if all(seen.get(view, held_seats) == held_seats
+                             for view, held_seats in held.items())), len(views))
+        if phase == len(views):
+            views.append({})
+        views[phase].update(held)
+        found[key] = phase
+    return found

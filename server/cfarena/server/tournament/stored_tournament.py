@@ -19,9 +19,9 @@ from cfarena.server.storage import (
     hash_token,
 )
 from cfarena.server.storage.locks import TournamentBusy, tournament_lock
-from cfarena.server.tournament.config import TournamentConfig, TournamentError
+from cfarena.server.tournament.config import TournamentConfig, TournamentError, host_defences
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.schedule import round_robin
+from cfarena.server.tournament.schedule import phases, round_robin
 
 
 def plan_matches(config: TournamentConfig, bot_ids: dict[str, int], seed: int
@@ -72,13 +72,26 @@ def open_tournament(config: TournamentConfig, db: Database, found: int | None,
     if found is not None:
         db.set_tournament_status(found, TournamentStatus.RUNNING)
         return found, db.pending_matches(found)
+    problem = config.seats_problem()
+    if problem is not None:
+        raise TournamentError(problem)
     identity = config.to_json(launch)
     seed = config.seed if config.seed is not None else secrets.randbits(62)
     name = config.name or f"{_rules_label(config.rules)} {config.players}p round-robin"
-    stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None}
+    # `defences`: what the machines playing it gave (each one that did not give one
+    # sets it false: TournamentPlayer); `seats_per_bot`: what the organiser allowed
+    stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None,
+              "seats_per_bot": config.seats_per_bot, "defences": host_defences(launch)}
     tournament_id = db.create_tournament(name, stored, identity=identity)
     db.schedule_matches(tournament_id, plan_matches(config, bot_ids(db, config), seed))
     return tournament_id, db.pending_matches(tournament_id)
+
+
+def match_phases(db: Database, tournament_id: int) -> dict[str, int]:
+    """The phase of each of the tournament's matches (by key), from all its stored
+    matches, played or not (`schedule.phases`)."""
+    return phases((m.key, m.seed, tuple(s.bot_id for s in sorted(m.seats, key=lambda s: s.seat)))
+                  for m in db.list_matches(tournament_id, limit=None))
 
 
 def _rules_label(rules: Rules) -> str:

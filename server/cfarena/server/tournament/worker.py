@@ -12,6 +12,11 @@ match job. The worker:
   built from the tournament as stored: the bot commands must exist on this machine;
 - acknowledges a job only once its match is stored (one transaction: result, logs,
   ratings); a match found finished is acknowledged without playing it;
+- plays a tournament phase by phase (`schedule.phases`): a job whose match belongs to a
+  phase after one not finished everywhere goes back to the queue for a second; the
+  first match of a later phase it plays stops its bot processes of that tournament and
+  drops the host's caches (`TournamentPlayer.enter_phase`). That resets the host only
+  if this worker is the only one on it playing the tournament (docs/WORKERS.md);
 - when the database goes away, finishes the matches it is playing, keeps their records
   until the database is back (nothing is half-written: a record is one transaction),
   and starts taking jobs again when it returns; the jobs it held are retried by
@@ -28,15 +33,16 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 import procrastinate
-from procrastinate.jobs import Job
 from procrastinate.worker import Worker
 
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
+from cfarena.server.sandbox.host_reset import HostReset, reset_problem
 from cfarena.server.storage import Database, StorageError, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentError
@@ -52,17 +58,38 @@ class MatchCut(Exception):
     """A match job cut short by `QueueWorker.halt` (it is retried)."""
 
 
-class MatchRetry(procrastinate.RetryStrategy):
-    """procrastinate's retries, except that a match cut by `halt` (MatchCut: its worker
-    was stopped, not its fault) is always put back in the queue at once, however many
-    attempts its job has had: a job is never marked failed because workers were
-    stopped (procrastinate still counts the attempt)."""
+class PhaseNotOpen(Exception):
+    """A match job taken before every match of the earlier phases is finished."""
 
-    def get_retry_decision(self, *, exception: BaseException, job: Job
+
+class MatchRetry(procrastinate.BaseRetryStrategy):
+    """When a match job goes back to the queue:
+
+    - cut by `QueueWorker.halt` (`MatchCut`: its worker was stopped, not its fault): at
+      once, however many attempts its job has had, so a job is never marked failed
+      because workers were stopped;
+    - taken too early (`PhaseNotOpen`): in `wait_s`, as often as it takes;
+    - failed: up to `retries` times, 2 s later.
+
+    procrastinate counts all of these in a job's attempts, so failures are counted
+    here, by each worker (the one that saw the first failures may not see the next)."""
+
+    def __init__(self, wait_s: float, retries: int = 3) -> None:
+        self.wait_s = wait_s
+        self.retries = retries
+        self.failures: dict[int | None, int] = {}
+
+    def get_retry_decision(self, *, exception: BaseException, job: procrastinate.jobs.Job
                            ) -> procrastinate.RetryDecision | None:
         if isinstance(exception, MatchCut):
             return procrastinate.RetryDecision(retry_in={"seconds": 0})
-        return super().get_retry_decision(exception=exception, job=job)
+        if isinstance(exception, PhaseNotOpen):
+            return procrastinate.RetryDecision(
+                retry_at=datetime.now(UTC) + timedelta(seconds=self.wait_s))
+        failed = self.failures[job.id] = self.failures.get(job.id, 0) + 1
+        if failed > self.retries:
+            return None
+        return procrastinate.RetryDecision(retry_in={"seconds": 2})
 
 
 class MatchSink(Protocol):
@@ -84,6 +111,7 @@ class WorkerOptions:
 class WorkerStats:
     played: int = 0
     skipped: int = 0  # jobs whose match was already stored
+    deferred: int = 0  # jobs put back (or dropped) while an earlier phase was unfinished
     restarts: int = 0  # times the queue was left and rejoined (database away)
     match_s: float = 0.0  # time playing and storing matches (the rest is the queue's)
     store_s: float = 0.0  # of which: waiting for the store (one transaction per match)
@@ -108,10 +136,12 @@ class QueueWorker:
         self._stop = asyncio.Event()
         self._jobs: set[asyncio.Task[object]] = set()  # the jobs being played
         self._halted = False
+        # drops this host's caches between a tournament's phases (None: it cannot)
+        self.host = HostReset() if reset_problem() is None else None
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
         self.app.task(name=job_queue.TASK, pass_context=True,
-                      retry=MatchRetry(max_attempts=3, wait=2))(self._job)
+                      retry=MatchRetry(self.options.poll_s))(self._job)
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> RefereeServer:
@@ -253,6 +283,16 @@ class QueueWorker:
             self.stats.skipped += 1
             return
         player = await self._player(tournament_id)
+        phase = player.phases.get(match.key, 0)
+        state = await asyncio.to_thread(self._phase_state, tournament_id, player, phase)
+        if state != "open":
+            self.stats.deferred += 1
+            if state == "wait":  # back in the queue for a moment (`MatchRetry`)
+                raise PhaseNotOpen(f"match {match.key}: an earlier phase is not finished")
+            log.warning("match %s waits for a failed match of an earlier phase; run "
+                        "the tournament again to retry them", match.key)
+            return
+        await player.enter_phase(phase)
         started = time.monotonic()
         stored_before = player.store_s
         record = await player.play(match)
@@ -281,7 +321,7 @@ class QueueWorker:
             assert self._server is not None, "start() first"
             player = TournamentPlayer(self._server, self.db, config, launch,
                                       self.options.concurrency, self.options.log_dir,
-                                      acknowledge=True)
+                                      acknowledge=True, host=self.host)
             pending = await asyncio.to_thread(self.db.pending_matches, tournament_id)
             ids = {b.name: b.id for b in await asyncio.to_thread(self.db.list_bots)}
             names = {ids[b.name]: b.name for b in config.bots if b.name in ids}
@@ -289,6 +329,22 @@ class QueueWorker:
             player.attach(tournament_id, names)
             self.players[tournament_id] = player
             return player
+
+    def _phase_state(self, tournament_id: int, player: TournamentPlayer, phase: int) -> str:
+        """"open" when every match of the earlier phases is finished; "wait" while one
+        is not; "stuck" when one of those has no job left (it failed: a rerun queues
+        it again, and this match with it)."""
+        earlier = {key for key, p in player.phases.items() if p < phase}
+        if not earlier:
+            return "open"
+        # the jobs first: a job that is no longer waiting or running had its match
+        # stored before (acknowledged after the store), so its match reads finished
+        queued = set(job_queue.queued_matches(self.db.engine, tournament_id, ("todo", "doing")))
+        unfinished = {m.key: m.id for m in self.db.pending_matches(tournament_id)
+                      if m.key in earlier}
+        if not unfinished:
+            return "open"
+        return "wait" if any(i in queued for i in unfinished.values()) else "stuck"
 
     def _finish_if_done(self, tournament_id: int) -> None:
         counts = self.db.match_counts(tournament_id)

@@ -1,0 +1,80 @@
+"""Where a host defence cannot be applied, the run says so and the stored tournament does
+not claim it (units: the real drop and the real runs are in tests/fairplay/test_page_cache.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cfarena.engine import Rules
+from cfarena.server.sandbox.host_reset import HostReset, HostResetError, reset_problem
+from cfarena.server.storage import open_database
+from cfarena.server.tournament import BotSpec, TournamentConfig, config
+from cfarena.server.tournament.pool import Launch
+
+
+def test_the_reset_writes_3_to_drop_caches_and_says_when_it_cannot(tmp_path: Path) -> None:
+    knob = tmp_path / "drop_caches"
+    knob.write_text("")
+    reset = HostReset(path=knob)
+    reset.drop()
+    assert knob.read_text() == "3" and reset.drops == 1  # page cache and slab
+    with pytest.raises(HostResetError, match="cannot drop the host's caches"):
+        HostReset(path=tmp_path).drop()  # a directory: the kernel's refusal, in one line
+    assert "does not exist" in (reset_problem(tmp_path / "none") or "")
+
+
+def test_a_missing_reset_is_announced_and_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    launch = Launch()
+    monkeypatch.setattr(config, "reset_problem", lambda: None)
+    assert config.missing_defences(launch) == []
+    assert config.host_defences(launch) == {"page_cache_reset": True,
+                                            "seccomp_cache_probes": True}
+    monkeypatch.setattr(config, "reset_problem", lambda: "not root")
+    [line] = config.missing_defences(launch)
+    assert "not root" in line and "page cache" in line
+    assert config.host_defences(Launch(sandbox=False)) == {"page_cache_reset": False,
+                                                           "seccomp_cache_probes": False}
+
+
+def test_a_defence_stays_held_only_while_every_machine_gave_it(tmp_path: Path) -> None:
+    db = open_database(f"sqlite:///{tmp_path / 'c.db'}")
+    try:
+        tid = db.create_tournament("t", {"defences": {"page_cache_reset": True,
+                                                      "seccomp_cache_probes": True}})
+        db.weaken_tournament_defences(tid, {"page_cache_reset": False,
+                                            "seccomp_cache_probes": True, "memory_cgroup": True})
+        db.weaken_tournament_defences(tid, {"page_cache_reset": True})  # a later machine
+        info = db.get_tournament(tid)
+    finally:
+        db.close()
+    assert info is not None
+    assert info.config["defences"] == {"page_cache_reset": False, "seccomp_cache_probes": True,
+                                       "memory_cgroup": True}
+
+
+def test_seats_per_bot_is_refused_unless_allowed() -> None:
+    three = (BotSpec("random"), BotSpec("greedy"), BotSpec("smart"))
+    refused = TournamentConfig(bots=three, rules=Rules.preset("standard"), players=4)
+    assert "--seats-per-bot 2" in (refused.seats_problem() or "")
+    allowed = TournamentConfig(bots=three, rules=Rules.preset("standard"), players=4,
+                               seats_per_bot=2)
+    assert allowed.seats_problem() is None
+    assert allowed.to_json()["seats_per_bot"] == 2
+    assert "seats_per_bot" not in refused.to_json()  # the identity of older tournaments
+
+
+def test_a_job_of_a_later_phase_waits_as_long_as_it_takes_and_failures_are_counted() -> None:
+    from procrastinate.jobs import Job
+
+    from cfarena.server.tournament.worker import MatchRetry, PhaseNotOpen
+
+    strategy = MatchRetry(0.5)
+    job = Job(id=7, queue="tournament-1", lock=None, queueing_lock=None,
+              task_name="cfarena.play_match", attempts=40)
+    for _ in range(10):  # however many attempts procrastinate has counted
+        assert strategy.get_retry_decision(exception=PhaseNotOpen("x"), job=job) is not None
+    decisions = [strategy.get_retry_decision(exception=RuntimeError("x"), job=job)
+                 for _ in range(4)]
+    assert [d is not None for d in decisions] == [True, True, True, False]  # 3 retries
