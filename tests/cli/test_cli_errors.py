@@ -34,11 +34,13 @@ def _snapshot(db: Path) -> list[tuple[object, ...]]:
     (["--rule", "rounds"], "KEY=VALUE"),
     (["--players", "9"], "--players must be 2-8"),
     (["--bot", "nosuchbot", "--bot", "random"], "no bundled bot"),
-    (["--bot", "dead=sh -c 'exit 7'", "--bot", "random"], "exited with code 7"),
-    (["--bot", "typo=python -m cfarena.sdk run no_such_module", "--bot", "random"],
-     "no_such_module"),
-    (["--bot", "mute=sleep 60", "--bot", "random", "--connect-timeout", "2"],
+    (["--bot", "dead=sh -c 'exit 7'", "--bot", "random", "--players", "2"],
+     "exited with code 7"),
+    (["--bot", "typo=python -m cfarena.sdk run no_such_module", "--bot", "random",
+      "--players", "2"], "no_such_module"),
+    (["--bot", "mute=sleep 60", "--bot", "random", "--connect-timeout", "2", "--players", "2"],
      "did not connect within 2 s"),
+    (["--bot", "random", "--bot", "greedy", "--bot", "smart"], "--seats-per-bot 2"),
     (["--rule", "hand_size=40", "--players", "4"], "'hand_size'"),
 ])
 def test_bad_input_exits_2_and_touches_nothing(recorded: Path, args: list[str], message: str
