@@ -185,7 +185,10 @@ SANDBOX = textwrap.dedent("""
     for _ in range(int(sys.argv[2])):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(sys.argv[1])
-        s.sendall(bytes.fromhex(sys.argv[3]))
+        try:
+            s.sendall(bytes.fromhex(sys.argv[3]))
+        except OSError:  # refused at once: counted as closed below
+            pass
         held.append(s)
     time.sleep(1.0)
     closed = 0
@@ -226,6 +229,22 @@ async def _per_sandbox(tmp_path: Path) -> None:
         assert made.excess == [(over["namespace"], "connection limit 3 reached")]  # once
         assert made.gate.refused["sandbox limit"] == 3
         assert over["namespace"] != os.readlink("/proc/self/ns/pid")
+
+
+def test_when_all_connections_are_taken_the_largest_holder_is_reported(tmp_path: Path
+                                                                       ) -> None:
+    asyncio.run(_largest_holder(tmp_path))
+
+
+async def _largest_holder(tmp_path: Path) -> None:
+    """One sandbox under its own cap fills the gate's total: the next connections are
+    refused, and the sandbox holding the most is reported (once), so that it is stopped
+    and an honest bot refused meanwhile is not left with the fault."""
+    async with gated(tmp_path, per_sandbox=8, first_stream_s=30, total=4) as made:
+        hog = await _in_a_sandbox(made.path, 6)
+        assert hog["closed"] == 2 and made.gate.refused["total"] == 2
+        assert made.excess == [(hog["namespace"], "connection limit reached: held 4 of the "
+                                "referee's 4 connections when they ran out")]
 
 
 CLIENT = textwrap.dedent("""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import resource
 from typing import Any
 
 import typer
@@ -46,7 +48,19 @@ def _bare_flags(cmd: Any) -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _raise_descriptor_limit()
     command()(prog_name="cfarena")
+
+
+def _raise_descriptor_limit() -> None:
+    """Open descriptors up to the hard limit: the referee holds three per bot connection
+    and its gate's total is a share of this (a soft limit of 1024, common, would let
+    ~20 sandboxes fill it); every sandbox gets its own small limit (--max-files)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 __all__ = ["app", "command", "main"]

@@ -338,6 +338,7 @@ class SocketGate:
             self.refused["total"] += 1
             self._warn("total", f"{limits.total} connections on the referee's socket: "
                        "refusing more")
+            self._blame_the_largest_holder()
             return
         if key != HOST and self.held_by(key) >= limits.per_sandbox:
             conn.close()
@@ -355,6 +356,20 @@ class SocketGate:
         task = self._loop.create_task(self._open(relay, conn))
         self._opening.add(task)
         task.add_done_callback(self._opening.discard)
+
+    def _blame_the_largest_holder(self) -> None:
+        """The total is reached: the sandbox holding the most connections (more than a
+        bot needs) is reported, so that it is stopped and its connections freed; an
+        honest bot's refused connection is then not its own fault alone."""
+        held = [(len(relays), key) for key, relays in self._live.items()
+                if key != HOST and key not in self._reported]
+        if not held or self.on_excess is None:
+            return
+        count, key = max(held)
+        if count > 1:
+            self._reported.add(key)
+            self.on_excess(key, f"connection limit reached: held {count} of the referee's "
+                                f"{self.limits.total} connections when they ran out")
 
     async def _open(self, relay: _Relay, conn: socket.socket) -> None:
         """Connect to gRPC, then relay both ways."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cfarena.server.sandbox import host_counters
+
 SOCKET_IN_SANDBOX = "/run/cfarena/arena.sock"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
 # files of /etc that programs commonly need; nothing else of /etc is shown
@@ -183,7 +185,8 @@ def bwrap_options(*, binds: Iterable[Path], socket: Path | None, tmp_mib: int,
         argv += ["--unshare-user", "--disable-userns", "--uid", "65534", "--gid", "65534"]
     made: set[str] = {"/usr", "/tmp", "/proc", "/dev", "/run"}
     # first the private /tmp, so that bound paths below /tmp lie on top of it
-    argv += ["--proc", "/proc", "--dev", "/dev",
+    # the sandbox's own /proc, but with the host's activity counters hidden (host_counters)
+    argv += ["--proc", "/proc", *host_counters.bind_options(), "--dev", "/dev",
              "--size", str(tmp_mib * MIB), "--perms", "1777", "--tmpfs", "/tmp",
              "--size", str(tmp_mib * MIB), "--perms", "1777", "--tmpfs", "/dev/shm"]
     for system in SYSTEM_DIRS:
@@ -239,4 +242,7 @@ def limits_prefix(limits: SandboxLimits, *, nproc: bool = True) -> list[str]:
     # connections to the referee, or socket buffers in as many sockets
     return ["prlimit", *([f"--nproc={limits.processes}"] if nproc else []),
             f"--cpu={limits.cpu_seconds + 5}", f"--as={address_space}",
-            f"--fsize={limits.tmp_mib * MIB}", "--core=0", f"--nofile={limits.files}", "--"]
+            f"--fsize={limits.tmp_mib * MIB}", "--core=0", f"--nofile={limits.files}",
+            # no locked memory: a bot has no use for it, and each lock moves a counter of
+            # the whole host (host_counters)
+            "--memlock=0", "--"]
