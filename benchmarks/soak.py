@@ -96,8 +96,8 @@ def _ended(http_port: int | None, db: str) -> int:
     """Matches ended (finished or aborted) so far."""
     if http_port is None:
         path = db.removeprefix("sqlite:///")
-        with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
-            row = conn.execute("SELECT count(*) FROM matches WHERE status IN "
+        with contextlib.closing(sqlite3.connect(path, timeout=30)) as database:
+            row = database.execute("SELECT count(*) FROM matches WHERE status IN "
                                "('finished', 'aborted')").fetchone()
         return int(row[0])
     conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)
@@ -282,7 +282,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
                 if not samples:
                     began = now
                 samples.append((ended, _rss_kib(serve.pid)))
-                if ended >= warmup + matches:
+                if ended - samples[0][0] >= matches:
                     break
             time.sleep(every)
         seconds = time.monotonic() - began
