@@ -3,12 +3,15 @@
 
     python benchmarks/soak.py [--matches 1000] [--warmup 100] [--players 2]
                               [--bots 4] [--concurrency 4] [--rounds 1]
-                              [--viewers] [--no-web] [--baseline PATH/TO/cfarena]
+                              [--viewers] [--chaos] [--no-web]
+                              [--baseline PATH/TO/cfarena]
 
 A real `cfarena serve --http-port` (the web page and API on; `--no-web`: without
 --http-port) on a SQLite file, with `--bots` sample bots (random and greedy, which
 answer at once) dialing in through the SDK (`python -m cfarena.sdk run`), plays
-short matches (`--rule rounds=N`) until `--warmup` + `--matches` have ended. With
+short matches (`--rule rounds=N`) until `--warmup` + `--matches` have ended (with
+`--chaos`, every 3 s one bot is frozen for 1.5 s, past the default 1000 ms timeout,
+or killed and restarted). With
 `--viewers`, a browser-like spectator watches the whole time: a stream of
 /api/events and what the leaderboard page's script does with it (GET
 /api/matches/ID when a match starts, /api/leaderboard when one is stored), a visitor
@@ -217,7 +220,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: int = 4,
              concurrency: int = 4, rounds: int = 1, viewers: bool = False,
-             web: bool = True, every: float = 0.5, cfarena: str = CFARENA,
+             web: bool = True, chaos: bool = False, every: float = 0.5, cfarena: str = CFARENA,
              timeout_s: float = 600.0) -> Soak:
     """Play `warmup` + `matches` matches on a fresh serve in `tmp` (see the module doc);
     AssertionError (with serve's log) if serve dies or stops making progress."""
@@ -253,10 +256,12 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
         serve = start("serve", [cfarena, "serve", "--port", str(port), *web_args,
                                 "--db", db, "--players", str(players), "--rule",
                                 f"rounds={rounds}", "--concurrency", str(concurrency)])
-        for k, name in enumerate(names):
-            start(name, [python, "-m", "cfarena.sdk", "run", SAMPLES[k % len(SAMPLES)],
-                         "--server", f"127.0.0.1:{port}", f"--token={tokens[name]}",
-                         "--capacity", str(concurrency), "--retries", "50", "-q"])
+        bot_argv = {name: [python, "-m", "cfarena.sdk", "run", SAMPLES[k % len(SAMPLES)],
+                           "--server", f"127.0.0.1:{port}", f"--token={tokens[name]}",
+                           "--capacity", str(concurrency), "--retries", "50", "-q"]
+                    for k, name in enumerate(names)}
+        bot_procs = {name: start(name, argv) for name, argv in bot_argv.items()}
+        chaos_at, chaos_n = time.monotonic() + 5, 0
         deadline = time.monotonic() + timeout_s
         samples: list[tuple[int, float]] = []
         began = 0.0
@@ -278,6 +283,18 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
                 raise failed(f"no match ended for {now - moved:.0f} s (at {ended})")
             if now > deadline:
                 raise failed(f"only {ended} of {warmup + matches} matches in {timeout_s:g} s")
+            if chaos and now >= chaos_at:  # a bot frozen past its timeout, or killed
+                victim = names[chaos_n % len(names)]
+                proc = bot_procs[victim]
+                if chaos_n % 2:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    bot_procs[victim] = start(victim, bot_argv[victim])
+                else:
+                    os.killpg(proc.pid, signal.SIGSTOP)
+                    time.sleep(1.5)
+                    os.killpg(proc.pid, signal.SIGCONT)
+                chaos_at, chaos_n = time.monotonic() + 3, chaos_n + 1
             if ended >= warmup:
                 if not samples:
                     began = now
@@ -317,6 +334,9 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=0.5, help="seconds between samples")
     ap.add_argument("--viewers", action="store_true",
                     help="a spectator on /api/events and every live match")
+    ap.add_argument("--chaos", action="store_true",
+                    help="every 3 s a bot is frozen for 1.5 s (SIGSTOP) or killed and "
+                         "restarted, in turn (the audit's soak)")
     ap.add_argument("--no-web", action="store_true", help="serve without --http-port")
     ap.add_argument("--baseline", metavar="CFARENA",
                     help="another cfarena executable to soak first, for comparison")
@@ -335,7 +355,8 @@ def main() -> None:
             soak = run_soak(Path(tmp), matches=args.matches, warmup=args.warmup,
                             players=args.players, bots=args.bots,
                             concurrency=args.concurrency, rounds=args.rounds,
-                            viewers=args.viewers, web=not args.no_web, every=args.every,
+                            viewers=args.viewers, web=not args.no_web, chaos=args.chaos,
+                            every=args.every,
                             cfarena=exe, timeout_s=max(600.0, args.matches * 3.0))
         _report(f"{label} ({exe})", soak)
 
