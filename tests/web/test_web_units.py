@@ -147,6 +147,22 @@ def test_the_number_of_viewers_is_capped() -> None:
     asyncio.run(run())
 
 
+def test_viewers_of_matches_not_played_here_leave_nothing_behind() -> None:
+    """A stream of a match running on another arena of the database waits here; once
+    its viewers are gone the hub keeps nothing of that match (one entry per such match
+    would grow for as long as the arena runs)."""
+    async def run() -> None:
+        hub = LiveHub()
+        for n in range(50):
+            first, second = hub.watch_match(f"elsewhere-{n}"), hub.watch_match(f"elsewhere-{n}")
+            first.close()
+            assert hub.running() == [] and hub.viewers == 1
+            second.close()
+        assert hub.viewers == 0
+        assert not hub._waiting  # what the hub keeps is the point
+    asyncio.run(run())
+
+
 def test_one_client_address_gets_its_share_of_the_viewers() -> None:
     async def run() -> None:
         hub = LiveHub(max_viewers=10, max_per_client=2)

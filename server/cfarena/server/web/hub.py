@@ -73,6 +73,7 @@ class Viewer:
         self.client = client  # the client's address key (`client_key`), for its cap
         self.queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue(size)
         self.group: set[Viewer] | None = None  # the hub's set it is in
+        self.waiting_for: str | None = None  # the match it waits for (`LiveHub._waiting`)
         self.active = True  # counted among the hub's viewers
         self.dropped = False
 
@@ -161,9 +162,15 @@ class LiveHub:
                 del self._per_client[viewer.client]
         if viewer.dropped:
             self.dropped += 1
-        if viewer.group is not None:
-            viewer.group.discard(viewer)
+        group = viewer.group
+        if group is not None:
+            group.discard(viewer)
             viewer.group = None
+            # the last viewer of a match not started here gone: its key goes too (else
+            # one per match played by another arena of the database, for ever)
+            match_id = viewer.waiting_for
+            if not group and match_id is not None and self._waiting.get(match_id) is group:
+                del self._waiting[match_id]
 
     def watch_ladder(self, client: str | None = None) -> Viewer:
         """A viewer of matches started and ended (the leaderboard); `client`: the
@@ -182,6 +189,7 @@ class LiveHub:
             viewer.offer("ended", json.dumps({"match": match_id}))
         else:
             viewer = self._new_viewer(self._waiting.setdefault(match_id, set()), client)
+            viewer.waiting_for = match_id
         return viewer
 
     def close_all(self) -> None:

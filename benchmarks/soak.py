@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""Does `cfarena serve` hold steady memory over many matches? A soak of the ladder.
+
+    python benchmarks/soak.py [--matches 1000] [--warmup 100] [--players 2]
+                              [--bots 4] [--concurrency 4] [--rounds 1]
+                              [--viewers] [--chaos] [--no-web]
+                              [--baseline PATH/TO/cfarena]
+
+A real `cfarena serve --http-port` (the web page and API on; `--no-web`: without
+--http-port) on a SQLite file, with `--bots` sample bots (random and greedy, which
+answer at once) dialing in through the SDK (`python -m cfarena.sdk run`), plays
+short matches (`--rule rounds=N`) until `--warmup` + `--matches` have ended (with
+`--chaos`, every 3 s one bot is frozen for 1.5 s, past the default 1000 ms timeout,
+or killed and restarted). With
+`--viewers`, a browser-like spectator watches the whole time: a stream of
+/api/events and what the leaderboard page's script does with it (GET
+/api/matches/ID when a match starts, /api/leaderboard when one is stored), a visitor
+opening each stored match's page and replay (/matches/ID, /matches/ID/replay) and, for
+every match it is told has started, that match's /api/matches/ID/live stream (the
+match page's) until it ends.
+
+serve's RSS (/proc/PID/status) is sampled with the count of ended matches (from its
+/metrics; with `--no-web` from the database) every `--every` seconds. Printed: the
+matches played, RSS after the warm-up and at the end, and the growth per match (KiB
+per match): the slope of a least-squares line through the samples after the
+warm-up, which a few allocator steps move much less than end minus start does.
+With `--baseline CFARENA` (e.g. another checkout's .venv/bin/cfarena) the same soak
+runs on it too, first, and both are printed. The exit status is 0 whatever the
+result (a benchmark reports; tests/web/test_soak.py judges).
+
+`run_soak` is also what that test uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CFARENA = str(Path(sys.executable).with_name("cfarena"))
+SAMPLES = ("cfarena.bots.random_bot", "cfarena.bots.greedy")
+
+
+@dataclass
+class Soak:
+    """What one soak measured."""
+
+    matches: int  # ended after the warm-up
+    seconds: float  # the time they took
+    samples: list[tuple[int, float]]  # (matches ended, RSS in KiB) after the warm-up
+    viewed: int = 0  # match streams the spectator opened
+    errors: list[str] = field(default_factory=list)  # what the spectator could not do
+
+    @property
+    def rss_start_kib(self) -> float:
+        return self.samples[0][1]
+
+    @property
+    def rss_end_kib(self) -> float:
+        return self.samples[-1][1]
+
+    @property
+    def kib_per_match(self) -> float:
+        """The least-squares slope of RSS over matches ended."""
+        n = len(self.samples)
+        mean_x = sum(x for x, _ in self.samples) / n
+        mean_y = sum(y for _, y in self.samples) / n
+        sxx = sum((x - mean_x) ** 2 for x, _ in self.samples)
+        sxy = sum((x - mean_x) * (y - mean_y) for x, y in self.samples)
+        return sxy / sxx if sxx else 0.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rss_kib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return float(line.split()[1])
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def _ended(http_port: int | None, db: str) -> int:
+    """Matches ended (finished or aborted) so far."""
+    if http_port is None:
+        path = db.removeprefix("sqlite:///")
+        with contextlib.closing(sqlite3.connect(path, timeout=30)) as database:
+            row = database.execute("SELECT count(*) FROM matches WHERE status IN "
+                               "('finished', 'aborted')").fetchone()
+        return int(row[0])
+    conn = http.client.HTTPConnection("127.0.0.1", http_port, timeout=30)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    return sum(int(float(line.rpartition(" ")[2])) for line in text.splitlines()
+               if line.startswith("cfarena_matches_total{"))
+
+
+class Spectator:
+    """A browser on the arena's pages: /api/events, and each started match's live
+    stream until it ends (a thread per stream, as an EventSource each)."""
+
+    def __init__(self, http_port: int) -> None:
+        self.port = http_port
+        self.viewed = 0
+        self.errors: list[str] = []
+        self.started = self.closing = False
+        self._conns: set[http.client.HTTPConnection] = set()
+        self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # one leaderboard fetch at a time
+
+    def start(self) -> None:
+        self.started = True
+        threading.Thread(target=self._stream, args=("/api/events", self._on_ladder),
+                         daemon=True).start()
+
+    def close(self) -> None:
+        self.closing = True
+        with self._lock:
+            conns = list(self._conns)
+        for conn in conns:
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+
+    def _on_ladder(self, kind: str, data: str) -> None:
+        """What the leaderboard page's script does with the ladder's events."""
+        if kind == "started":
+            match_id = json.loads(data)["match"]
+            self.viewed += 1
+            threading.Thread(target=self._get, args=(f"/api/matches/{match_id}",),
+                             daemon=True).start()
+            threading.Thread(target=self._stream, daemon=True,
+                             args=(f"/api/matches/{match_id}/live", None)).start()
+        elif kind in ("finished", "aborted"):
+            match_id = json.loads(data)["match"]
+            threading.Thread(target=self._visit, args=(match_id,), daemon=True).start()
+
+    def _visit(self, match_id: str) -> None:
+        """A visitor follows the ended match's link: its page, then its replay."""
+        if not self._refreshing.locked():
+            self._refresh()
+        self._get(f"/matches/{match_id}")
+        self._get(f"/matches/{match_id}/replay")
+
+    def _refresh(self) -> None:
+        with self._refreshing:
+            self._get("/api/leaderboard")
+
+    def _get(self, path: str) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status != 200:
+                self.errors.append(f"{path}: HTTP {resp.status}")
+        except OSError as exc:
+            if not self.closing:
+                self.errors.append(f"{path}: {exc}")
+        finally:
+            conn.close()
+
+    def _stream(self, path: str, on_event: object) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        with self._lock:
+            self._conns.add(conn)
+        try:
+            conn.request("GET", path, headers={"Accept": "text/event-stream"})
+            resp = conn.getresponse()
+            if resp.status != 200:
+                self.errors.append(f"{path}: HTTP {resp.status}")
+                return
+            kind, data = "message", []
+            while line := resp.fp.readline():
+                text = line.decode("utf-8").rstrip("\r\n")
+                if text.startswith("event:"):
+                    kind = text[6:].strip()
+                elif text.startswith("data:"):
+                    data.append(text[5:].strip())
+                elif not text:
+                    if data and callable(on_event):
+                        on_event(kind, "\n".join(data))
+                    kind, data = "message", []
+        except OSError as exc:
+            if not self.closing:
+                self.errors.append(f"{path}: {exc}")
+        finally:
+            conn.close()
+            with self._lock:
+                self._conns.discard(conn)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: int = 4,
+             concurrency: int = 4, rounds: int = 1, viewers: bool = False,
+             web: bool = True, chaos: bool = False, every: float = 0.5, cfarena: str = CFARENA,
+             timeout_s: float = 600.0) -> Soak:
+    """Play `warmup` + `matches` matches on a fresh serve in `tmp` (see the module doc);
+    AssertionError (with serve's log) if serve dies or stops making progress."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    db = f"sqlite:///{tmp / 'soak.db'}"
+    env = dict(os.environ)
+    # an older cfarena's bots run on its own interpreter (its SDK)
+    env["PATH"] = f"{Path(cfarena).parent}{os.pathsep}{env.get('PATH', '')}"
+    python = str(Path(cfarena).with_name("python"))
+    names = [f"soak{i}" for i in range(bots)]
+    tokens = {}
+    for name in names:
+        added = subprocess.run([cfarena, "bots", "add", name, "--db", db],
+                               capture_output=True, text=True, check=True, env=env)
+        tokens[name] = added.stdout.strip().splitlines()[-1]
+    port, http_port = _free_port(), (_free_port() if web else None)
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        with open(tmp / f"{name}.err", "wb") as err:
+            proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=err,
+                                    env=env, start_new_session=True)
+        procs.append(proc)
+        return proc
+
+    def failed(what: str) -> AssertionError:
+        log = (tmp / "serve.err").read_text(errors="replace")[-3000:]
+        return AssertionError(f"{what}; serve's log ends:\n{log}")
+
+    spectator = Spectator(http_port) if viewers and http_port is not None else None
+    try:
+        web_args = ["--http-port", str(http_port)] if http_port is not None else []
+        serve = start("serve", [cfarena, "serve", "--port", str(port), *web_args,
+                                "--db", db, "--players", str(players), "--rule",
+                                f"rounds={rounds}", "--concurrency", str(concurrency)])
+        bot_argv = {name: [python, "-m", "cfarena.sdk", "run", SAMPLES[k % len(SAMPLES)],
+                           "--server", f"127.0.0.1:{port}", f"--token={tokens[name]}",
+                           "--capacity", str(concurrency), "--retries", "50", "-q"]
+                    for k, name in enumerate(names)}
+        bot_procs = {name: start(name, argv) for name, argv in bot_argv.items()}
+        chaos_at, chaos_n = time.monotonic() + 5, 0
+        deadline = time.monotonic() + timeout_s
+        samples: list[tuple[int, float]] = []
+        began = 0.0
+        last, moved = -1, time.monotonic()
+        while True:
+            if serve.poll() is not None:
+                raise failed(f"serve exited {serve.returncode}")
+            try:
+                ended = _ended(http_port, db)
+            except (OSError, sqlite3.Error):  # not listening yet, no tables yet
+                ended = 0
+            else:
+                if spectator is not None and not spectator.started:
+                    spectator.start()
+            now = time.monotonic()
+            if ended != last:
+                last, moved = ended, now
+            elif now - moved > (60 if ended else 180):  # serve and the bots start first
+                raise failed(f"no match ended for {now - moved:.0f} s (at {ended})")
+            if now > deadline:
+                raise failed(f"only {ended} of {warmup + matches} matches in {timeout_s:g} s")
+            if chaos and now >= chaos_at:  # a bot frozen past its timeout, or killed
+                victim = names[chaos_n % len(names)]
+                proc = bot_procs[victim]
+                if chaos_n % 2:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    bot_procs[victim] = start(victim, bot_argv[victim])
+                else:
+                    os.killpg(proc.pid, signal.SIGSTOP)
+                    time.sleep(1.5)
+                    os.killpg(proc.pid, signal.SIGCONT)
+                chaos_at, chaos_n = time.monotonic() + 3, chaos_n + 1
+            if ended >= warmup:
+                if not samples:
+                    began = now
+                samples.append((ended, _rss_kib(serve.pid)))
+                if ended - samples[0][0] >= matches:
+                    break
+            time.sleep(every)
+        seconds = time.monotonic() - began
+    finally:
+        if spectator is not None:
+            spectator.close()
+        for proc in reversed(procs):
+            _stop(proc)
+    viewed = spectator.viewed if spectator is not None else 0
+    errors = spectator.errors if spectator is not None else []
+    return Soak(samples[-1][0] - samples[0][0], seconds, samples, viewed, errors)
+
+
+def _report(label: str, soak: Soak) -> None:
+    print(f"{label}: {soak.matches} matches in {soak.seconds:.0f} s; serve RSS "
+          f"{soak.rss_start_kib / 1024:.1f} MiB after the warm-up, "
+          f"{soak.rss_end_kib / 1024:.1f} MiB at the end; growth "
+          f"{soak.kib_per_match:.1f} KiB/match (fit over {len(soak.samples)} samples)"
+          + (f"; {soak.viewed} live streams watched" if soak.viewed else "")
+          + (f"; spectator errors: {soak.errors[:3]}" if soak.errors else ""), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--matches", type=int, default=1000, help="counted after the warm-up")
+    ap.add_argument("--warmup", type=int, default=100, help="matches before measuring")
+    ap.add_argument("--players", type=int, default=2)
+    ap.add_argument("--bots", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--every", type=float, default=0.5, help="seconds between samples")
+    ap.add_argument("--viewers", action="store_true",
+                    help="a spectator on /api/events and every live match")
+    ap.add_argument("--chaos", action="store_true",
+                    help="every 3 s a bot is frozen for 1.5 s (SIGSTOP) or killed and "
+                         "restarted, in turn (the audit's soak)")
+    ap.add_argument("--no-web", action="store_true", help="serve without --http-port")
+    ap.add_argument("--baseline", metavar="CFARENA",
+                    help="another cfarena executable to soak first, for comparison")
+    args = ap.parse_args()
+    # SIGTERM ends the soak as Ctrl-C does: its serve and bots are stopped too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    print(f"{args.players}-player matches of {args.rounds} round(s), {args.bots} SDK bots, "
+          f"{args.concurrency} at once, web {'off' if args.no_web else 'on'}"
+          f"{', a spectator watching' if args.viewers else ''}; {args.warmup} matches of "
+          f"warm-up; {os.cpu_count()} cpus", flush=True)
+    runs = [("baseline", args.baseline)] if args.baseline else []
+    runs.append(("this", CFARENA))
+    for label, exe in runs:
+        with tempfile.TemporaryDirectory(prefix="cfarena-soak-") as tmp:
+            soak = run_soak(Path(tmp), matches=args.matches, warmup=args.warmup,
+                            players=args.players, bots=args.bots,
+                            concurrency=args.concurrency, rounds=args.rounds,
+                            viewers=args.viewers, web=not args.no_web, chaos=args.chaos,
+                            every=args.every,
+                            cfarena=exe, timeout_s=max(600.0, args.matches * 3.0))
+        _report(f"{label} ({exe})", soak)
+
+
+if __name__ == "__main__":
+    main()
