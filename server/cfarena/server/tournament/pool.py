@@ -132,6 +132,8 @@ class BotPool:
                        for n, c in commands.items()}
         self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
         self._servers: set[ForkServer] = set()
+        # fork servers that forked a child since the last `new_phase` (since the start)
+        self._forked: set[ForkServer] = set()
         self._last_server_failure: dict[str, str] = {}
         # the referee's gate stops a sandbox over its connection limit through the pool
         self.server.sandbox_faults.append(self._sandbox_fault)
@@ -190,10 +192,14 @@ class BotPool:
         """Stop every bot process alive, warm ones included, and start the warm ones
         afresh once `restart` is called: a process alive during the phase that ended
         could otherwise carry what it learnt past the host's reset (schedule.phases).
-        Idle fork servers stay: they run only the arena's code and no child of theirs
-        is alive (what a child left in its sandbox is kept from the deals it heard of
-        by the taint rule, as before); a bot with fewer than its warm count gets fresh
-        ones now, before the reset, while Python's files are still cached."""
+        Every fork server that forked a child since the last phase change is stopped
+        too: a child leaves bits in its sandbox that the server's cleaner cannot reset
+        (its PID counter, its tmpfs's inode counter), and a child of the next phase
+        could read them and relay them (through the page cache, open within a phase)
+        to the bot's process playing the same deal. Servers that never forked stay. A
+        bot with fewer idle servers than its warm count gets fresh ones now, before
+        the reset, while Python's files are still cached (started after it, cold, they
+        cost the next phase's first matches seconds each)."""
         for task in list(self._connecting):
             task.cancel()
         await asyncio.gather(*self._connecting, return_exceptions=True)
@@ -201,6 +207,8 @@ class BotPool:
         await asyncio.gather(*(self._stop(w) for w in stale), return_exceptions=True)
         for warm in stale:
             self._unstarted[warm.bot] = self._unstarted.get(warm.bot, 0) + 1
+        forked, self._forked = self._forked, set()
+        await asyncio.gather(*(self._stop_server(s) for s in forked), return_exceptions=True)
         self._ready = {n: asyncio.Queue() for n in self.commands}
         starts = []
         for name, idle in self._idle.items():
@@ -371,6 +379,7 @@ class BotPool:
         self.started += 1
         playing = set(self._playing.get(name, {}))
         server.tainted |= playing  # its child lives while these are played
+        self._forked.add(server)  # stopped at the next phase change (`new_phase`)
         process = await server.fork(f"{name}#{self.started}", plan.args, self._env(token))
         warm = WarmBot(name, process, seat_pass, server=server,
                        tainted=set(server.tainted) | playing)
