@@ -121,6 +121,7 @@ class BotPool:
         self._failures: dict[str, int] = dict.fromkeys(commands, 0)
         self._dead: dict[str, str] = {}
         self._live: set[WarmBot] = set()
+        self._taken: set[WarmBot] = set()  # handed out for a match by `take`, not released
         self._tasks: set[asyncio.Task[Any]] = set()
         self._connecting: set[asyncio.Task[Any]] = set()  # of the processes not yet ready
         self.watch = watch or LimitWatch()
@@ -188,7 +189,7 @@ class BotPool:
         with contextlib.suppress(ValueError):
             self.server.sandbox_faults.remove(self._sandbox_fault)
 
-    async def new_phase(self) -> None:
+    async def new_phase(self, keep_playing: bool = False) -> None:
         """Stop every bot process alive, warm ones included, and start the warm ones
         afresh once `restart` is called: a process alive during the phase that ended
         could otherwise carry what it learnt past the host's reset (schedule.phases).
@@ -199,15 +200,21 @@ class BotPool:
         to the bot's process playing the same deal. Servers that never forked stay. A
         bot with fewer idle servers than its warm count gets fresh ones now, before
         the reset, while Python's files are still cached (started after it, cold, they
-        cost the next phase's first matches seconds each)."""
+        cost the next phase's first matches seconds each).
+
+        With `keep_playing` (another tournament's phase change in the same worker), the
+        processes in a match and their fork servers are kept (`playing` says if any)."""
         for task in list(self._connecting):
             task.cancel()
         await asyncio.gather(*self._connecting, return_exceptions=True)
-        stale = list(self._live)
+        kept = {w for w in self._taken if keep_playing}
+        stale = [w for w in self._live if w not in kept]
         await asyncio.gather(*(self._stop(w) for w in stale), return_exceptions=True)
         for warm in stale:
             self._unstarted[warm.bot] = self._unstarted.get(warm.bot, 0) + 1
-        forked, self._forked = self._forked, set()
+        serving = {w.server for w in kept}
+        forked = {s for s in self._forked if s not in serving}
+        self._forked -= forked
         await asyncio.gather(*(self._stop_server(s) for s in forked), return_exceptions=True)
         self._ready = {n: asyncio.Queue() for n in self.commands}
         starts = []
@@ -216,6 +223,10 @@ class BotPool:
                 wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0))
                 starts += [self._start_server(name) for _ in range(wanted - len(idle))]
         await asyncio.gather(*starts)
+
+    def playing(self) -> bool:
+        """Whether a process of this pool is in a match now."""
+        return any(w.process.returncode is None for w in self._taken)
 
     async def restart(self) -> None:
         """Start the warm processes of the next phase (after `new_phase`)."""
@@ -253,6 +264,12 @@ class BotPool:
         `take` then hands out a seat that is not connected, whose match records a
         disconnect fault quoting why (the seat forfeits, the others play on).
         """
+        warm = await self._take(name, deal)
+        if warm.written_off is None:
+            self._taken.add(warm)
+        return warm
+
+    async def _take(self, name: str, deal: int | None) -> WarmBot:
         if self._plans[name] is not None:
             return await self._take_forked(name, deal)
         while True:
@@ -281,6 +298,7 @@ class BotPool:
     async def release(self, warm: WarmBot) -> None:
         """Stop a process after its match (its whole sandbox). A forked process that
         has exited by itself leaves its fork server, cleaned, for another match."""
+        self._taken.discard(warm)
         server = warm.server
         process = warm.process
         if server is None or not process.exited_by_itself or not server.idle:
@@ -542,6 +560,7 @@ class BotPool:
             warm.connection.close(FaultKind.DISCONNECT, "bot process stopped")
         await warm.process.stop()
         self._live.discard(warm)
+        self._taken.discard(warm)
         if warm.server is not None:  # a forked process dies with its fork server
             await self._stop_server(warm.server)
 

@@ -42,7 +42,7 @@ from procrastinate.worker import Worker
 
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
-from cfarena.server.sandbox.host_reset import HostReset, reset_problem
+from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, StorageError, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentError
@@ -136,8 +136,9 @@ class QueueWorker:
         self._stop = asyncio.Event()
         self._jobs: set[asyncio.Task[object]] = set()  # the jobs being played
         self._halted = False
-        # drops this host's caches between a tournament's phases (None: it cannot)
-        self.host = HostReset() if reset_problem() is None else None
+        # drops this host's caches between a tournament's phases (None: it cannot),
+        # holding the host's players' lock while this worker plays (from `start`)
+        self.host: HostReset | None = None
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
         self.app.task(name=job_queue.TASK, pass_context=True,
@@ -150,11 +151,16 @@ class QueueWorker:
         self._server = RefereeServer(TokenRegistry(), port=None,
                                      unix_socket=self._socket_dir / "arena.sock")
         await self._server.start()
+        self.host = claim_host_reset()
         return self._server
 
     def adopt(self, tournament_id: int, player: TournamentPlayer) -> None:
         """Play this tournament with a player already started (run-tournament's)."""
+        player.neighbours = self._neighbours
         self.players[tournament_id] = player
+
+    def _neighbours(self) -> list[TournamentPlayer]:
+        return list(self.players.values())
 
     @property
     def stopping(self) -> bool:
@@ -218,6 +224,8 @@ class QueueWorker:
             self._server = None
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
+        if self.host is not None:
+            self.host.release()
 
     async def _run_once(self) -> None:
         options = self.options
@@ -321,7 +329,8 @@ class QueueWorker:
             assert self._server is not None, "start() first"
             player = TournamentPlayer(self._server, self.db, config, launch,
                                       self.options.concurrency, self.options.log_dir,
-                                      acknowledge=True, host=self.host)
+                                      acknowledge=True, host=self.host,
+                                      neighbours=self._neighbours)
             pending = await asyncio.to_thread(self.db.pending_matches, tournament_id)
             ids = {b.name: b.id for b in await asyncio.to_thread(self.db.list_bots)}
             names = {ids[b.name]: b.name for b in config.bots if b.name in ids}
