@@ -14,9 +14,11 @@ match job. The worker:
   ratings); a match found finished is acknowledged without playing it;
 - plays a tournament phase by phase (`schedule.phases`): a job whose match belongs to a
   phase after one not finished everywhere goes back to the queue for a second; the
-  first match of a later phase it plays stops its bot processes of that tournament and
-  drops the host's caches (`TournamentPlayer.enter_phase`). That resets the host only
-  if this worker is the only one on it playing the tournament (docs/WORKERS.md);
+  first match of a later phase it plays stops its bot processes of that tournament,
+  and those of its other tournaments not in a match, and drops the host's caches
+  (`TournamentPlayer.enter_phase`). It holds the host's players' lock while it plays
+  (`HostReset.claim`): the reset is claimed only where no other cfarena process plays
+  on the host, nor another of its tournaments had a match in play (docs/WORKERS.md);
 - when the database goes away, finishes the matches it is playing, keeps their records
   until the database is back (nothing is half-written: a record is one transaction),
   and starts taking jobs again when it returns; the jobs it held are retried by
