@@ -134,7 +134,8 @@ class TournamentPlayer:
         """Why a drop now would not reset the host for this tournament, or None."""
         if any(pool.playing() for pool in others):
             return "another tournament of this worker has a match in play at its phase change"
-        if self.host is not None and self.host.shared():
+        if self.host is not None and self.host.sole and self.host.shared():
+            # (one that never held the lock said so when it started)
             return "another cfarena process plays tournaments on this host"
         return None
 
