@@ -216,7 +216,9 @@ class BotPool:
         forked = {s for s in self._forked if s not in serving}
         self._forked -= forked
         await asyncio.gather(*(self._stop_server(s) for s in forked), return_exceptions=True)
-        self._ready = {n: asyncio.Queue() for n in self.commands}
+        for ready in self._ready.values():  # emptied, not replaced: a `take` may wait on it
+            while not ready.empty():
+                ready.get_nowait()
         starts = []
         for name, idle in self._idle.items():
             if self._plans[name] is not None and name not in self._dead:
