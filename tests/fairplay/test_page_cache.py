@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from cfarena.server.sandbox.host_reset import HostReset
 from cfarena.server.storage import open_database
 from tests.cli.helpers import CFARENA, run_cli, run_json
 from tests.fairplay.arena import (
@@ -119,8 +120,9 @@ def test_the_stored_tournament_says_which_defences_held(arena: Arena) -> None:
     finally:
         db.close()
     # this machine (root, /proc/sys writable, bwrap and libseccomp) gives both
-    assert tournament.config["defences"] == {"page_cache_reset": True,
-                                             "seccomp_cache_probes": True}
+    defences = tournament.config["defences"]
+    assert {k: defences[k] for k in ("page_cache_reset", "seccomp_cache_probes")} == \
+        {"page_cache_reset": True, "seccomp_cache_probes": True}
     assert tournament.config["seats_per_bot"] == 1
     assert "page cache" not in outcome.result.stderr  # no missing defence announced
 
@@ -150,7 +152,8 @@ def test_one_bot_is_not_given_two_seats_of_a_table_unless_asked(tmp_path: Path) 
 
 @pytest.mark.postgres
 def test_a_worker_on_postgresql_resets_the_host_between_phases(
-        pg_cluster: PgCluster, tmp_path: Path) -> None:
+        pg_cluster: PgCluster, tmp_path: Path, arena: Arena) -> None:
+    arena.leftovers()  # the reset holds only for a worker playing alone on the host
     url = pg_cluster.create_database("page_cache_worker")
     blob = tmp_path / "carrier" / "blob.bin"
     write_blob(blob)
@@ -183,3 +186,25 @@ def test_a_worker_on_postgresql_resets_the_host_between_phases(
     assert matches[0].finished_at <= matches[1].started_at  # the phases, across a worker
     _assert_nothing_carried(probes[0], probes[1], opponent)
     assert stored is not None and stored.config["defences"]["page_cache_reset"] is True
+
+
+def test_a_run_does_not_claim_the_reset_while_another_process_plays_on_the_host(
+        tmp_path: Path, arena: Arena) -> None:
+    arena.leftovers()  # the session's scenarios have ended: this test holds the lock
+    other = HostReset()
+    assert other.claim() is None, "another cfarena process plays on this host"
+    try:
+        result = run_cli("run-tournament", "--bot", "random", "--bot", "greedy",
+                         "--players", "2", "--games", "1", "--rule", "rounds=1",
+                         "--db", f"sqlite:///{tmp_path / 'cfarena.db'}", cwd=tmp_path)
+    finally:
+        other.release()
+    assert result.returncode == 0, result.stderr
+    db = open_database(f"sqlite:///{tmp_path / 'cfarena.db'}")
+    try:
+        [tournament] = db.list_tournaments()
+    finally:
+        db.close()
+    assert tournament.config["defences"]["page_cache_reset"] is False
+    [line] = [x for x in result.stderr.splitlines() if "another cfarena process" in x]
+    assert f"(pid {os.getpid()})" in line and "not claimed" in line, result.stderr

@@ -3,7 +3,11 @@ not claim it (units: the real drop and the real runs are in tests/fairplay/test_
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -11,6 +15,7 @@ from cfarena.engine import Rules
 from cfarena.server.sandbox.host_reset import HostReset, HostResetError, reset_problem
 from cfarena.server.storage import open_database
 from cfarena.server.tournament import BotSpec, TournamentConfig, config
+from cfarena.server.tournament.match_player import TournamentPlayer
 from cfarena.server.tournament.pool import Launch
 
 
@@ -29,13 +34,13 @@ def test_a_missing_reset_is_announced_and_recorded(monkeypatch: pytest.MonkeyPat
     launch = Launch()
     monkeypatch.setattr(config, "reset_problem", lambda: None)
     assert config.missing_defences(launch) == []
-    assert config.host_defences(launch) == {"page_cache_reset": True,
-                                            "seccomp_cache_probes": True}
+    held = config.host_defences(launch)
+    assert (held["page_cache_reset"], held["seccomp_cache_probes"]) == (True, True)
     monkeypatch.setattr(config, "reset_problem", lambda: "not root")
     [line] = config.missing_defences(launch)
     assert "not root" in line and "page cache" in line
-    assert config.host_defences(Launch(sandbox=False)) == {"page_cache_reset": False,
-                                                           "seccomp_cache_probes": False}
+    unsandboxed = config.host_defences(Launch(sandbox=False))
+    assert not any(unsandboxed.values()), unsandboxed
 
 
 def test_a_defence_stays_held_only_while_every_machine_gave_it(tmp_path: Path) -> None:
@@ -78,3 +83,72 @@ def test_a_job_of_a_later_phase_waits_as_long_as_it_takes_and_failures_are_count
     decisions = [strategy.get_retry_decision(exception=RuntimeError("x"), job=job)
                  for _ in range(4)]
     assert [d is not None for d in decisions] == [True, True, True, False]  # 3 retries
+
+
+def test_only_the_one_process_playing_on_the_host_claims_the_reset(tmp_path: Path) -> None:
+    first, second = HostReset(lock_dirs=(tmp_path,)), HostReset(lock_dirs=(tmp_path,))
+    assert first.claim() is None and first.sole and not first.shared()
+    why = second.claim()  # another holder: not claimed, and the holder sees it
+    assert why is not None and f"(pid {os.getpid()})" in why and not second.sole
+    assert first.shared() and second.shared()
+    second.release()
+    assert not first.shared()  # alone again
+    first.release()
+    assert second.claim() is None  # the lock went with the first
+    second.release()
+    why = HostReset(lock_dirs=(tmp_path / "none",)).claim()
+    assert why is not None and "cannot be created" in why
+
+
+class _Pool:
+    """A tournament's pool, as a phase change sees it (`new_phase`, `playing`, `restart`)."""
+
+    def __init__(self, playing: bool) -> None:
+        self.in_play = playing
+        self.calls: list[str] = []
+
+    async def new_phase(self, keep_playing: bool = False) -> None:
+        self.calls.append("keep_playing" if keep_playing else "all")
+
+    def playing(self) -> bool:
+        return self.in_play
+
+    async def restart(self) -> None:
+        self.calls.append("restart")
+
+
+def _player(db: Any, host: HostReset, pool: _Pool, tournament_id: int) -> TournamentPlayer:
+    player = TournamentPlayer(server=Any, db=db, config=Any, launch=Launch(),  # type: ignore[arg-type]
+                              concurrency=1, host=host, phase=0)
+    player.pool = pool  # type: ignore[assignment]
+    player.room = SimpleNamespace(tournament_id=tournament_id)  # type: ignore[assignment]
+    return player
+
+
+@pytest.mark.parametrize("other_in_play", [False, True])
+def test_a_phase_change_stops_the_other_tournaments_of_a_worker_too(
+        tmp_path: Path, other_in_play: bool, caplog: pytest.LogCaptureFixture) -> None:
+    knob = tmp_path / "drop_caches"
+    knob.write_text("")
+    host = HostReset(path=knob, lock_dirs=(tmp_path,))
+    assert host.claim() is None
+    weakened: list[tuple[int, dict[str, bool]]] = []
+    db = SimpleNamespace(weaken_tournament_defences=lambda t, held: weakened.append((t, held)))
+    entering, other = _Pool(playing=False), _Pool(playing=other_in_play)
+    players: list[TournamentPlayer] = []
+    players += [_player(db, host, entering, 1), _player(db, host, other, 2)]
+    for player in players:
+        player.neighbours = lambda: players
+    try:
+        asyncio.run(players[0].enter_phase(1))
+    finally:
+        host.release()
+    assert knob.read_text() == "3"
+    assert entering.calls == ["all", "restart"]
+    assert other.calls == ["keep_playing", "restart"]  # its idle and warm ones stopped
+    # the reset holds for tournament 1 unless tournament 2 was in a match at the drop
+    assert players[0].reset_held is not other_in_play
+    assert [t for t, held in weakened if not held["page_cache_reset"]] == \
+        ([1] if other_in_play else [])
+    warnings = [r for r in caplog.records if "does not hold" in r.getMessage()]
+    assert len(warnings) == (1 if other_in_play else 0)

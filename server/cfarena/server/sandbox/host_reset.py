@@ -13,20 +13,33 @@ docs/FAIRPLAY.md "Host state").
 
 Only root (of the host, not of a container whose /proc/sys is read-only) can do it;
 `reset_problem` says why it cannot be done here, and a run records whether it held.
+
+The reset holds only if no other cfarena process plays tournaments on the host (their
+bots are not stopped before the drop). Each process that plays holds the host's
+players' lock (`HostReset.claim`, an exclusive flock of `cfarena-players.lock` in
+/run/lock, or /run) for as long as it plays; a process that finds it held does not
+claim the reset for its tournaments, and holds a shared flock of
+`cfarena-players.others` instead, which the holder checks on each side of every drop
+(`HostReset.shared`): while another process plays, the holder claims it no more either.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger("cfarena.sandbox")
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 _PAGE_CACHE_AND_SLAB = "3"
+LOCK_DIRS = (Path("/run/lock"), Path("/run"))
+PLAYERS_LOCK = "cfarena-players.lock"  # held (exclusive) by the one process that claims
+OTHERS_LOCK = "cfarena-players.others"  # held (shared) by every other process that plays
 
 
 class HostResetError(OSError):
@@ -52,6 +65,64 @@ class HostReset:
     path: Path = DROP_CACHES
     drops: int = 0
     seconds: float = 0.0
+    lock_dirs: tuple[Path, ...] = LOCK_DIRS
+    sole: bool = False  # this process holds the players' lock (`claim`)
+    _lock_dir: Path | None = None
+    _fds: list[int] = field(default_factory=list)
+
+    def claim(self) -> str | None:
+        """Take the host's players' lock for as long as this process plays (`release`):
+        None if it is the only cfarena process playing here, else why the reset cannot
+        be claimed for its tournaments (one line)."""
+        self.release()
+        problems = []
+        for folder in self.lock_dirs:
+            try:
+                fd = os.open(folder / PLAYERS_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                problems.append(f"{folder / PLAYERS_LOCK}: {exc.strerror or exc}")
+                continue
+            self._lock_dir = folder
+            self._fds.append(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(folder / PLAYERS_LOCK)
+                with contextlib.suppress(OSError):
+                    others = os.open(folder / OTHERS_LOCK,
+                                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                    self._fds.append(others)
+                    fcntl.flock(others, fcntl.LOCK_SH)  # the holder sees this process
+                return (f"another cfarena process{holder} plays tournaments on this host "
+                        f"(it holds {folder / PLAYERS_LOCK})")
+            self.sole = True
+            return None
+        return "the players' lock cannot be created (" + "; ".join(problems) + ")"
+
+    def shared(self) -> bool:
+        """Whether another cfarena process plays tournaments on this host now (always
+        true when this one does not hold the players' lock)."""
+        if not self.sole or self._lock_dir is None:
+            return True
+        try:
+            fd = os.open(self._lock_dir / OTHERS_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                         0o600)
+        except OSError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # the lock, if taken, goes with it
+        return False
+
+    def release(self) -> None:
+        """Let go of the players' lock (this process plays no more)."""
+        for fd in self._fds:
+            os.close(fd)
+        self._fds.clear()
+        self.sole = False
 
     def drop(self) -> float:
         """Drop the clean page cache, dentries and inodes; the seconds it took.
@@ -68,3 +139,32 @@ class HostReset:
         self.seconds += took
         log.info("host caches dropped in %.2f s", took)
         return took
+
+
+def claim_host_reset() -> HostReset | None:
+    """What drops this host's caches for a process about to play tournaments, with the
+    host's players' lock taken (one warning line when another process holds it: the
+    reset is then not claimed); None where the caches cannot be dropped here."""
+    if reset_problem() is not None:
+        return None
+    host = HostReset()
+    problem = host.claim()
+    if problem is not None:
+        log.warning("%s: the host reset between phases is not claimed for this process's "
+                    "tournaments", problem)
+    return host
+
+
+def _holder(lock: Path) -> str:
+    """" (pid N)" naming the process holding an exclusive flock on `lock`, or ""."""
+    try:
+        st = lock.stat()
+        device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        for line in Path("/proc/locks").read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 5 and parts[1] == "FLOCK" and parts[3] == "WRITE" \
+                    and parts[5] == device:
+                return f" (pid {parts[4]})"
+    except (OSError, ValueError):
+        pass
+    return ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,10 @@ class TournamentPlayer:
     host: HostReset | None = None  # drops the host's caches; None where it cannot
     phase: int | None = None  # the phase of the matches played now (None: none yet)
     phases: dict[str, int] = field(default_factory=dict)  # match key -> its phase
+    # the players of the other tournaments this process plays (a worker's): their
+    # processes not in a match are stopped at this one's phase change too
+    neighbours: Callable[[], Sequence[TournamentPlayer]] = lambda: ()
+    reset_held: bool = True  # no phase change so far found the reset defeated
     _phase_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def start(self, seatings: Sequence[Sequence[str]]) -> None:
@@ -92,7 +96,12 @@ class TournamentPlayer:
         first, any phase after the first: the earlier ones were played before) stops
         every bot process and drops the host's caches: no process of a bot that may
         have learnt one view of a deal lives on, nor what it left in the host's caches.
-        The caller sees to it that no match of an earlier phase is still playing."""
+        The caller sees to it that no match of an earlier phase is still playing.
+
+        The other tournaments this process plays (`neighbours`) have their processes
+        not in a match stopped too; if one has a match in play, or another cfarena
+        process plays on this host (`HostReset.shared`), the reset does not hold for
+        this tournament and its stored defences say so."""
         async with self._phase_lock:
             if self.phase is not None and phase <= self.phase:
                 return
@@ -101,21 +110,42 @@ class TournamentPlayer:
                 return
             assert self.pool is not None, "start() first"
             await self.pool.new_phase()
+            others = [p.pool for p in self.neighbours() if p is not self and p.pool is not None]
+            await asyncio.gather(*(pool.new_phase(keep_playing=True) for pool in others))
             if self.host is not None:
+                why = self._reset_defeated(others)
                 try:
                     await asyncio.to_thread(self.host.drop)
                 except HostResetError as exc:
                     log.warning("%s; the host reset does not hold for this tournament", exc)
                     self.host = None
                     self._record_defences()
+                why = why or self._reset_defeated(others)
+                if why is not None and self.reset_held:
+                    log.warning("tournament %s: %s; the host reset does not hold for it",
+                                self.room.tournament_id if self.room else "?", why)
+                    self.reset_held = False
+                    self._record_defences()
             await self.pool.restart()
+            for pool in others:
+                await pool.restart()
+
+    def _reset_defeated(self, others: Sequence[BotPool]) -> str | None:
+        """Why a drop now would not reset the host for this tournament, or None."""
+        if any(pool.playing() for pool in others):
+            return "another tournament of this worker has a match in play at its phase change"
+        if self.host is not None and self.host.sole and self.host.shared():
+            # (one that never held the lock said so when it started)
+            return "another cfarena process plays tournaments on this host"
+        return None
 
     def _record_defences(self) -> None:
         """Record in the stored tournament the defences this machine does not give."""
         if self.room is None:
             return
         held = host_defences(self.launch)
-        held["page_cache_reset"] = held["page_cache_reset"] and self.host is not None
+        held["page_cache_reset"] = held["page_cache_reset"] and self.host is not None \
+            and self.host.sole and self.reset_held
         try:
             self.db.weaken_tournament_defences(self.room.tournament_id, held)
         except StorageError as exc:

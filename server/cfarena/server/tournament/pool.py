@@ -121,6 +121,7 @@ class BotPool:
         self._failures: dict[str, int] = dict.fromkeys(commands, 0)
         self._dead: dict[str, str] = {}
         self._live: set[WarmBot] = set()
+        self._taken: set[WarmBot] = set()  # handed out for a match by `take`, not released
         self._tasks: set[asyncio.Task[Any]] = set()
         self._connecting: set[asyncio.Task[Any]] = set()  # of the processes not yet ready
         self.watch = watch or LimitWatch()
@@ -132,6 +133,8 @@ class BotPool:
                        for n, c in commands.items()}
         self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
         self._servers: set[ForkServer] = set()
+        # fork servers that forked a child since the last `new_phase` (since the start)
+        self._forked: set[ForkServer] = set()
         self._last_server_failure: dict[str, str] = {}
         # the referee's gate stops a sandbox over its connection limit through the pool
         self.server.sandbox_faults.append(self._sandbox_fault)
@@ -186,28 +189,46 @@ class BotPool:
         with contextlib.suppress(ValueError):
             self.server.sandbox_faults.remove(self._sandbox_fault)
 
-    async def new_phase(self) -> None:
+    async def new_phase(self, keep_playing: bool = False) -> None:
         """Stop every bot process alive, warm ones included, and start the warm ones
         afresh once `restart` is called: a process alive during the phase that ended
         could otherwise carry what it learnt past the host's reset (schedule.phases).
-        Idle fork servers stay: they run only the arena's code and no child of theirs
-        is alive (what a child left in its sandbox is kept from the deals it heard of
-        by the taint rule, as before); a bot with fewer than its warm count gets fresh
-        ones now, before the reset, while Python's files are still cached."""
+        Every fork server that forked a child since the last phase change is stopped
+        too: a child leaves bits in its sandbox that the server's cleaner cannot reset
+        (its PID counter, its tmpfs's inode counter), and a child of the next phase
+        could read them and relay them (through the page cache, open within a phase)
+        to the bot's process playing the same deal. Servers that never forked stay. A
+        bot with fewer idle servers than its warm count gets fresh ones now, before
+        the reset, while Python's files are still cached (started after it, cold, they
+        cost the next phase's first matches seconds each).
+
+        With `keep_playing` (another tournament's phase change in the same worker), the
+        processes in a match and their fork servers are kept (`playing` says if any)."""
         for task in list(self._connecting):
             task.cancel()
         await asyncio.gather(*self._connecting, return_exceptions=True)
-        stale = list(self._live)
+        kept = {w for w in self._taken if keep_playing}
+        stale = [w for w in self._live if w not in kept]
         await asyncio.gather(*(self._stop(w) for w in stale), return_exceptions=True)
         for warm in stale:
             self._unstarted[warm.bot] = self._unstarted.get(warm.bot, 0) + 1
-        self._ready = {n: asyncio.Queue() for n in self.commands}
+        serving = {w.server for w in kept}
+        forked = {s for s in self._forked if s not in serving}
+        self._forked -= forked
+        await asyncio.gather(*(self._stop_server(s) for s in forked), return_exceptions=True)
+        for ready in self._ready.values():  # emptied, not replaced: a `take` may wait on it
+            while not ready.empty():
+                ready.get_nowait()
         starts = []
         for name, idle in self._idle.items():
             if self._plans[name] is not None and name not in self._dead:
                 wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0))
                 starts += [self._start_server(name) for _ in range(wanted - len(idle))]
         await asyncio.gather(*starts)
+
+    def playing(self) -> bool:
+        """Whether a process of this pool is in a match now."""
+        return any(w.process.returncode is None for w in self._taken)
 
     async def restart(self) -> None:
         """Start the warm processes of the next phase (after `new_phase`)."""
@@ -245,6 +266,12 @@ class BotPool:
         `take` then hands out a seat that is not connected, whose match records a
         disconnect fault quoting why (the seat forfeits, the others play on).
         """
+        warm = await self._take(name, deal)
+        if warm.written_off is None:
+            self._taken.add(warm)
+        return warm
+
+    async def _take(self, name: str, deal: int | None) -> WarmBot:
         if self._plans[name] is not None:
             return await self._take_forked(name, deal)
         while True:
@@ -273,6 +300,7 @@ class BotPool:
     async def release(self, warm: WarmBot) -> None:
         """Stop a process after its match (its whole sandbox). A forked process that
         has exited by itself leaves its fork server, cleaned, for another match."""
+        self._taken.discard(warm)
         server = warm.server
         process = warm.process
         if server is None or not process.exited_by_itself or not server.idle:
@@ -371,6 +399,7 @@ class BotPool:
         self.started += 1
         playing = set(self._playing.get(name, {}))
         server.tainted |= playing  # its child lives while these are played
+        self._forked.add(server)  # stopped at the next phase change (`new_phase`)
         process = await server.fork(f"{name}#{self.started}", plan.args, self._env(token))
         warm = WarmBot(name, process, seat_pass, server=server,
                        tainted=set(server.tainted) | playing)
@@ -533,6 +562,7 @@ class BotPool:
             warm.connection.close(FaultKind.DISCONNECT, "bot process stopped")
         await warm.process.stop()
         self._live.discard(warm)
+        self._taken.discard(warm)
         if warm.server is not None:  # a forked process dies with its fork server
             await self._stop_server(warm.server)
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
-from cfarena.server.sandbox.host_reset import HostReset, reset_problem
+from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, ScheduledMatch, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
@@ -165,6 +165,7 @@ async def run_tournament(
     player: TournamentPlayer | None = None
     unsaved: str | None = None
     locks = contextlib.ExitStack()
+    host: HostReset | None = None  # the local run's (a worker releases its own)
     locked = False  # this run holds its tournament's lock (only then may it write its status)
     try:
         found = None if new else find_tournament(config, db, resume_id, launch)
@@ -190,8 +191,9 @@ async def run_tournament(
                 [b.name for b in config.bots], config.players, config.games, 0)]
         # Bots first: a bot that does not start or connect stops the run before
         # any match is played.
+        host = _host_reset(worker)
         player = TournamentPlayer(server, db, config, launch, concurrency, log_dir,
-                                  acknowledge=queued, host=_host_reset(worker))
+                                  acknowledge=queued, host=host)
         await player.start(seatings)
         tournament_id, pending = open_tournament(config, db, found_id, launch)
         if found_id is None:
@@ -232,6 +234,8 @@ async def run_tournament(
             else:
                 await server.stop(grace=0.5)
                 shutil.rmtree(socket_dir, ignore_errors=True)
+                if host is not None:
+                    host.release()
     if unsaved is not None:
         raise TournamentError(unsaved)
     assert tournament_id is not None
@@ -244,7 +248,7 @@ def _host_reset(worker: QueueWorker | None) -> HostReset | None:
     None where it cannot be done."""
     if worker is not None:
         return worker.host
-    return HostReset() if reset_problem() is None else None
+    return claim_host_reset()  # released when the run ends
 
 
 @dataclass

@@ -14,9 +14,11 @@ match job. The worker:
   ratings); a match found finished is acknowledged without playing it;
 - plays a tournament phase by phase (`schedule.phases`): a job whose match belongs to a
   phase after one not finished everywhere goes back to the queue for a second; the
-  first match of a later phase it plays stops its bot processes of that tournament and
-  drops the host's caches (`TournamentPlayer.enter_phase`). That resets the host only
-  if this worker is the only one on it playing the tournament (docs/WORKERS.md);
+  first match of a later phase it plays stops its bot processes of that tournament,
+  and those of its other tournaments not in a match, and drops the host's caches
+  (`TournamentPlayer.enter_phase`). It holds the host's players' lock while it plays
+  (`HostReset.claim`): the reset is claimed only where no other cfarena process plays
+  on the host, nor another of its tournaments had a match in play (docs/WORKERS.md);
 - when the database goes away, finishes the matches it is playing, keeps their records
   until the database is back (nothing is half-written: a record is one transaction),
   and starts taking jobs again when it returns; the jobs it held are retried by
@@ -42,7 +44,7 @@ from procrastinate.worker import Worker
 
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
-from cfarena.server.sandbox.host_reset import HostReset, reset_problem
+from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, StorageError, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentError
@@ -136,8 +138,9 @@ class QueueWorker:
         self._stop = asyncio.Event()
         self._jobs: set[asyncio.Task[object]] = set()  # the jobs being played
         self._halted = False
-        # drops this host's caches between a tournament's phases (None: it cannot)
-        self.host = HostReset() if reset_problem() is None else None
+        # drops this host's caches between a tournament's phases (None: it cannot),
+        # holding the host's players' lock while this worker plays (from `start`)
+        self.host: HostReset | None = None
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
         self.app.task(name=job_queue.TASK, pass_context=True,
@@ -150,11 +153,16 @@ class QueueWorker:
         self._server = RefereeServer(TokenRegistry(), port=None,
                                      unix_socket=self._socket_dir / "arena.sock")
         await self._server.start()
+        self.host = claim_host_reset()
         return self._server
 
     def adopt(self, tournament_id: int, player: TournamentPlayer) -> None:
         """Play this tournament with a player already started (run-tournament's)."""
+        player.neighbours = self._neighbours
         self.players[tournament_id] = player
+
+    def _neighbours(self) -> list[TournamentPlayer]:
+        return list(self.players.values())
 
     @property
     def stopping(self) -> bool:
@@ -218,6 +226,8 @@ class QueueWorker:
             self._server = None
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
+        if self.host is not None:
+            self.host.release()
 
     async def _run_once(self) -> None:
         options = self.options
@@ -321,7 +331,8 @@ class QueueWorker:
             assert self._server is not None, "start() first"
             player = TournamentPlayer(self._server, self.db, config, launch,
                                       self.options.concurrency, self.options.log_dir,
-                                      acknowledge=True, host=self.host)
+                                      acknowledge=True, host=self.host,
+                                      neighbours=self._neighbours)
             pending = await asyncio.to_thread(self.db.pending_matches, tournament_id)
             ids = {b.name: b.id for b in await asyncio.to_thread(self.db.list_bots)}
             names = {ids[b.name]: b.name for b in config.bots if b.name in ids}

@@ -1,0 +1,118 @@
+"""A phase change stops what could carry a deal past the host's reset, deterministically:
+a real `BotPool` with real sandboxed processes (fork servers for a bundled bot, fresh
+processes for a shell command) and a real referee; no match is played (processes are
+taken and `begin` a deal as for a match). And the order of a local run: no match of a
+phase starts before every match of the phase before it has ended.
+
+After `new_phase` (FAIRPLAY.md, "Host state"), no bot process alive before it (warm,
+or playing) is alive, nor any fork server that forked a child before it (its sandbox
+keeps bits its cleaner cannot reset); a fork server that never forked may stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from cfarena.server.botproc import bundled_command
+from cfarena.server.referee import RefereeServer, TokenRegistry
+from cfarena.server.sandbox import BotProcess, sandbox_problem
+from cfarena.server.storage import MatchStatus, ScheduledMatch
+from cfarena.server.tournament.forks import ForkServer
+from cfarena.server.tournament.match_queue import play_all
+from cfarena.server.tournament.pool import BotPool, Launch, WarmBot
+
+FORKED, FRESH = "random", "fresh"
+# shell syntax (a redirection): run as written, a fresh interpreter per process
+FRESH_COMMAND = " ".join(bundled_command("random")[1:]) + " --capacity 1 </dev/null"
+TIMEOUT = 60.0
+
+
+def _alive(thing: WarmBot | ForkServer) -> bool:
+    process = thing.process if isinstance(thing, WarmBot) else thing.sandbox
+    assert process is not None
+    if isinstance(process, BotProcess):
+        return process.returncode is None
+    return process.returncode is None and process.server.alive
+
+
+async def _run(tmp: Path) -> dict[str, list[bool]]:
+    server = RefereeServer(TokenRegistry(), port=None, unix_socket=tmp / "arena.sock")
+    await server.start()
+    pool = BotPool(server, Launch(sandbox=True, cwd=tmp, connect_timeout=TIMEOUT),
+                   {FORKED: None, FRESH: f"{sys.executable} {FRESH_COMMAND}"},
+                   warm={FORKED: 2, FRESH: 1}, demand={FORKED: 100, FRESH: 100})
+    try:
+        await pool.start()
+        # a child of each bot plays deal 1; a forked child of deal 2 ends and leaves
+        # its server idle, having forked
+        playing = [await pool.take(FORKED, 1), await pool.take(FRESH, 1)]
+        pool.begin(FORKED, 1)
+        pool.begin(FRESH, 1)
+        done = await pool.take(FORKED, 2)
+        assert done.connection is not None and done.server is not None
+        done.connection.retire()
+        await asyncio.wait_for(done.process.wait(), TIMEOUT)
+        for _ in range(500):  # the server reports its child's exit after the child exits
+            if done.server.idle:
+                break
+            await asyncio.sleep(0.01)
+        await pool.release(done)
+        while pool._tasks:  # the spares started in the background
+            await asyncio.gather(*pool._tasks, return_exceptions=True)
+        never = await pool._start_server(FORKED)  # a server that never forked
+        assert never is not None
+        forked_idle = [s for s in pool._idle[FORKED] if s._forks > 0]
+        assert forked_idle, "an idle fork server that forked before the change"
+        warm = [w for w in pool._live if w not in playing]
+        assert any(w.bot == FRESH for w in warm), "a warm fresh process before the change"
+        live = playing + warm
+        assert all(_alive(w) for w in live) and all(_alive(s) for s in forked_idle)
+        await pool.new_phase()
+        pool.end(FORKED, 1)
+        pool.end(FRESH, 1)
+        state = {"processes": [_alive(w) for w in live],
+                 "forked servers": [_alive(s) for s in forked_idle],
+                 "never forked": [_alive(never)]}
+        await pool.restart()
+        again = await pool.take(FORKED, 1)  # the next phase plays the deal again
+        assert again.server not in forked_idle
+        return state
+    finally:
+        await pool.close()
+        await server.stop(grace=0.5)
+
+
+def test_a_phase_change_stops_every_process_and_every_server_that_forked(
+        tmp_path: Path) -> None:
+    if shutil.which("bwrap") is None or sandbox_problem() is not None:
+        pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
+    state = asyncio.run(_run(tmp_path))
+    assert not any(state["processes"]), state  # warm and playing: stopped
+    assert not any(state["forked servers"]), state  # a child's bits die with its sandbox
+    assert state["never forked"] == [True], state  # kept: it ran only the arena's code
+
+
+def test_no_match_of_a_phase_starts_before_the_phase_before_ended() -> None:
+    events: list[tuple[str, str]] = []
+
+    async def play(match: ScheduledMatch) -> None:
+        events.append(("start", match.key))
+        await asyncio.sleep(0.01 * (1 + int(match.key[1])))  # uneven: they end out of order
+        events.append(("end", match.key))
+
+    async def enter_phase(phase: int) -> None:
+        events.append(("phase", str(phase)))
+
+    # 3 deals x 2 rotations; rotation r is phase r
+    matches = [ScheduledMatch(f"m{g}{r}", f"g{g}-r{r}", g, {}, 2, "", (1, 2),
+                              MatchStatus.SCHEDULED) for g in range(3) for r in range(2)]
+    phases = {m.key: int(m.key[-1]) for m in matches}
+    asyncio.run(play_all(matches, play, 4, phases, enter_phase))
+    second = events.index(("phase", "1"))
+    assert {k for e, k in events[:second] if e == "end"} == {"g0-r0", "g1-r0", "g2-r0"}
+    assert all(phases[k] == 1 for e, k in events[second:] if e in ("start", "end"))
