@@ -53,9 +53,13 @@ def test_fork_bomb_hits_the_process_limit(arena: Arena) -> None:
     outcome = arena.outcome("fork_bomb")
     assert len(outcome.seats("evil")) == 2, outcome.describe()
     for seat in outcome.seats("evil"):
-        failed = seat.one("fork-failed")  # fork fails at the limit...
-        assert failed["error"] == "EAGAIN", failed
-        assert failed["after"] < 32, failed
+        # fork fails at the limit (the pids cgroup refuses it)... though the watchdog,
+        # which sees the refusal too, may stop the sandbox before the bot says so
+        progress = seat.all("fork-progress")
+        assert progress and max(p["started"] for p in progress) < 32, progress
+        for failed in seat.all("fork-failed"):
+            assert failed["error"] == "EAGAIN", failed
+            assert failed["after"] < 32, failed
     _limit_faults(outcome, "process limit 32 reached")  # ...and reaching it is a fault
     assert_fair_run(outcome, arena)
 
@@ -141,9 +145,10 @@ def test_cpu_of_children_shorter_than_a_poll_counts_at_once(arena: Arena) -> Non
 
 
 def test_descriptors_end_at_the_sandbox_limit(arena: Arena) -> None:
-    """A bot that opens files, socket pairs and connections to the referee without
-    end gets EMFILE at its own RLIMIT_NOFILE (256), far below the referee's; that is
-    no fault, and the referee plays on unharmed."""
+    """A bot that opens files and socket pairs without end gets EMFILE at its own
+    RLIMIT_NOFILE (256), far below the referee's; that is no fault, and the referee
+    plays on unharmed. (Connections to the referee are capped by its gate first:
+    test_flood.py.)"""
     outcome = arena.outcome("descriptor_hog")
     seats = outcome.seats("evil")
     assert len(seats) == 2, outcome.describe()
@@ -151,7 +156,6 @@ def test_descriptors_end_at_the_sandbox_limit(arena: Arena) -> None:
         seen = seat.one("descriptors")
         assert seen["stopped_by"] == "EMFILE" and seen["limit"] == 256, seen
         assert seen["open_before"] + seen["held"] == 256, seen
-        assert seen["connections"] > 50, seen  # it did reach the referee's socket
         assert seat.faults == [], seat.faults
         assert not seat.match.seats[seat.seat].forfeited
     assert_fair_run(outcome, arena)

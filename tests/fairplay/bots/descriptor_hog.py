@@ -1,11 +1,11 @@
-"""Hostile bot: opens descriptors until the kernel refuses (files, sockets, connections).
+"""Hostile bot: opens descriptors until the kernel refuses (files and sockets).
 
-When its match starts it opens, round and round, `/dev/null`, a Unix socket pair
-and a connection to the referee's socket (`/run/cfarena/arena.sock`, which it
-never speaks on), until an open fails or it holds 4096. It reports how many it
-held, why it stopped and its RLIMIT_NOFILE on a `PROBE descriptors: <json>` line,
-closes them all and plays random legal moves: hitting its own limit is no fault,
-and the referee must be unharmed.
+When its match starts it opens, in turn, `/dev/null` and a Unix socket pair until
+an open fails or it holds 4096 (connections to the referee's socket are capped by
+the referee's gate before any descriptor limit: tests/fairplay/test_flood.py).
+It reports how many it held, why it stopped and its RLIMIT_NOFILE on a
+`PROBE descriptors: <json>` line, closes them all and plays random legal moves:
+hitting its own limit is no fault, and the referee must be unharmed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from cfarena.engine.moves import Move
 from cfarena.sdk import Bot
 from cfarena.sdk.types import MatchInfo, Turn
 
-ARENA = "/run/cfarena/arena.sock"
 MOST = 4096
 
 
@@ -32,15 +31,7 @@ def probe(name: str, outcome: object) -> None:
 def open_one(kind: int) -> list[object]:
     if kind == 0:
         return [open("/dev/null", "rb")]  # held on purpose
-    if kind == 1:
-        return list(socket.socketpair())
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(ARENA)
-    except OSError:
-        conn.close()
-        raise
-    return [conn]
+    return list(socket.socketpair())
 
 
 class DescriptorHogBot(Bot):
@@ -48,16 +39,12 @@ class DescriptorHogBot(Bot):
         before = len(os.listdir("/proc/self/fd")) - 1  # less listdir's own
         held: list[object] = []
         why = None
-        connections = 0
         try:
             for round_ in range(MOST):
-                kind = round_ % 3
-                held += open_one(kind)
-                connections += kind == 2
+                held += open_one(round_ % 2)
         except OSError as exc:
             why = errno.errorcode.get(exc.errno or 0, str(exc))
         probe("descriptors", {"open_before": before, "held": len(held), "stopped_by": why,
-                              "connections": connections,
                               "limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0]})
         for thing in held:
             thing.close()  # type: ignore[attr-defined]
