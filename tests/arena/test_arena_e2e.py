@@ -207,14 +207,14 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     # montecarlo, which are level at a 2 ms budget. After ~150 matches the online
     # rating of one version is not sure of a 70-Elo gap (sigma ~1.5-2 mu points), so
     # only the big gaps are asserted, on the mean (mu: the conservative score also
-    # reflects how many games a version played, and montecarlo 1 played only part of
-    # the run); the order-free Bradley-Terry check per bot says the same. The full
+    # reflects how many games a version played). Each montecarlo version plays only
+    # part of the run (one CI run had version 2 at mu 26.9 against greedy 1's 27.3),
+    # so montecarlo is ordered per bot, by the order-free Bradley-Terry check below. The full
     # order random < greedy < smart < montecarlo needs longer matches and montecarlo's
     # real budget: benchmarks/ladder.py shows it (300 half-round matches, docs/ARENA.md).
     mean = {k: x.mu for k, x in ladder.items()}
-    strong = min(mean[("smart", "")], mean[("montecarlo", "2")])
-    assert max(mean[("greedy", "1")], mean[("greedy", "2")], mean[("random", "")]) < strong, \
-        mean
+    assert max(mean[("greedy", "1")], mean[("greedy", "2")], mean[("random", "")]) \
+        < mean[("smart", "")], mean
     per_bot = {r["bot"]: r["bt_elo"] for r in run_json(  # type: ignore[union-attr]
         "standings", "--pool", POOL, "--db", procs.db, cwd=procs.dir)}
     assert max(per_bot["random"], per_bot["greedy"]) < min(per_bot["smart"],
