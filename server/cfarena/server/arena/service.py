@@ -64,6 +64,7 @@ from cfarena.server.skill import Skill
 from cfarena.server.storage import (
     BotInfo,
     Database,
+    LeaseLost,
     MatchPlan,
     MatchStatus,
     SkillStanding,
@@ -249,6 +250,9 @@ class Arena:
             task = self._plays.get(key)
             if task is not None:
                 task.cancel()
+
+    def _start_fresh(self, key: str) -> str:
+        return self.db.mark_running(key, fresh=True)
 
     def _read_state(self, leases: dict[str, str]
                     ) -> tuple[list[BotInfo], list[SkillStanding], ArenaBeat]:
@@ -450,7 +454,11 @@ class Arena:
                     self._refused(table, refused)
                     continue
                 try:
-                    self._leases[key] = await writer.call(self.db.mark_running, key)
+                    self._leases[key] = await writer.call(self._start_fresh, key)
+                except LeaseLost as exc:  # aborted by another arena while this one slept
+                    _release(conns, key)
+                    report(str(exc))
+                    continue
                 except Exception as exc:  # stored, but not as started: not played at all
                     _release(conns, key)
                     if not is_outage(exc):

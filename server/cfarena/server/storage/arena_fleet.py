@@ -117,8 +117,8 @@ class FleetStore:
             _upsert(s, arena_id, now)
             lost: list[str] = []
             if leases:
-                held = dict(s.execute(select(Match.id, Match.lease).where(
-                    Match.id.in_(list(leases)))).tuples())
+                held = {str(i): lease for i, lease in s.execute(
+                    select(Match.id, Match.lease).where(Match.id.in_(list(leases))))}
                 lost = sorted(k for k, lease in leases.items() if held.get(k) != lease)
             died = _reap(s, arena_id, now, stale_s)
             rows = s.execute(

@@ -273,19 +273,28 @@ class Database(ArenaStore, FleetStore):
                 Match.status == MatchStatus.FINISHED.value,
             )))
 
-    def mark_running(self, match_id: str) -> str:
+    def mark_running(self, match_id: str, *, fresh: bool = False) -> str:
         """Mark a match that is not finished running, and return its new lease: the
         fencing token its record must carry (`StoredMatch.lease`) to be stored. Any
-        earlier holder's lease is void from now on (its copy will not be stored)."""
+        earlier holder's lease is void from now on (its copy will not be stored).
+
+        `fresh`: only a match still `scheduled` (an arena's own new match); one that
+        another arena aborted meanwhile is `LeaseLost`."""
         lease = secrets.token_hex(16)
+        startable = (Match.status == MatchStatus.SCHEDULED.value if fresh
+                     else Match.status != MatchStatus.FINISHED.value)
         with self._session(write=True) as s:
             done = s.execute(
                 update(Match)
-                .where(Match.id == match_id, Match.status != MatchStatus.FINISHED.value)
+                .where(Match.id == match_id, startable)
                 .values(status=MatchStatus.RUNNING.value, started_at=utc_now(), lease=lease)
             )
             if getattr(done, "rowcount", 0) != 1:
-                state = "finished" if s.get(Match, match_id) else "unknown"
+                m = s.get(Match, match_id)
+                if fresh and m is not None and m.status == MatchStatus.ABORTED.value:
+                    raise recording.LeaseLost(f"match {match_id}: aborted elsewhere before "
+                                              f"it started ({m.reason}); not played")
+                state = "unknown" if m is None else m.status
                 raise StorageError(f"cannot start match {match_id!r}: {state}")
         return lease
 
