@@ -53,8 +53,9 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
         # checked in the transaction that stores, under the match row's lock: whoever
         # revoked or replaced the lease did so in a transaction of its own on this row
         held = "revoked" if m.lease is None else "held by another process"
-        raise LeaseLost(f"match {record.match_id}: its lease is {held} (the match was "
-                        f"{m.status} elsewhere); this copy is not stored")
+        raise LeaseLost(f"match {record.match_id}: its lease is {held} (this process was "
+                        f"silent past the limit; the match is {m.status} elsewhere): this "
+                        "copy is not stored")
     if m.status == MatchStatus.FINISHED.value:
         return False
     finished = status is MatchStatus.FINISHED

@@ -10,7 +10,7 @@ match job. The worker:
   (`job_queue.retry_stalled`), to be played from a fresh start by whoever takes them;
 - plays each match under the lease `mark_running` gives it: a worker that was only
   frozen past `stalled_s` finds its match's lease revoked (or held by the worker
-  that plays it again) when it wakes; its copy is not stored (`LeaseLost`: one line),
+  that plays it again) when it wakes: its copy is not stored (`LeaseLost`, one line),
   and it leaves the job alone (`FencedJobManager`): the copy played under the valid
   lease is the match's;
 - keeps one `TournamentPlayer` per tournament it plays (its bots' warm processes),
@@ -333,10 +333,7 @@ class QueueWorker:
             # cut by `halt`: a plain failure, which the queue retries (another worker)
             raise MatchCut(f"match {match_id}: the worker was stopped mid-match") from None
         except LeaseLost:  # silent past the stall limit: the match is played elsewhere
-            log.warning("match %s: this worker was silent past the stall limit (%g s) and "
-                        "the match was given to another; its copy is not stored",
-                        match_id, self.options.stalled_s)
-            raise
+            raise  # (its writer said so in one line) put back only if still held here
         except Exception as exc:  # the queue retries it; say why here (its logs are quiet)
             log.error("match %s failed on this worker: %s", match_id, exc)
             raise
