@@ -15,6 +15,7 @@ import pytest
 from cfarena.server.storage import Database, FaultRecord, LeaseLost, StoredMatch
 
 from .helpers import bots, count, plan, result, snapshot
+from .test_arena_fleet import _age
 
 STALE_S = 10.0
 
@@ -93,7 +94,6 @@ def test_a_stale_arenas_match_stays_aborted_and_unrated(db: Database) -> None:
         assert db.schedule_seated(plan(key, [a, b]), "B", {a: 2, b: 2}) is None
     lease = db.mark_running("b1", fresh=True)
     assert db.arena_beat("B", STALE_S, {"b1": lease}).lost == ()
-    from tests.storage.test_arena_fleet import _age  # one way to age a beat
     _age(db, "B", STALE_S * 2)
     assert sorted(db.arena_beat("A", STALE_S).died) == ["b1", "b2"]
     faulted = dataclasses.replace(_played("b1", lease, [0, 60]), faults=[
