@@ -130,9 +130,13 @@ def test_a_stopped_arena_and_untagged_matches(db: Database) -> None:
     assert ("C", "hostC:1") in db.live_arenas(STALE_S)
 
 
-def test_a_match_finished_after_it_was_aborted_is_rated_once(db: Database) -> None:
-    """An arena cut off from the database longer than the limit is taken for dead;
-    when it is back, the result it stores replaces the abort and is rated once."""
+def test_a_match_aborted_as_its_arenas_is_not_revealed_while_it_may_play(db: Database
+                                                                         ) -> None:
+    """An arena cut off from the database longer than the limit is taken for dead; it
+    may still be playing its match, so the web page must not show its seed (which would
+    give its players every hand). The copy it stores when it is back is refused
+    (tests/storage/test_leases.py); a copy without a lease (not played by an arena)
+    is recorded and rated once."""
     a, b = bots(db, "a", "b")
     db.arena_started("A", "machineA", "hostA:1", STALE_S, "stopped")
     db.arena_started("B", "machineB", "hostB:1", STALE_S, "stopped")
@@ -140,8 +144,6 @@ def test_a_match_finished_after_it_was_aborted_is_rated_once(db: Database) -> No
     db.mark_running("b1")
     _age(db, "B", STALE_S * 2)
     assert db.arena_beat("A", STALE_S).died == ("b1",)
-    # meanwhile B may still be playing it: the web page must not show its seed, which
-    # would give B's players every hand
     assert not deal_revealed(db.same_deal("b1"))
     assert db.record_match(result("b1", [[0, 3]], [1, 2]))
     assert deal_revealed(db.same_deal("b1"))

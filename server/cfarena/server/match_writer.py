@@ -6,7 +6,10 @@ worker thread. While the database cannot be reached the writer retries the
 record at the head of the queue with exponential back-off (0.5 s doubling to
 30 s), keeping the order; `record_match` is a no-op for a match already
 finished, so a retried write never stores (or rates) a match twice. One line
-says when storage starts failing, one when it is back.
+says when storage starts failing, one when it is back. A record whose lease the
+match no longer holds (`storage.LeaseLost`: this process was taken for dead and the
+match was aborted or given to another) is dropped with one line: it is not retried,
+nor kept as unsaved.
 
 `MatchWriter.close` flushes for a bounded time; `dump_unsaved` writes what is
 left as JSON lines, so that nothing finished is lost silently.
@@ -27,7 +30,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from cfarena.server.storage import Database, StorageError, StoredMatch
+from cfarena.server.storage import Database, LeaseLost, StorageError, StoredMatch
 
 FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 30.0
@@ -42,6 +45,14 @@ def is_outage(exc: BaseException) -> bool:
     opposed to a write it refuses (a bug, a constraint): only outages are retried."""
     return isinstance(exc, StorageError) and isinstance(
         exc.__cause__, OperationalError | InterfaceError)
+
+
+class StoreOutcome(enum.Enum):
+    """What became of a record (`MatchWriter.settled`)."""
+
+    STORED = "stored"  # stored, or found stored already
+    REFUSED = "refused"  # the database refused it (kept for the unsaved-records file)
+    LEASE_LOST = "lease lost"  # played under a lease the match no longer holds: dropped
 
 
 class MatchWriter:
@@ -60,6 +71,7 @@ class MatchWriter:
         self.first_delay = first_delay
         self.max_delay = max_delay
         self.written = 0
+        self.lost = 0  # records dropped: their lease was lost (`LeaseLost`)
         self.failed: list[tuple[StoredMatch, str]] = []  # refused records, with why
         self._queue: asyncio.Queue[StoredMatch] = asyncio.Queue()
         self._current: StoredMatch | None = None
@@ -67,7 +79,7 @@ class MatchWriter:
         self._nudge = asyncio.Event()
         self._closing = False
         self._outage_since: float | None = None
-        self._settled: dict[str, asyncio.Future[bool]] = {}
+        self._settled: dict[str, asyncio.Future[StoreOutcome]] = {}
         # told of every record once it is stored (on the loop; must return at once)
         self.on_written: list[Callable[[StoredMatch], None]] = []
 
@@ -106,10 +118,10 @@ class MatchWriter:
         """Queue a finished (or aborted) match; it is stored after every earlier one."""
         self._queue.put_nowait(record)
 
-    async def settled(self, match_id: str) -> bool:
-        """Wait until the record of `match_id` submitted last is stored (True) or refused
-        (False); a queue worker acknowledges its job only then. Cancelled by `close`.
-        Only for a writer made with `acknowledge=True`."""
+    async def settled(self, match_id: str) -> StoreOutcome:
+        """Wait until the record of `match_id` submitted last is stored, refused or
+        dropped for its lost lease; a queue worker acknowledges its job only then.
+        Cancelled by `close`. Only for a writer made with `acknowledge=True`."""
         assert self.acknowledge, "settled() needs MatchWriter(acknowledge=True)"
         future = self._settled.get(match_id)
         if future is None:
@@ -120,14 +132,14 @@ class MatchWriter:
             if future.done():
                 self._settled.pop(match_id, None)
 
-    def _settle(self, match_id: str, stored: bool) -> None:
+    def _settle(self, match_id: str, outcome: StoreOutcome) -> None:
         if not self.acknowledge:
             return
         future = self._settled.get(match_id)
         if future is None:
             future = self._settled[match_id] = asyncio.get_running_loop().create_future()
         if not future.done():
-            future.set_result(stored)
+            future.set_result(outcome)
 
     async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """`fn(*args)` in a worker thread; an outage is reported (and re-raised)."""
@@ -183,13 +195,18 @@ class MatchWriter:
             self._nudge.clear()  # set from now on: the database is back, or closing
             try:
                 await self._call(self.db.record_match, (record,), 1)
+            except LeaseLost as exc:  # another copy is the match's: this one is void
+                self.lost += 1
+                self.say(str(exc))
+                self._settle(record.match_id, StoreOutcome.LEASE_LOST)
+                return
             except Exception as exc:  # any failure is reported, none stops serve
                 if not is_outage(exc):
                     why = f"{type(exc).__name__}: {exc}"
                     self.say(f"error: cannot store match {record.match_id}: {why}; "
                              "kept for the unsaved-records file")
                     self.failed.append((record, why))
-                    self._settle(record.match_id, False)
+                    self._settle(record.match_id, StoreOutcome.REFUSED)
                     return
                 wait = min(delay, CLOSING_DELAY_S) if self._closing else delay
                 with contextlib.suppress(TimeoutError):
@@ -197,7 +214,7 @@ class MatchWriter:
                 delay = min(delay * 2, self.max_delay)
                 continue
             self.written += 1
-            self._settle(record.match_id, True)
+            self._settle(record.match_id, StoreOutcome.STORED)
             for hook in self.on_written:
                 hook(record)
             return

@@ -25,7 +25,12 @@ Nothing a bot or a fault does stops it or loses a match:
 Several arenas may share one database (docs/ARENA.md, "Running on several
 machines"): each has an id and beats in the database on every poll; a live arena
 marks the unfinished matches of one not heard of for `stale_s` aborted (the reason
-names it; their deals are never played again); a bot's capacity holds across the
+names it; their deals are never played again) and revokes their leases. An arena
+plays each match under the lease `mark_running` gave it: one that was only frozen
+past `stale_s` stores nothing of the matches it lost (`storage.LeaseLost`, one line
+each), and its first beat after waking tells it which they are: it says so in one
+line, stops them (nothing of them is stored) and plays on with new tables, beating
+as a live arena again; a bot's capacity holds across the
 arenas (`Database.schedule_seated` refuses a table whose bot has no slot left on
 any of them, and the poll tells each arena how busy each bot is on the others);
 games, seat counts and ratings are read from the database, so they are shared.
@@ -34,6 +39,7 @@ games, seat counts and ratings are read from the database, so they are shared.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import secrets
 import signal
@@ -58,6 +64,7 @@ from cfarena.server.skill import Skill
 from cfarena.server.storage import (
     BotInfo,
     Database,
+    LeaseLost,
     MatchPlan,
     MatchStatus,
     SkillStanding,
@@ -101,6 +108,7 @@ class ArenaStats:
     last_poll: float | None = None  # time.monotonic() of the last successful poll
     started_by_bot: dict[str, int] = field(default_factory=dict)
     reaped: int = 0  # matches of dead arenas this one marked aborted
+    lost: int = 0  # matches of this arena another one aborted while it was silent
     refused: int = 0  # tables not started: a bot had no slot left across the arenas
 
 
@@ -130,6 +138,9 @@ class Arena:
         self._busy_elsewhere: dict[int, int] = {}  # bot id -> its matches on other arenas
         self._stop = asyncio.Event()
         self._running: set[asyncio.Task[None]] = set()
+        self._leases: dict[str, str] = {}  # match key -> its lease, while it plays here
+        self._plays: dict[str, asyncio.Task[None]] = {}  # match key -> its task
+        self._lost: set[str] = set()  # matches whose lease was revoked while they play
         self.paused = False  # no new table while set (running matches play on)
         # told of each match record once it is stored (the web page's live updates)
         self.on_stored: list[Callable[[StoredMatch], None]] = []
@@ -203,7 +214,8 @@ class Arena:
         assert self.writer is not None
         started = time.monotonic()
         try:
-            bots, standings, beat = await self.writer.call(self._read_state)
+            bots, standings, beat = await self.writer.call(self._read_state,
+                                                           dict(self._leases))
         except Exception as exc:  # reported by the writer (an outage) or here
             if not is_outage(exc):
                 self.report(f"error: cannot read the bots and ratings: {exc}")
@@ -212,6 +224,7 @@ class Arena:
         self._apply_standings(standings)
         self._busy_elsewhere = dict(beat.busy_elsewhere)
         self._report_died(beat.died)
+        self._stop_lost(beat.lost)
         self.stats.polls += 1
         self.stats.last_poll = time.monotonic()
 
@@ -221,8 +234,29 @@ class Arena:
             self.report(f"{len(died)} match{'' if len(died) == 1 else 'es'} of a dead arena "
                         f"marked aborted: {', '.join(died)}")
 
-    def _read_state(self) -> tuple[list[BotInfo], list[SkillStanding], ArenaBeat]:
-        beat = self.db.arena_beat(self.id, self.config.stale_s)
+    def _stop_lost(self, lost: Sequence[str]) -> None:
+        """Stop the matches whose lease this arena lost (it was silent past the stale
+        limit and another arena aborted them): nothing of them is stored."""
+        keys = [key for key in lost if key in self._leases and key not in self._lost]
+        if not keys:
+            return
+        self.stats.lost += len(keys)
+        self._lost.update(keys)
+        self.report(f"arena {self.id} was silent past the stale limit "
+                    f"({self.config.stale_s:g} s) and another arena aborted its "
+                    f"match{'' if len(keys) == 1 else 'es'} {', '.join(keys)}: stopped "
+                    "here, not stored")
+        for key in keys:
+            task = self._plays.get(key)
+            if task is not None:
+                task.cancel()
+
+    def _start_fresh(self, key: str) -> str:
+        return self.db.mark_running(key, fresh=True)
+
+    def _read_state(self, leases: dict[str, str]
+                    ) -> tuple[list[BotInfo], list[SkillStanding], ArenaBeat]:
+        beat = self.db.arena_beat(self.id, self.config.stale_s, leases)
         return self.db.list_bots(), self.db.skill_standings(self.config.pool), beat
 
     def _apply_bots(self, bots: Sequence[BotInfo], polled_at: float) -> None:
@@ -342,7 +376,10 @@ class Arena:
         retry = SCHEDULE_RETRY_S[0]
 
         def on_record(record: MatchRecord) -> None:  # every match, finished or aborted, once
-            writer.submit(to_stored(record))
+            lease = self._leases.pop(record.match_id, None)
+            if record.match_id in self._lost:  # stopped for its lost lease: said so
+                return
+            writer.submit(dataclasses.replace(to_stored(record), lease=lease))
             if record.status is MatchStatus.FINISHED:
                 result.finished += 1
                 self.stats.finished += 1
@@ -361,17 +398,23 @@ class Arena:
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
-                    raise
+                    if key not in self._lost:
+                        raise
+                    task.uncancel()  # stopped for its lost lease (`_stop_lost`)
                 # the stop cut the match off: on_record has queued it as aborted
             except ShuttingDown:  # never seated: store it as not played
                 _release(conns, key)
                 result.aborted += 1
                 self.stats.aborted += 1
-                writer.submit(StoredMatch(key, status=MatchStatus.ABORTED, reason=STOPPED))
+                writer.submit(StoredMatch(key, status=MatchStatus.ABORTED, reason=STOPPED,
+                                          lease=self._leases.pop(key, None)))
             except Exception as exc:  # a referee bug: on_record has queued it as aborted
                 report(f"error: match {key}: {type(exc).__name__}: {exc}")
             finally:
                 self.stats.running -= 1
+                self._plays.pop(key, None)
+                self._leases.pop(key, None)
+                self._lost.discard(key)
 
         async def pause(seconds: float) -> None:
             await asyncio.wait({stopping}, timeout=seconds)
@@ -411,7 +454,11 @@ class Arena:
                     self._refused(table, refused)
                     continue
                 try:
-                    await writer.call(self.db.mark_running, key)
+                    self._leases[key] = await writer.call(self._start_fresh, key)
+                except LeaseLost as exc:  # aborted by another arena while this one slept
+                    _release(conns, key)
+                    report(str(exc))
+                    continue
                 except Exception as exc:  # stored, but not as started: not played at all
                     _release(conns, key)
                     if not is_outage(exc):
@@ -422,6 +469,7 @@ class Arena:
                     continue
                 self._started(table)
                 task = loop.create_task(play(key, [e.bot for e in table], match_seed, conns))
+                self._plays[key] = task
                 running.add(task)
                 task.add_done_callback(running.discard)
                 self.stats.started += 1

@@ -10,6 +10,7 @@ from cfarena.server.credentials import hash_token
 from cfarena.server.storage.connect import DEFAULT_URL, StorageError
 from cfarena.server.storage.database import Database, open_database
 from cfarena.server.storage.queries import GLOBAL_POOL
+from cfarena.server.storage.recording import LeaseLost
 from cfarena.server.storage.records import (
     BotInfo,
     FaultInfo,
@@ -40,6 +41,7 @@ __all__ = [
     "FaultInfo",
     "FaultKind",
     "FaultRecord",
+    "LeaseLost",
     "MatchDetail",
     "MatchInfo",
     "MatchPlan",

@@ -5,8 +5,11 @@ beats on every poll. Matches outside tournaments carry the id of the arena that
 scheduled them. With that:
 
 - an arena whose beat is older than the stale limit is dead: any live arena marks
-  its scheduled and running matches aborted (the reason names the dead arena), once;
-  their deals are never played again (the arenas draw fresh seeds);
+  its scheduled and running matches aborted (the reason names the dead arena), once,
+  and revokes their leases: an arena that was only frozen stores nothing of them when
+  it wakes (`record_match` refuses a record whose lease is gone), and its next beat
+  tells it which matches it lost; their deals are never played again (the arenas draw
+  fresh seeds);
 - a bot's capacity holds across the arenas: scheduling a match locks the seated
   bots' rows (`SELECT ... FOR NO KEY UPDATE`; SQLite's writers are serialised by
   BEGIN IMMEDIATE anyway), counts their unfinished matches on every arena and
@@ -44,11 +47,13 @@ _OPEN = (MatchStatus.SCHEDULED.value, MatchStatus.RUNNING.value)
 class ArenaBeat:
     """What one heartbeat (or an arena's start) found: the matches of silent arenas it
     marked aborted as died (`died`), those it marked aborted as stopped (`aborted`:
-    at the start only), and the unfinished matches per bot id on the other arenas."""
+    at the start only), the unfinished matches per bot id on the other arenas, and the
+    beating arena's own matches whose lease it lost (`lost`: it was taken for dead)."""
 
     aborted: tuple[str, ...] = ()
     busy_elsewhere: Mapping[int, int] = field(default_factory=dict)
     died: tuple[str, ...] = ()
+    lost: tuple[str, ...] = ()
 
 
 def died_reason(arena_id: str, address: str | None, stale_s: float) -> str:
@@ -95,16 +100,26 @@ class FleetStore:
             if gone:
                 s.execute(update(Match).where(Match.id.in_(gone), Match.status.in_(_OPEN))
                           .values(status=MatchStatus.ABORTED.value,
-                                  reason=storable_text(stopped_reason), finished_at=now))
+                                  reason=storable_text(stopped_reason), finished_at=now,
+                                  lease=None))
             return ArenaBeat(tuple(gone), died=tuple(_reap(s, arena_id, now, stale_s)))
 
-    def arena_beat(self, arena_id: str, stale_s: float) -> ArenaBeat:
+    def arena_beat(self, arena_id: str, stale_s: float,
+                   leases: Mapping[str, str] | None = None) -> ArenaBeat:
         """Arena `arena_id` is alive: its heartbeat is now. Marks aborted the unfinished
         matches of arenas not heard of for `stale_s` seconds, and counts each bot's
-        unfinished matches on the other arenas."""
+        unfinished matches on the other arenas. `leases` (match id -> lease) are those
+        of the matches the arena plays: `lost` lists the ones whose lease is no longer
+        theirs (the arena was silent past the stale limit, and another one aborted
+        them)."""
         with self._session(write=True) as s:
             now = _db_now(s)
             _upsert(s, arena_id, now)
+            lost: list[str] = []
+            if leases:
+                held = {str(i): lease for i, lease in s.execute(
+                    select(Match.id, Match.lease).where(Match.id.in_(list(leases))))}
+                lost = sorted(k for k, lease in leases.items() if held.get(k) != lease)
             died = _reap(s, arena_id, now, stale_s)
             rows = s.execute(
                 select(MatchSeat.bot_id, func.count(MatchSeat.match_id.distinct()))
@@ -112,7 +127,8 @@ class FleetStore:
                 .where(Match.tournament_id.is_(None), Match.status.in_(_OPEN),
                        Match.arena_id != arena_id)
                 .group_by(MatchSeat.bot_id))
-            return ArenaBeat(busy_elsewhere={int(b): int(n) for b, n in rows}, died=tuple(died))
+            return ArenaBeat(busy_elsewhere={int(b): int(n) for b, n in rows}, died=tuple(died),
+                             lost=tuple(lost))
 
     def arena_stopped(self, arena_id: str) -> None:
         """Arena `arena_id` stopped cleanly (its matches are stored)."""
@@ -200,5 +216,5 @@ def _abort_open(s: Session, arena_id: str, reason: str, now: datetime) -> Sequen
     if ids:
         s.execute(update(Match).where(Match.id.in_(ids), Match.status.in_(_OPEN))
                   .values(status=MatchStatus.ABORTED.value, reason=storable_text(reason),
-                          finished_at=now))
+                          finished_at=now, lease=None))
     return ids

@@ -8,6 +8,7 @@ Each method is one short transaction; what writes a schedule is in
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -272,23 +273,51 @@ class Database(ArenaStore, FleetStore):
                 Match.status == MatchStatus.FINISHED.value,
             )))
 
-    def mark_running(self, match_id: str) -> None:
+    def mark_running(self, match_id: str, *, fresh: bool = False) -> str:
+        """Mark a match that is not finished running, and return its new lease: the
+        fencing token its record must carry (`StoredMatch.lease`) to be stored. Any
+        earlier holder's lease is void from now on (its copy will not be stored).
+
+        `fresh`: only a match still `scheduled` (an arena's own new match); one that
+        another arena aborted meanwhile is `LeaseLost`."""
+        lease = secrets.token_hex(16)
+        startable = (Match.status == MatchStatus.SCHEDULED.value if fresh
+                     else Match.status != MatchStatus.FINISHED.value)
         with self._session(write=True) as s:
             done = s.execute(
                 update(Match)
-                .where(Match.id == match_id, Match.status != MatchStatus.FINISHED.value)
-                .values(status=MatchStatus.RUNNING.value, started_at=utc_now())
+                .where(Match.id == match_id, startable)
+                .values(status=MatchStatus.RUNNING.value, started_at=utc_now(), lease=lease)
             )
             if getattr(done, "rowcount", 0) != 1:
-                state = "finished" if s.get(Match, match_id) else "unknown"
+                m = s.get(Match, match_id)
+                if fresh and m is not None and m.status == MatchStatus.ABORTED.value:
+                    raise recording.LeaseLost(f"match {match_id}: aborted elsewhere before "
+                                              f"it started ({m.reason}); not played")
+                state = "unknown" if m is None else m.status
                 raise StorageError(f"cannot start match {match_id!r}: {state}")
+        return lease
+
+    def revoke_lease(self, match_id: str) -> bool:
+        """Void the lease of a match still running (its player is taken for dead and the
+        match goes to another): whatever the old holder plays is not stored. Whether
+        there was one to void."""
+        with self._session(write=True) as s:
+            done = s.execute(
+                update(Match)
+                .where(Match.id == match_id, Match.status == MatchStatus.RUNNING.value,
+                       Match.lease.is_not(None))
+                .values(lease=None)
+            )
+            return bool(getattr(done, "rowcount", 0))
 
     def abort_running_matches(self, reason: str, tournament_id: int | None = None) -> int:
         """Mark the matches still `running` of a tournament (None: those outside any
         tournament) as `aborted` with `reason`; returns how many.
 
         For a referee starting again after it was killed: nothing will ever finish
-        the matches it was running. Results, seats and logs are left as they are
+        the matches it was running (their leases are revoked: a referee that was only
+        frozen, not killed, stores nothing of them). Results, seats and logs are left as they are
         (a running match has none); recording the match later still works (an
         aborted match is recorded afresh).
         """
@@ -298,7 +327,7 @@ class Database(ArenaStore, FleetStore):
                 .where(same_tournament(tournament_id),
                        Match.status == MatchStatus.RUNNING.value)
                 .values(status=MatchStatus.ABORTED.value, reason=storable_text(reason),
-                        finished_at=utc_now())
+                        finished_at=utc_now(), lease=None)
             )
             return int(getattr(done, "rowcount", 0) or 0)
 
@@ -306,6 +335,10 @@ class Database(ArenaStore, FleetStore):
 
     def record_match(self, record: StoredMatch) -> bool:
         """Store a played match, all or nothing, and rate it; False if it was already finished.
+
+        A record with a lease (`StoredMatch.lease`) is stored only if the match still
+        holds that lease: else `LeaseLost` (nothing is stored; another process holds
+        the match, or it was aborted while this one was silent).
 
         One transaction writes the result (status finished, or aborted with
         its reason), the seats, the faults, the seat logs, the game log with

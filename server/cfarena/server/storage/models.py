@@ -119,6 +119,10 @@ class Match(Base):
     # the arena process (`Arena.id`) running this match outside a tournament (None:
     # tournaments, and matches from before 0004)
     arena_id: Mapped[str | None] = mapped_column(String(64))
+    # the lease (fencing token) of the process playing the match, from `mark_running`;
+    # None once it is revoked (the match aborted by another arena, its job put back in
+    # the queue): a record is stored only under the lease it was played with (0005)
+    lease: Mapped[str | None] = mapped_column(String(32))
 
 
 class Arena(Base):

@@ -30,6 +30,12 @@ from cfarena.server.storage.records import StoredMatch
 from cfarena.server.storage.stored_values import canonical_sha256, storable_text, utc_now
 
 
+class LeaseLost(StorageError):
+    """A record played under a lease the match no longer holds: another process plays
+    (or played) it, or it was aborted while its player was silent past the limit. The
+    record is not stored; the copy played under the valid lease is the match's."""
+
+
 def recorded_status(record: StoredMatch) -> MatchStatus:
     """The record's status: finished or aborted (ValueError for any other)."""
     status = MatchStatus(record.status)
@@ -43,6 +49,13 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
     m = s.get(Match, record.match_id, with_for_update=True)
     if m is None:
         raise StorageError(f"no match {record.match_id!r} (schedule it first)")
+    if record.lease is not None and m.lease != record.lease:
+        # checked in the transaction that stores, under the match row's lock: whoever
+        # revoked or replaced the lease did so in a transaction of its own on this row
+        held = "revoked" if m.lease is None else "held by another process"
+        raise LeaseLost(f"match {record.match_id}: its lease is {held} (this process was "
+                        f"silent past the limit; the match is {m.status} elsewhere): this "
+                        "copy is not stored")
     if m.status == MatchStatus.FINISHED.value:
         return False
     finished = status is MatchStatus.FINISHED

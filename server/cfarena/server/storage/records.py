@@ -130,6 +130,11 @@ class StoredMatch:
 
     Recording a match again (an aborted or cut-off attempt played once more)
     replaces everything of the earlier attempt: faults, seat logs, game log.
+
+    `lease` is the token `Database.mark_running` gave the process that played this
+    copy: the record is stored only while the match still holds that lease
+    (`LeaseLost` otherwise). None: a record of a match never started (no lease), not
+    fenced.
     """
 
     match_id: str
@@ -145,6 +150,7 @@ class StoredMatch:
     duration_s: float | None = None
     finished_at: datetime | None = None
     seat_logs: list[SeatLog] = field(default_factory=list)
+    lease: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,20 @@ workers' heartbeats and the retries; cfarena adds:
 - phases (`schedule.phases`): a job's priority is minus its match's phase, so the
   earlier phases' jobs are taken first, and a worker puts a job back for a moment
   while an earlier phase is not finished (`worker.MatchRetry`);
-- `retry_stalled`: the jobs of workers whose heartbeat stopped (kill -9, machine gone)
-  go back to the queue, to be played again from their seed by another worker;
+- `retry_stalled`: the jobs of workers whose heartbeat stopped (kill -9, machine gone,
+  or only frozen) go back to the queue, to be played again from their seed by another
+  worker; their matches' leases are revoked first, so that a worker that was only
+  frozen stores nothing of them when it wakes (`storage.LeaseLost`);
+- a job is acknowledged (finished or put back) only by the worker that holds it:
+  `worker.FencedJobManager` leaves alone a job that was put back in the queue, or taken by
+  another worker, meanwhile;
 - exactly once is the database's, not the queue's: a job whose match is finished does
   nothing, and `record_match` never stores a finished match again.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -26,7 +32,7 @@ import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from cfarena.server.storage import ScheduledMatch, StorageError
+from cfarena.server.storage import Database, ScheduledMatch, StorageError
 from cfarena.server.storage.connect import one_line
 
 if TYPE_CHECKING:  # procrastinate is imported where the queue is used (~0.2 s at startup)
@@ -128,12 +134,18 @@ def queued_matches(engine: Engine, tournament_id: int | None,
         raise StorageError(f"cannot read the job queue: {one_line(exc)}") from exc
 
 
-async def retry_stalled(app: procrastinate.App, seconds_since_heartbeat: float) -> int:
-    """Put the match jobs of workers without a heartbeat for that long back in the queue."""
+async def retry_stalled(app: procrastinate.App, db: Database,
+                        seconds_since_heartbeat: float) -> int:
+    """Put the match jobs of workers without a heartbeat for that long back in the queue,
+    each after revoking its match's lease (a worker that was only frozen stores nothing
+    of it when it wakes)."""
     stalled = await app.job_manager.get_stalled_jobs(
         task_name=TASK, seconds_since_heartbeat=seconds_since_heartbeat)
     retried = 0
     for job in stalled:
+        match_id = job.task_kwargs.get("match_id")
+        if isinstance(match_id, str):
+            await asyncio.to_thread(db.revoke_lease, match_id)
         await app.job_manager.retry_job(job)
         retried += 1
     return retried

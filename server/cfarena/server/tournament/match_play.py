@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from cfarena.engine import Rules
 from cfarena.server.gamelog import LOG_FORMAT, record_to_log
@@ -28,6 +29,7 @@ from cfarena.server.tournament.pool import BotPool, WarmBot
 
 _GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
 _EXIT_GRACE_S = 2.0
+_T = TypeVar("_T")
 
 
 def to_stored(record: MatchRecord) -> StoredMatch:
@@ -87,12 +89,13 @@ class MatchRoom:
                           warms: list[WarmBot]) -> MatchRecord:
         writer = self.writer
         try:
-            writer.db.mark_running(match.id)  # no await: a Ctrl-C cannot land half-way
+            # no await: a Ctrl-C cannot land half-way; the lease fences the record
+            lease = writer.db.mark_running(match.id)
         except StorageError as exc:
             if not is_outage(exc):
                 raise
             try:
-                await _while_away(writer, writer.db.mark_running, match.id)
+                lease = await _while_away(writer, writer.db.mark_running, match.id)
             except BaseException:  # interrupted while waiting: it may have been marked
                 writer.submit(StoredMatch(match.id, status=MatchStatus.ABORTED,
                                           reason="aborted: interrupted before it started"))
@@ -114,7 +117,7 @@ class MatchRoom:
             if handed:
                 handed[0].match_id = match.id
                 with contextlib.suppress(Exception):
-                    self._store(handed[0], warms)
+                    self._store(handed[0], warms, lease)
             raise
         record.match_id = match.id
         try:
@@ -122,13 +125,14 @@ class MatchRoom:
             await _let_exit(warms)
             await asyncio.gather(*(self.pool.release(w) for w in warms))
         finally:  # a Ctrl-C now still stores the match: it is played
-            self._store(record, warms)
+            self._store(record, warms, lease)
         return record
 
-    def _store(self, record: MatchRecord, warms: Sequence[WarmBot]) -> None:
-        """Queue the match, with each seat's captured output, for storing (and write the
-        output to `log_dir`); the writer keeps retrying while the database is away."""
-        stored = to_stored(record)
+    def _store(self, record: MatchRecord, warms: Sequence[WarmBot], lease: str) -> None:
+        """Queue the match, with each seat's captured output, for storing under `lease`
+        (and write the output to `log_dir`); the writer keeps retrying while the
+        database is away."""
+        stored = dataclasses.replace(to_stored(record), lease=lease)
         for seat, warm in enumerate(warms):
             process = warm.process
             exit_line = warm.written_off or process.breach or (
@@ -143,13 +147,12 @@ class MatchRoom:
         self.writer.submit(stored)
 
 
-async def _while_away(writer: MatchWriter, call: Callable[..., object], *args: object) -> None:
+async def _while_away(writer: MatchWriter, call: Callable[..., _T], *args: object) -> _T:
     """A storage call, retried with back-off while the database is away (an outage)."""
     delay = 0.5
     while True:
         try:
-            await writer.call(call, *args)
-            return
+            return await writer.call(call, *args)
         except StorageError as exc:
             if not is_outage(exc):
                 raise

@@ -21,11 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Rules
-from cfarena.server.match_writer import MatchWriter
+from cfarena.server.match_writer import MatchWriter, StoreOutcome
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl
 from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.sandbox.host_reset import HostReset, HostResetError
-from cfarena.server.storage import Database, ScheduledMatch, StorageError, StoredMatch
+from cfarena.server.storage import (
+    Database,
+    LeaseLost,
+    ScheduledMatch,
+    StorageError,
+    StoredMatch,
+)
 from cfarena.server.tournament.config import (
     BotSpec,
     TournamentConfig,
@@ -154,14 +160,17 @@ class TournamentPlayer:
 
     async def play(self, match: ScheduledMatch) -> MatchRecord:
         """Play `match` and hand it to storage; with `acknowledge`, return once it is
-        stored (StorageError if the database refused it)."""
+        stored (StorageError if the database refused it, `LeaseLost` if this copy was
+        dropped because the match's lease was taken from this process)."""
         assert self.room is not None and self.writer is not None, "attach() first"
         record = await self.room.play(match, [self.names[i] for i in match.seat_bot_ids])
         if self.acknowledge:
             started = time.perf_counter()
-            stored = await self.writer.settled(match.id)
+            outcome = await self.writer.settled(match.id)
             self.store_s += time.perf_counter() - started
-            if not stored:
+            if outcome is StoreOutcome.LEASE_LOST:
+                raise LeaseLost(f"match {match.id}: its lease was taken from this worker")
+            if outcome is StoreOutcome.REFUSED:
                 raise StorageError(f"match {match.id} could not be stored")
         return record
 

@@ -8,6 +8,11 @@ match job. The worker:
 - registers with procrastinate and heartbeats (`heartbeat_s`); a worker silent for
   `stalled_s` is taken for dead, and every worker puts its jobs back in the queue
   (`job_queue.retry_stalled`), to be played from a fresh start by whoever takes them;
+- plays each match under the lease `mark_running` gives it: a worker that was only
+  frozen past `stalled_s` finds its match's lease revoked (or held by the worker
+  that plays it again) when it wakes: its copy is not stored (`LeaseLost`, one line),
+  and it leaves the job alone (`FencedJobManager`): the copy played under the valid
+  lease is the match's;
 - keeps one `TournamentPlayer` per tournament it plays (its bots' warm processes),
   built from the tournament as stored: the bot commands must exist on this machine;
 - acknowledges a job only once its match is stored (one transaction: result, logs,
@@ -40,12 +45,14 @@ from pathlib import Path
 from typing import Protocol
 
 import procrastinate
+from procrastinate.jobs import Job, Status
+from procrastinate.manager import JobManager
 from procrastinate.worker import Worker
 
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
-from cfarena.server.storage import Database, StorageError, TournamentStatus
+from cfarena.server.storage import Database, LeaseLost, StorageError, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentError
 from cfarena.server.tournament.match_player import TournamentPlayer, stored_config
@@ -67,9 +74,11 @@ class PhaseNotOpen(Exception):
 class MatchRetry(procrastinate.BaseRetryStrategy):
     """When a match job goes back to the queue:
 
-    - cut by `QueueWorker.halt` (`MatchCut`: its worker was stopped, not its fault): at
-      once, however many attempts its job has had, so a job is never marked failed
-      because workers were stopped;
+    - cut by `QueueWorker.halt` (`MatchCut`: its worker was stopped, not its fault), or
+      played under a lease that was taken from its worker (`LeaseLost`; the job is
+      put back only if that worker still holds it: `FencedJobManager`): at once,
+      however many attempts its job has had, so a job is never marked failed
+      because workers were stopped or stalled;
     - taken too early (`PhaseNotOpen`): in `wait_s`, as often as it takes;
     - failed: up to `retries` times, 2 s later.
 
@@ -83,7 +92,7 @@ class MatchRetry(procrastinate.BaseRetryStrategy):
 
     def get_retry_decision(self, *, exception: BaseException, job: procrastinate.jobs.Job
                            ) -> procrastinate.RetryDecision | None:
-        if isinstance(exception, MatchCut):
+        if isinstance(exception, MatchCut | LeaseLost):
             return procrastinate.RetryDecision(retry_in={"seconds": 0})
         if isinstance(exception, PhaseNotOpen):
             return procrastinate.RetryDecision(
@@ -92,6 +101,47 @@ class MatchRetry(procrastinate.BaseRetryStrategy):
         if failed > self.retries:
             return None
         return procrastinate.RetryDecision(retry_in={"seconds": 2})
+
+
+# the job's row is locked, and still this worker's, before its state changes: a job put
+# back in the queue (`retry_stalled`) or taken by another worker meanwhile is left alone
+_HELD = ("with held as (select id from procrastinate_jobs where id = %(job_id)s "
+         "and status = 'doing' and worker_id is not distinct from %(worker_id)s for update) ")
+_FINISH_HELD = _HELD + ("select procrastinate_finish_job_v1(id, %(status)s, %(delete_job)s) "
+                        "from held")
+_RETRY_HELD = _HELD + ("select procrastinate_retry_job_v2(id, %(retry_at)s, %(new_priority)s, "
+                       "%(new_queue_name)s, %(new_lock)s) from held")
+
+
+class FencedJobManager(JobManager):
+    """procrastinate's job manager, but a worker finishes or retries a job only while it
+    holds it: running (`doing`) and taken by that worker. A worker that was silent past
+    the stall limit finds its job put back in the queue (and maybe taken by another
+    worker): it leaves it alone, instead of marking another worker's job done or
+    failing with "Job was not found or not in doing/todo status"."""
+
+    async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
+        done = await self.connector.execute_query_all_async(
+            query=_FINISH_HELD, job_id=job.id, worker_id=job.worker_id,
+            status=status.value, delete_job=delete_job)
+        if not done:
+            _not_held(job)
+
+    async def retry_job(self, job: Job, retry_at: datetime | None = None,
+                        priority: int | None = None, queue: str | None = None,
+                        lock: str | None = None) -> None:
+        done = await self.connector.execute_query_all_async(
+            query=_RETRY_HELD, job_id=job.id, worker_id=job.worker_id,
+            retry_at=retry_at or datetime.now(UTC), new_priority=priority,
+            new_queue_name=queue, new_lock=lock)
+        if not done:
+            _not_held(job)
+
+
+def _not_held(job: Job) -> None:
+    log.info("job %s (match %s) is no longer held by the worker that took it (put back "
+             "in the queue, or taken by another); left alone", job.id,
+             job.task_kwargs.get("match_id"))
 
 
 class MatchSink(Protocol):
@@ -143,6 +193,7 @@ class QueueWorker:
         self.host: HostReset | None = None
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
+        self.app.job_manager = FencedJobManager(connector=self.app.connector)
         self.app.task(name=job_queue.TASK, pass_context=True,
                       retry=MatchRetry(self.options.poll_s))(self._job)
 
@@ -254,7 +305,7 @@ class QueueWorker:
 
     async def _retry_stalled(self) -> None:
         while True:
-            retried = await job_queue.retry_stalled(self.app, self.options.stalled_s)
+            retried = await job_queue.retry_stalled(self.app, self.db, self.options.stalled_s)
             if retried:
                 log.warning("%d match job(s) of a silent worker put back in the queue",
                             retried)
@@ -281,6 +332,8 @@ class QueueWorker:
                 raise
             # cut by `halt`: a plain failure, which the queue retries (another worker)
             raise MatchCut(f"match {match_id}: the worker was stopped mid-match") from None
+        except LeaseLost:  # silent past the stall limit: the match is played elsewhere
+            raise  # (its writer said so in one line) put back only if still held here
         except Exception as exc:  # the queue retries it; say why here (its logs are quiet)
             log.error("match %s failed on this worker: %s", match_id, exc)
             raise

@@ -1,0 +1,122 @@
+"""An arena frozen past the stale limit stores nothing of the match it lost: two real
+`cfarena serve` processes on one PostgreSQL, dial-in bots on the first, which is frozen
+(SIGSTOP) while it plays a match until the second marks that match aborted (the first
+is stale), then woken (SIGCONT). The match's lease was revoked with the abort: the
+woken arena's copy (its seats charged for the freeze) is refused, the match stays
+aborted and unrated, and the woken arena says in one line that it lost the match,
+stops it and plays on with new matches, with no traceback."""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from cfarena.server.storage import open_database
+from tests.arena.test_arenas_e2e import ARENA_ID, FINISHED, Fleet, _free_port
+from tests.cli.helpers import CFARENA, run_cli
+from tests.pg import PgCluster
+
+DEAD_AFTER_S = 3
+BOTS = {"greedy": "cfarena.bots.greedy", "smart": "cfarena.bots.smart"}
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, pg_cluster: PgCluster) -> Iterator[Fleet]:
+    f = Fleet(tmp_path, pg_cluster.create_database("arena_fencing"))
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def _running(fleet: Fleet, arena_id: str) -> list[str]:
+    with open_database(fleet.db, create=False) as db, db.engine.connect() as conn:
+        return [str(m) for (m,) in conn.execute(text(
+            "SELECT id FROM matches WHERE arena_id = :a AND status = 'running'"),
+            {"a": arena_id})]
+
+
+def _stored(fleet: Fleet, match_id: str) -> tuple[str, str, int, int, int]:
+    """A match's status and reason, and how many game logs, faults and rating rows."""
+    with open_database(fleet.db, create=False) as db, db.engine.connect() as conn:
+        status, reason = conn.execute(text("SELECT status, reason FROM matches WHERE id = :m"),
+                                      {"m": match_id}).one()
+        rows = [conn.execute(text(f"SELECT count(*) FROM {table} WHERE match_id = :m"),
+                             {"m": match_id}).scalar_one()
+                for table in ("game_logs", "faults", "rating_history")]
+    return str(status), str(reason), *rows  # type: ignore[return-value]
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+def test_an_arena_frozen_past_the_stale_limit_stores_nothing(fleet: Fleet) -> None:
+    tokens = {}
+    for name in BOTS:
+        added = run_cli("bots", "add", name, "--db", fleet.db, cwd=fleet.dir)
+        assert added.returncode == 0, added.stderr
+        tokens[name] = added.stdout.strip().splitlines()[-1]
+    ports = {"a": _free_port(), "b": _free_port()}
+    for name, port in ports.items():
+        fleet.start(name, [CFARENA, "serve", "--port", str(port), "--db", fleet.db,
+                           "--players", "2", "--rule", "rounds=3", "--concurrency", "1",
+                           "--dead-after", str(DEAD_AFTER_S)])
+    fleet.wait("both arenas to listen", lambda: all(
+        "referee listening on" in fleet.err(n) for n in ports), 30, ("a", "b"))
+    ids = {n: ARENA_ID.findall(fleet.err(n))[0] for n in ports}
+    for name, module in BOTS.items():  # they play on arena a only
+        fleet.start(name, [sys.executable, "-m", "cfarena.sdk", "run", module,
+                           "--server", f"127.0.0.1:{ports['a']}", f"--token={tokens[name]}",
+                           "--retries", "-1", "-q"])
+
+    # a is frozen while a match of it is in play
+    deadline = time.monotonic() + 30
+    while True:
+        fleet.procs["a"].send_signal(signal.SIGSTOP)
+        held = _running(fleet, ids["a"])
+        if held:
+            break
+        fleet.procs["a"].send_signal(signal.SIGCONT)
+        assert time.monotonic() < deadline, "arena a had no match in play for 30 s"
+        time.sleep(0.05)
+    match_id = held[0]
+    try:
+        fleet.wait("b to abort a's match", lambda: match_id in fleet.err("b"),
+                   3 * DEAD_AFTER_S + 5, ("b",))
+        assert _stored(fleet, match_id)[0] == "aborted"
+    finally:
+        fleet.procs["a"].send_signal(signal.SIGCONT)
+    # a wakes: it learns it lost the match (its next beat, or its refused store), and
+    # plays on with a new match
+    lost = re.compile(rf"(another arena aborted its match {match_id}|match {match_id}: its "
+                      "lease is revoked)")
+    fleet.wait("a to notice it lost the match", lambda: bool(lost.search(fleet.err("a")))
+               or _stored(fleet, match_id)[0] != "aborted", 15, ("a", "b"))
+    woke = len(fleet.err("a"))
+    fleet.wait("a new match on a", lambda: bool(FINISHED.search(fleet.err("a")[woke:])),
+               30, ("a", "b"))
+    for name in ("a", "b", *BOTS):
+        fleet.procs[name].send_signal(signal.SIGTERM)
+    for name in ("a", "b", *BOTS):
+        assert fleet.procs[name].wait(30) == 0, fleet.err(name)[-3000:]
+
+    status, reason, logs, faults, rated = _stored(fleet, match_id)
+    assert (status, logs, faults, rated) == ("aborted", 0, 0, 0), fleet.err("a")[-3000:]
+    assert f"arena {ids['a']} (127.0.0.1:{ports['a']}) died" in reason
+    err_a = fleet.err("a")
+    assert lost.search(err_a), err_a[-3000:]
+    assert "Traceback" not in err_a + fleet.err("b")
+    # rated: exactly the finished matches
+    with open_database(fleet.db, create=False) as db, db.engine.connect() as conn:
+        finished = conn.execute(text(
+            "SELECT count(*) FROM matches WHERE status = 'finished'")).scalar_one()
+        games = {str(n): int(g) for n, g in conn.execute(text(
+            "SELECT b.name, r.games FROM skill_ratings r JOIN bots b ON b.id = r.bot_id "
+            "WHERE r.pool = 'global'"))}
+    assert finished >= 1 and games == {name: finished for name in BOTS}
