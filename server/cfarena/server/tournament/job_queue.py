@@ -20,6 +20,7 @@ workers' heartbeats and the retries; cfarena adds:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -128,12 +129,18 @@ def queued_matches(engine: Engine, tournament_id: int | None,
         raise StorageError(f"cannot read the job queue: {one_line(exc)}") from exc
 
 
-async def retry_stalled(app: procrastinate.App, seconds_since_heartbeat: float) -> int:
-    """Put the match jobs of workers without a heartbeat for that long back in the queue."""
+async def retry_stalled(app: procrastinate.App, seconds_since_heartbeat: float, *,
+                        own: int | None = None) -> int:
+    """Put the match jobs of workers without a heartbeat for that long back in the queue,
+    except those of worker `own` (the caller: its jobs are live, whatever its heartbeat)."""
     stalled = await app.job_manager.get_stalled_jobs(
         task_name=TASK, seconds_since_heartbeat=seconds_since_heartbeat)
     retried = 0
     for job in stalled:
-        await app.job_manager.retry_job(job)
+        if own is not None and job.worker_id == own:
+            continue
+        assert job.id is not None
+        # straight to the database: a refusal (the job moved on meanwhile) is the caller's
+        await app.job_manager.retry_job_by_id_async(job_id=job.id, retry_at=datetime.now(UTC))
         retried += 1
     return retried
