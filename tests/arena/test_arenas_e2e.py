@@ -182,7 +182,13 @@ def test_two_arenas_one_killed(fleet: Fleet) -> None:
             "SELECT b.name, r.pool, r.games FROM ratings r JOIN bots b ON b.id = r.bot_id"))}
         history = conn.execute(text(
             "SELECT match_id, count(*) FROM rating_history GROUP BY match_id")).all()
+        arenas = {str(i): (stopped, beat) for i, stopped, beat in conn.execute(
+            text("SELECT id, stopped_at, heartbeat_at FROM arenas"))}
 
+    # the killed arena's row is not left live: b marked it stopped at its last heartbeat
+    # (b's own row: stopped by its clean stop, after its last beat)
+    assert arenas[ids["a"]][0] is not None and arenas[ids["a"]][0] == arenas[ids["a"]][1]
+    assert arenas[ids["b"]][0] is not None and arenas[ids["b"]][0] >= arenas[ids["b"]][1]
     # both arenas played; every match is stored once, by the arena that played it
     assert len(logged_a) >= EACH and len(logged_b) >= b_before + EACH
     assert not set(logged_a) & set(logged_b)

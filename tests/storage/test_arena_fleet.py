@@ -93,6 +93,36 @@ def test_a_live_arena_aborts_a_dead_arenas_matches_once(db: Database) -> None:
     assert dict(db.arena_beat("A", STALE_S).busy_elsewhere) == {}
 
 
+def test_a_silent_arenas_row_says_stopped_until_it_beats_again(db: Database) -> None:
+    """A killed arena (no match of its own) is not left "live" in its row: the next
+    beat of another arena past the stale limit marks it stopped at its last heartbeat;
+    if it was only frozen, its own next beat makes the row live again."""
+    db.arena_started("A", "machineA", "hostA:1", STALE_S, "stopped")
+    db.arena_started("B", "machineB", "hostB:1", STALE_S, "stopped")
+    _age(db, "B", STALE_S - 1)
+    db.arena_beat("A", STALE_S)
+    assert _stopped(db, "B") is None
+    _age(db, "B", STALE_S + 1)
+    db.arena_beat("A", STALE_S)
+    stopped_at, last_beat = _stopped(db, "B"), _heartbeat(db, "B")
+    assert stopped_at is not None and stopped_at == last_beat
+    assert [x[0] for x in db.live_arenas(STALE_S)] == ["A"]
+    db.arena_beat("B", STALE_S)  # it wakes
+    assert _stopped(db, "B") is None
+    assert [x[0] for x in db.live_arenas(STALE_S)] == ["A", "B"]
+
+
+def _stopped(db: Database, arena_id: str) -> object:
+    with db.engine.connect() as conn:
+        return conn.execute(select(Arena.stopped_at).where(Arena.id == arena_id)).scalar_one()
+
+
+def _heartbeat(db: Database, arena_id: str) -> object:
+    with db.engine.connect() as conn:
+        return conn.execute(select(Arena.heartbeat_at).where(Arena.id == arena_id)
+                            ).scalar_one()
+
+
 def test_a_stopped_arena_and_untagged_matches(db: Database) -> None:
     a, b = bots(db, "a", "b")
     db.arena_started("B", "machineB", "hostB:1", STALE_S, "stopped")

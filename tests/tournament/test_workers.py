@@ -259,15 +259,18 @@ def test_a_cut_match_is_always_retried_and_a_failing_one_is_given_up() -> None:
     attempts its job had; a match that fails for itself is given up after three."""
     from procrastinate.jobs import Job
 
-    from cfarena.server.tournament.worker import MatchCut, MatchRetry
+    from cfarena.server.tournament.worker import DatabaseAway, MatchCut, MatchRetry
 
     retry = MatchRetry(wait_s=0.5)
     worn = Job(id=1, queue="q", lock=None, queueing_lock=None, task_name="t", attempts=7)
-    for _ in range(5):
+    for _ in range(5):  # nor one cut short by a database outage
         assert retry.get_retry_decision(exception=MatchCut("cut"), job=worn) is not None
+        assert retry.get_retry_decision(exception=DatabaseAway("away"), job=worn) is not None
+    assert not retry.last_try(worn)
     decisions = [retry.get_retry_decision(exception=RuntimeError("bug"), job=worn)
                  for _ in range(4)]
     assert [d is not None for d in decisions] == [True, True, True, False]
+    assert retry.last_try(worn)
     assert retry.get_retry_decision(exception=MatchCut("cut"), job=worn) is not None
 
 

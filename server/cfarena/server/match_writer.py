@@ -114,6 +114,11 @@ class MatchWriter:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
+    def retry_now(self) -> None:
+        """Try a record waiting out an outage now, not at the end of its back-off (the
+        caller saw the database answer again)."""
+        self._nudge.set()
+
     def submit(self, record: StoredMatch) -> None:
         """Queue a finished (or aborted) match; it is stored after every earlier one."""
         self._queue.put_nowait(record)

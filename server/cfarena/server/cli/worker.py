@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from cfarena.server.cli.common import DbOption, database, err, fail
 from cfarena.server.sandbox import exposed, python_paths, sandbox_problem
-from cfarena.server.storage import Database
+from cfarena.server.storage import Database, StorageError
 from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.job_queue import install_schema, uses_queue
 from cfarena.server.tournament.pool import Launch
@@ -90,7 +90,8 @@ def worker_cmd(
             fail(f"no tournament {tournament}")
         install_schema(db.engine)
         stopped_by: list[int] = []
-        stats, unsaved = asyncio.run(_work(db, options, tournament, until_done, stopped_by))
+        stats, unsaved, unfinished = asyncio.run(
+            _work(db, options, tournament, until_done, stopped_by))
     if json_out:
         sys.stdout.write(json.dumps({"played": stats.played, "skipped": stats.skipped,
                                      "restarts": stats.restarts,
@@ -100,13 +101,18 @@ def worker_cmd(
         err.print(f"worker: played {stats.played} match(es)")
     if unsaved:
         fail("; ".join(unsaved), code=1)
+    if unfinished and not stopped_by:
+        fail(escape("; ".join(unfinished)), code=1)
     if stopped_by:  # 128 + the signal, as a shell reports it: 130 Ctrl-C, 143 SIGTERM
         raise typer.Exit(128 + stopped_by[0])
 
 
 async def _work(db: Database, options: WorkerOptions, tournament: int | None,
-                until_done: bool, stopped_by: list[int]) -> tuple[WorkerStats, list[str]]:
-    """Run a worker until done or stopped; the signals that stopped it go in `stopped_by`."""
+                until_done: bool, stopped_by: list[int]
+                ) -> tuple[WorkerStats, list[str], list[str]]:
+    """Run a worker until done or stopped; the signals that stopped it go in `stopped_by`.
+    Returns its figures, the records it could not store, and (`until_done`) the
+    tournaments it took jobs of that were left unfinished (`QueueWorker.unfinished`)."""
     from cfarena.server.tournament.worker import QueueWorker, queue_empty
 
     worker = QueueWorker(db, options, only=tournament)
@@ -130,12 +136,18 @@ async def _work(db: Database, options: WorkerOptions, tournament: int | None,
     try:
         stats = await worker.run(
             until=(lambda: queue_empty(db, tournament)) if until_done else None)
+        unfinished: list[str] = []
+        if until_done and not stopped_by:
+            try:
+                unfinished = await asyncio.to_thread(worker.unfinished)
+            except StorageError as exc:
+                unfinished = [f"cannot tell whether its tournaments are finished: {exc}"]
     finally:
         await worker.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(sig)
-    return stats, worker.stats.unsaved
+    return stats, worker.stats.unsaved, unfinished
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,8 @@ scheduled them. With that:
   and revokes their leases: an arena that was only frozen stores nothing of them when
   it wakes (`record_match` refuses a record whose lease is gone), and its next beat
   tells it which matches it lost; their deals are never played again (the arenas draw
-  fresh seeds);
+  fresh seeds); and its row says stopped, at its last heartbeat (if it was only
+  frozen, its next beat makes the row live again);
 - a bot's capacity holds across the arenas: scheduling a match locks the seated
   bots' rows (`SELECT ... FOR NO KEY UPDATE`; SQLite's writers are serialised by
   BEGIN IMMEDIATE anyway), counts their unfinished matches on every arena and
@@ -191,6 +192,7 @@ def _reap(s: Session, arena_id: str, now: datetime, stale_s: float) -> list[str]
     stale, stopped or gone (no row); their ids. Only the arenas that have unfinished
     matches are looked at (the rows of old arenas pile up, one per start)."""
     cutoff = now - timedelta(seconds=stale_s)
+    _mark_silent(s, arena_id, cutoff)
     holding = set(s.scalars(select(Match.arena_id).where(
         Match.tournament_id.is_(None), Match.status.in_(_OPEN), Match.arena_id.is_not(None),
         Match.arena_id != arena_id).distinct()))
@@ -205,6 +207,18 @@ def _reap(s: Session, arena_id: str, now: datetime, stale_s: float) -> list[str]
         reason = died_reason(dead_id, row.address if row is not None else None, stale_s)
         aborted.extend(_abort_open(s, dead_id, reason, now))
     return aborted
+
+
+def _mark_silent(s: Session, arena_id: str, cutoff: datetime) -> None:
+    """The rows of the arenas other than `arena_id` not heard of since `cutoff` (killed,
+    frozen, their machine gone) say they stopped, at their last heartbeat. Only if that
+    heartbeat is still the one read: an arena that beat meanwhile stays live."""
+    silent = [(a.id, a.heartbeat_at) for a in s.scalars(select(Arena).where(
+        Arena.id != arena_id, Arena.stopped_at.is_(None))) if aware(a.heartbeat_at) < cutoff]
+    for silent_id, last_beat in silent:
+        s.execute(update(Arena).where(Arena.id == silent_id, Arena.stopped_at.is_(None),
+                                      Arena.heartbeat_at == last_beat)
+                  .values(stopped_at=last_beat))
 
 
 def _abort_open(s: Session, arena_id: str, reason: str, now: datetime) -> Sequence[str]:

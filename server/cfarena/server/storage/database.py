@@ -331,6 +331,20 @@ class Database(ArenaStore, FleetStore):
             )
             return int(getattr(done, "rowcount", 0) or 0)
 
+    def abort_unplayed(self, match_id: str, reason: str) -> bool:
+        """Mark match `match_id` `aborted` with `reason` if it is scheduled or running
+        (its queue job failed for good: nothing will play it until it is queued again);
+        False if it is finished or aborted already."""
+        with self._session(write=True) as s:
+            done = s.execute(
+                update(Match)
+                .where(Match.id == match_id, Match.status.in_(
+                    [MatchStatus.SCHEDULED.value, MatchStatus.RUNNING.value]))
+                .values(status=MatchStatus.ABORTED.value, reason=storable_text(reason),
+                        finished_at=utc_now())
+            )
+            return bool(getattr(done, "rowcount", 0))
+
     # -- results ------------------------------------------------------------
 
     def record_match(self, record: StoredMatch) -> bool:

@@ -137,7 +137,8 @@ class Arena(Base):
     address: Mapped[str] = mapped_column(String(200))  # where its bots dial in (host:port)
     started_at: Mapped[datetime] = mapped_column(Timestamp)
     heartbeat_at: Mapped[datetime] = mapped_column(Timestamp)
-    stopped_at: Mapped[datetime | None] = mapped_column(Timestamp)  # a clean stop
+    # a clean stop; or, for an arena found silent past the stale limit, its last beat
+    stopped_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class MatchSeat(Base):

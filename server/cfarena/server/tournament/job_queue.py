@@ -16,8 +16,8 @@ workers' heartbeats and the retries; cfarena adds:
   worker; their matches' leases are revoked first, so that a worker that was only
   frozen stores nothing of them when it wakes (`storage.LeaseLost`);
 - a job is acknowledged (finished or put back) only by the worker that holds it:
-  `worker.FencedJobManager` leaves alone a job that was put back in the queue, or taken by
-  another worker, meanwhile;
+  `queue_link.SteadyJobManager` leaves alone a job that was put back in the queue, or
+  taken by another worker, meanwhile;
 - exactly once is the database's, not the queue's: a job whose match is finished does
   nothing, and `record_match` never stores a finished match again.
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -134,18 +135,23 @@ def queued_matches(engine: Engine, tournament_id: int | None,
         raise StorageError(f"cannot read the job queue: {one_line(exc)}") from exc
 
 
-async def retry_stalled(app: procrastinate.App, db: Database,
-                        seconds_since_heartbeat: float) -> int:
+async def retry_stalled(app: procrastinate.App, db: Database, seconds_since_heartbeat: float,
+                        *, own: int | None = None) -> int:
     """Put the match jobs of workers without a heartbeat for that long back in the queue,
     each after revoking its match's lease (a worker that was only frozen stores nothing
-    of it when it wakes)."""
+    of it when it wakes), except those of worker `own` (the caller: its jobs are live,
+    whatever its heartbeat)."""
     stalled = await app.job_manager.get_stalled_jobs(
         task_name=TASK, seconds_since_heartbeat=seconds_since_heartbeat)
     retried = 0
     for job in stalled:
+        if own is not None and job.worker_id == own:
+            continue
+        assert job.id is not None
         match_id = job.task_kwargs.get("match_id")
         if isinstance(match_id, str):
             await asyncio.to_thread(db.revoke_lease, match_id)
-        await app.job_manager.retry_job(job)
+        # straight to the database: a refusal (the job moved on meanwhile) is the caller's
+        await app.job_manager.retry_job_by_id_async(job_id=job.id, retry_at=datetime.now(UTC))
         retried += 1
     return retried

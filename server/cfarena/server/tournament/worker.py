@@ -7,12 +7,15 @@ match job. The worker:
 
 - registers with procrastinate and heartbeats (`heartbeat_s`); a worker silent for
   `stalled_s` is taken for dead, and every worker puts its jobs back in the queue
-  (`job_queue.retry_stalled`), to be played from a fresh start by whoever takes them;
+  (`job_queue.retry_stalled`), to be played from a fresh start by whoever takes them:
+  never its own jobs, and only once it has been in touch with the database for
+  `stalled_s` itself (after an outage, every worker gets that long to beat again);
 - plays each match under the lease `mark_running` gives it: a worker that was only
   frozen past `stalled_s` finds its match's lease revoked (or held by the worker
   that plays it again) when it wakes: its copy is not stored (`LeaseLost`, one line),
-  and it leaves the job alone (`FencedJobManager`): the copy played under the valid
-  lease is the match's;
+  and it leaves the job alone (`queue_link.SteadyJobManager` finishes or retries a
+  job only while this worker holds it): the copy played under the valid lease is the
+  match's;
 - keeps one `TournamentPlayer` per tournament it plays (its bots' warm processes),
   built from the tournament as stored: the bot commands must exist on this machine;
 - acknowledges a job only once its match is stored (one transaction: result, logs,
@@ -26,8 +29,12 @@ match job. The worker:
   on the host, nor another of its tournaments had a match in play (docs/WORKERS.md);
 - when the database goes away, finishes the matches it is playing, keeps their records
   until the database is back (nothing is half-written: a record is one transaction),
-  and starts taking jobs again when it returns; the jobs it held are retried by
-  heartbeat, and find their matches stored.
+  acknowledges their jobs then, and takes jobs again: it stays in the queue throughout,
+  with its worker id and its jobs (`queue_link`); one line says the queue is away, one
+  that it is back (the stored records' writer is told to try again at once);
+- a job that fails for good (`MatchRetry`) leaves its match aborted with the reason
+  (a rerun of the tournament queues it again); `unfinished` tells `--until-done` which
+  tournaments it took jobs of were left unfinished, and marks them interrupted.
 """
 
 from __future__ import annotations
@@ -45,15 +52,14 @@ from pathlib import Path
 from typing import Protocol
 
 import procrastinate
-from procrastinate.jobs import Job, Status
-from procrastinate.manager import JobManager
 from procrastinate.worker import Worker
 
-from cfarena.server.match_writer import dump_unsaved
+from cfarena.server.match_writer import dump_unsaved, is_outage
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, LeaseLost, StorageError, TournamentStatus
-from cfarena.server.tournament import job_queue
+from cfarena.server.storage.connect import one_line
+from cfarena.server.tournament import job_queue, queue_link
 from cfarena.server.tournament.config import TournamentError
 from cfarena.server.tournament.match_player import TournamentPlayer, stored_config
 from cfarena.server.tournament.pool import Launch
@@ -61,6 +67,9 @@ from cfarena.server.tournament.pool import Launch
 log = logging.getLogger("cfarena.worker")
 
 _FLUSH_TIMEOUT_S = 60.0
+# joining the queue again after a failure: the first wait, and the longest
+_REJOIN_FIRST_S = 0.5
+_REJOIN_MAX_S = 4.0
 
 
 class MatchCut(Exception):
@@ -71,19 +80,25 @@ class PhaseNotOpen(Exception):
     """A match job taken before every match of the earlier phases is finished."""
 
 
+class DatabaseAway(Exception):
+    """A match job cut short because the database went away (not the match's fault)."""
+
+
 class MatchRetry(procrastinate.BaseRetryStrategy):
     """When a match job goes back to the queue:
 
     - cut by `QueueWorker.halt` (`MatchCut`: its worker was stopped, not its fault), or
       played under a lease that was taken from its worker (`LeaseLost`; the job is
-      put back only if that worker still holds it: `FencedJobManager`): at once,
-      however many attempts its job has had, so a job is never marked failed
+      put back only if that worker still holds it: `queue_link.SteadyJobManager`): at
+      once, however many attempts its job has had, so a job is never marked failed
       because workers were stopped or stalled;
-    - taken too early (`PhaseNotOpen`): in `wait_s`, as often as it takes;
+    - taken too early (`PhaseNotOpen`), or cut short by a database outage
+      (`DatabaseAway`): in `wait_s`, as often as it takes;
     - failed: up to `retries` times, 2 s later.
 
     procrastinate counts all of these in a job's attempts, so failures are counted
-    here, by each worker (the one that saw the first failures may not see the next)."""
+    here, by each worker (the one that saw the first failures may not see the next).
+    `last_try` says whether a failure now is the job's last."""
 
     def __init__(self, wait_s: float, retries: int = 3) -> None:
         self.wait_s = wait_s
@@ -94,7 +109,7 @@ class MatchRetry(procrastinate.BaseRetryStrategy):
                            ) -> procrastinate.RetryDecision | None:
         if isinstance(exception, MatchCut | LeaseLost):
             return procrastinate.RetryDecision(retry_in={"seconds": 0})
-        if isinstance(exception, PhaseNotOpen):
+        if isinstance(exception, PhaseNotOpen | DatabaseAway):
             return procrastinate.RetryDecision(
                 retry_at=datetime.now(UTC) + timedelta(seconds=self.wait_s))
         failed = self.failures[job.id] = self.failures.get(job.id, 0) + 1
@@ -102,46 +117,9 @@ class MatchRetry(procrastinate.BaseRetryStrategy):
             return None
         return procrastinate.RetryDecision(retry_in={"seconds": 2})
 
-
-# the job's row is locked, and still this worker's, before its state changes: a job put
-# back in the queue (`retry_stalled`) or taken by another worker meanwhile is left alone
-_HELD = ("with held as (select id from procrastinate_jobs where id = %(job_id)s "
-         "and status = 'doing' and worker_id is not distinct from %(worker_id)s for update) ")
-_FINISH_HELD = _HELD + ("select procrastinate_finish_job_v1(id, %(status)s, %(delete_job)s) "
-                        "from held")
-_RETRY_HELD = _HELD + ("select procrastinate_retry_job_v2(id, %(retry_at)s, %(new_priority)s, "
-                       "%(new_queue_name)s, %(new_lock)s) from held")
-
-
-class FencedJobManager(JobManager):
-    """procrastinate's job manager, but a worker finishes or retries a job only while it
-    holds it: running (`doing`) and taken by that worker. A worker that was silent past
-    the stall limit finds its job put back in the queue (and maybe taken by another
-    worker): it leaves it alone, instead of marking another worker's job done or
-    failing with "Job was not found or not in doing/todo status"."""
-
-    async def finish_job(self, job: Job, status: Status, delete_job: bool) -> None:
-        done = await self.connector.execute_query_all_async(
-            query=_FINISH_HELD, job_id=job.id, worker_id=job.worker_id,
-            status=status.value, delete_job=delete_job)
-        if not done:
-            _not_held(job)
-
-    async def retry_job(self, job: Job, retry_at: datetime | None = None,
-                        priority: int | None = None, queue: str | None = None,
-                        lock: str | None = None) -> None:
-        done = await self.connector.execute_query_all_async(
-            query=_RETRY_HELD, job_id=job.id, worker_id=job.worker_id,
-            retry_at=retry_at or datetime.now(UTC), new_priority=priority,
-            new_queue_name=queue, new_lock=lock)
-        if not done:
-            _not_held(job)
-
-
-def _not_held(job: Job) -> None:
-    log.info("job %s (match %s) is no longer held by the worker that took it (put back "
-             "in the queue, or taken by another); left alone", job.id,
-             job.task_kwargs.get("match_id"))
+    def last_try(self, job: procrastinate.jobs.Job) -> bool:
+        """Whether a failure of `job` now would not be retried."""
+        return self.failures.get(job.id, 0) >= self.retries
 
 
 class MatchSink(Protocol):
@@ -164,7 +142,7 @@ class WorkerStats:
     played: int = 0
     skipped: int = 0  # jobs whose match was already stored
     deferred: int = 0  # jobs put back (or dropped) while an earlier phase was unfinished
-    restarts: int = 0  # times the queue was left and rejoined (database away)
+    restarts: int = 0  # times joining the queue failed and was tried again (database away)
     match_s: float = 0.0  # time playing and storing matches (the rest is the queue's)
     store_s: float = 0.0  # of which: waiting for the store (one transaction per match)
     unsaved: list[str] = field(default_factory=list)
@@ -188,14 +166,22 @@ class QueueWorker:
         self._stop = asyncio.Event()
         self._jobs: set[asyncio.Task[object]] = set()  # the jobs being played
         self._halted = False
+        self.touched: set[int] = set()  # the tournaments it took jobs of
+        self.gave_up: dict[int, str] = {}  # tournament -> why a job of it failed for good
+        self._said: set[str] = set()  # failures said once (a bot that does not start...)
         # drops this host's caches between a tournament's phases (None: it cannot),
         # holding the host's players' lock while this worker plays (from `start`)
         self.host: HostReset | None = None
         quiet_queue_logs()
         self.app = job_queue.new_app(db.engine)
-        self.app.job_manager = FencedJobManager(connector=self.app.connector)
-        self.app.task(name=job_queue.TASK, pass_context=True,
-                      retry=MatchRetry(self.options.poll_s))(self._job)
+        self.queue = queue_link.SteadyJobManager(
+            self.app.connector, say=log.warning, retry_s=options.poll_s,
+            give_up=lambda: self._halted)
+        self.queue.on_back.append(self._retry_stores)
+        self.app.job_manager = self.queue
+        self._pool = queue_link.null_pool(job_queue.conninfo(db.engine))
+        self.retry = MatchRetry(self.options.poll_s)
+        self.app.task(name=job_queue.TASK, pass_context=True, retry=self.retry)(self._job)
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> RefereeServer:
@@ -205,6 +191,8 @@ class QueueWorker:
                                      unix_socket=self._socket_dir / "arena.sock")
         await self._server.start()
         self.host = claim_host_reset()
+        await self._pool.open()  # no connection yet (one per call)
+        await self.app.open_async(pool=self._pool)
         return self._server
 
     def adopt(self, tournament_id: int, player: TournamentPlayer) -> None:
@@ -240,23 +228,25 @@ class QueueWorker:
             task.cancel()
 
     async def run(self, until: Callable[[], bool] | None = None) -> WorkerStats:
-        """Take jobs until stopped, or until `until()` says so (checked every poll);
-        rejoin the queue after the database went away."""
+        """Take jobs until stopped, or until `until()` says so (checked every poll). The
+        queue is joined once; if joining fails (the database away), it is tried again
+        with a short back-off (at most `_REJOIN_MAX_S`)."""
         watcher = asyncio.create_task(self._watch(until)) if until is not None else None
-        delay = 0.5
+        delay = _REJOIN_FIRST_S
         try:
             while not self._stop.is_set():
                 try:
                     await self._run_once()
-                    delay = 0.5
-                except Exception as exc:  # the database away: rejoin when it is back
+                    delay = _REJOIN_FIRST_S
+                except Exception as exc:
                     if self._stop.is_set():
                         break
                     self.stats.restarts += 1
-                    log.warning("queue unavailable (%s); retrying in %.1f s", _why(exc), delay)
+                    if not self.queue.failed(exc):  # an outage is said once, by the link
+                        log.warning("cannot join the job queue (%s); trying again", _why(exc))
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stop.wait(), delay)
-                    delay = min(delay * 2, 10.0)
+                    delay = min(delay * 2, _REJOIN_MAX_S)
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -279,37 +269,59 @@ class QueueWorker:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
         if self.host is not None:
             self.host.release()
+        await self.app.close_async()
+        await self._pool.close()
+
+    def _retry_stores(self) -> None:
+        """The database answers again: the records waiting out the outage are tried now."""
+        for player in self.players.values():
+            if player.writer is not None:
+                player.writer.retry_now()
 
     async def _run_once(self) -> None:
+        """Join the queue and take jobs until stopped (an outage does not end it)."""
         options = self.options
-        async with self.app.open_async():
-            queues = None if self.only is None else [job_queue.queue_name(self.only)]
-            self._worker = Worker(
-                self.app, queues=queues, name="cfarena-worker",
-                concurrency=options.concurrency, wait=True,
-                fetch_job_polling_interval=options.poll_s,
-                update_heartbeat_interval=options.heartbeat_s,
-                stalled_worker_timeout=options.stalled_s,
-                install_signal_handlers=False,
-                additional_context={},
-            )
-            retrier = asyncio.create_task(self._retry_stalled())
-            try:
-                if self._stop.is_set():
-                    return
-                await self._worker.run()  # type: ignore[no-untyped-call]
-            finally:
-                retrier.cancel()
-                await asyncio.gather(retrier, return_exceptions=True)
-                self._worker = None
+        queues = None if self.only is None else [job_queue.queue_name(self.only)]
+        self._worker = Worker(
+            self.app, queues=queues, name="cfarena-worker",
+            concurrency=options.concurrency, wait=True,
+            fetch_job_polling_interval=options.poll_s,
+            update_heartbeat_interval=options.heartbeat_s,
+            # procrastinate prunes the rows of workers silent this long when one starts
+            stalled_worker_timeout=queue_link.PRUNE_AFTER_S,
+            listen_notify=False,  # jobs are looked for every poll_s; one connection less
+            install_signal_handlers=False,
+            additional_context={},
+        )
+        retrier = asyncio.create_task(self._retry_stalled())
+        try:
+            if self._stop.is_set():
+                return
+            await self._worker.run()  # type: ignore[no-untyped-call]
+        finally:
+            retrier.cancel()
+            await asyncio.gather(retrier, return_exceptions=True)
+            self._worker = None
 
     async def _retry_stalled(self) -> None:
+        """Put back the jobs of workers silent for `stalled_s`: not this worker's own,
+        and only once the queue has answered it for `stalled_s` since its last outage."""
+        stalled_s = self.options.stalled_s
         while True:
-            retried = await job_queue.retry_stalled(self.app, self.db, self.options.stalled_s)
+            await asyncio.sleep(max(0.5, stalled_s / 4))
+            worker = self._worker
+            if worker is None or worker.worker_id is None or self.queue.in_touch_s < stalled_s:
+                continue
+            try:
+                retried = await job_queue.retry_stalled(self.app, self.db, stalled_s,
+                                                        own=worker.worker_id)
+            except Exception as exc:
+                if not self.queue.failed(exc):
+                    log.warning("cannot put back the jobs of silent workers: %s", _why(exc))
+                continue
             if retried:
                 log.warning("%d match job(s) of a silent worker put back in the queue",
                             retried)
-            await asyncio.sleep(max(0.5, self.options.stalled_s / 4))
 
     async def _watch(self, until: Callable[[], bool]) -> None:
         while not self._stop.is_set():
@@ -325,6 +337,7 @@ class QueueWorker:
         task = asyncio.current_task()
         assert task is not None
         self._jobs.add(task)
+        self.touched.add(tournament_id)
         try:
             await self._play_job(tournament_id, match_id)
         except asyncio.CancelledError:
@@ -334,11 +347,47 @@ class QueueWorker:
             raise MatchCut(f"match {match_id}: the worker was stopped mid-match") from None
         except LeaseLost:  # silent past the stall limit: the match is played elsewhere
             raise  # (its writer said so in one line) put back only if still held here
+        except PhaseNotOpen:
+            raise  # back in the queue for a moment: not a failure
         except Exception as exc:  # the queue retries it; say why here (its logs are quiet)
-            log.error("match %s failed on this worker: %s", match_id, exc)
+            if is_outage(exc):  # not a failure of the match: retried as often as it takes
+                raise DatabaseAway(f"match {match_id}: {one_line(exc)}") from exc
+            why = one_line(exc)
+            if self.retry.last_try(context.job):
+                await self._give_up(tournament_id, match_id, why)
+            elif why not in self._said:  # the same cause once (a bot that does not start)
+                self._said.add(why)
+                log.warning("match %s failed on this worker (it is retried): %s", match_id, why)
             raise
         finally:
             self._jobs.discard(task)
+
+    async def _give_up(self, tournament_id: int, match_id: str, why: str) -> None:
+        """The job of `match_id` failed for good: its match is stored aborted with why."""
+        self.gave_up[tournament_id] = why
+        log.error("match %s failed for good: %s", match_id, why)
+        with contextlib.suppress(StorageError):
+            await asyncio.to_thread(self.db.abort_unplayed, match_id,
+                                    f"not played: its job failed for good ({why})")
+
+    def unfinished(self) -> list[str]:
+        """Once no job is waiting or running: the tournaments this worker took jobs of
+        that are not finished (their jobs failed for good), marked interrupted, each as
+        one line saying why and what to do."""
+        said = []
+        for tournament_id in sorted(self.touched):
+            counts = self.db.match_counts(tournament_id)
+            left = sum(counts.values()) - counts.get("finished", 0)
+            if not left:
+                self._finish_if_done(tournament_id)
+                continue
+            self.db.set_tournament_status(tournament_id, TournamentStatus.INTERRUPTED)
+            why = self.gave_up.get(tournament_id, "their jobs failed on other workers")
+            said.append(f"tournament {tournament_id} is not finished: {left} match(es) could "
+                        f"not be played ({why}); it is marked interrupted, the matches "
+                        "aborted with the reason: fix the cause, then `cfarena run-tournament` "
+                        "with its options queues them again")
+        return said
 
     async def _play_job(self, tournament_id: int, match_id: str) -> None:
         match = await asyncio.to_thread(self.db.pending_match, tournament_id, match_id)
@@ -364,7 +413,10 @@ class QueueWorker:
         self.stats.played += 1
         if self.sink is not None:
             self.sink.match_done(record, None)
-        await asyncio.to_thread(self._finish_if_done, tournament_id)
+        # the match is stored: an outage now does not fail its job (`unfinished` at the
+        # end of --until-done, or the next match's worker, marks the tournament finished)
+        with contextlib.suppress(StorageError):
+            await asyncio.to_thread(self._finish_if_done, tournament_id)
 
     async def _player(self, tournament_id: int) -> TournamentPlayer:
         lock = self._starting.setdefault(tournament_id, asyncio.Lock())
@@ -417,7 +469,7 @@ class QueueWorker:
 
 
 def _why(exc: BaseException) -> str:
-    """One line on why the queue failed (procrastinate wraps the driver's error)."""
+    """One line on why a queue call failed (procrastinate wraps the driver's error)."""
     cause = exc.__cause__ or exc
     lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
     return lines[0] if lines else type(cause).__name__
@@ -425,9 +477,11 @@ def _why(exc: BaseException) -> str:
 
 def quiet_queue_logs() -> None:
     """procrastinate and psycopg's pool log every failed attempt while the database is away
-    (with tracebacks); the worker says it in one line of its own instead."""
+    (with tracebacks), and psycopg each connection it drops mid-statement (three lines);
+    the worker says it in one line of its own instead."""
     logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
     logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 
 def queue_empty(db: Database, tournament_id: int | None) -> bool:
