@@ -210,10 +210,11 @@ class BotPool:
         too: a child leaves bits in its sandbox that the server's cleaner cannot reset
         (its PID counter, its tmpfs's inode counter), and a child of the next phase
         could read them and relay them (through the page cache, open within a phase)
-        to the bot's process playing the same deal. Servers that never forked stay. A
-        bot with fewer idle servers than its warm count gets fresh ones now, before
-        the reset, while Python's files are still cached (started after it, cold, they
-        cost the next phase's first matches seconds each).
+        to the bot's process playing the same deal. Servers that never forked stay,
+        and so do those `prepare_phase` started for this phase. A bot with fewer idle
+        servers than its warm count gets fresh ones now, before the reset, while
+        Python's files are still cached (started after it, cold, they cost the next
+        phase's first matches seconds each).
 
         With `keep_playing` (another tournament's phase change in the same worker), the
         processes in a match and their fork servers are kept (`playing` says if any)."""
