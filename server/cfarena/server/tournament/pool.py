@@ -127,6 +127,7 @@ class BotPool:
         self.watch = watch or LimitWatch()
         self.started = 0
         self._running = False  # start() has checked that every bot starts
+        self._closed = False  # close() has begun: nothing more is started
         self._playing: dict[str, dict[int, int]] = {}  # bot -> deal -> matches running
         # bots forked from fork servers: their Python and `python -m cfarena.sdk` arguments
         self._plans = {n: sdk_plan(n, c) if launch.sandbox else None
@@ -191,6 +192,7 @@ class BotPool:
 
     async def close(self) -> None:
         """Stop every process still alive (also on failure or interrupt)."""
+        self._closed = True
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -336,6 +338,8 @@ class BotPool:
         process = warm.process
         if server is None or not process.exited_by_itself or not server.idle:
             await self._stop(warm)
+            if server is not None and self._plans.get(warm.bot) is not None:
+                self._replenish(warm.bot)  # its server went with it
             return
         self.server.passes.withdraw(warm.seat_pass)
         self._live.discard(warm)
@@ -378,15 +382,20 @@ class BotPool:
                 continue
             if deal is not None:
                 server.tainted.add(deal)  # no later child of this sandbox plays it
-            # a server whose child is playing is back for the bot's next match (of
-            # another deal, within a phase): only a missing one is replaced
-            serving = [s for s in self._servers
-                       if s.bot == name and s.alive and s not in self._next[name]]
-            if len(serving) < self.warm.get(name, 1) and self._unstarted.get(name, 0) > 0:
-                task = asyncio.get_running_loop().create_task(self._start_server(name))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+            self._replenish(name)
             return warm
+
+    def _replenish(self, name: str) -> None:
+        """Start a fork server of `name` in the background if it has fewer than its warm
+        count. A server whose child is playing counts: it is back for the bot's next
+        match (of another deal, within a phase)."""
+        serving = [s for s in self._servers
+                   if s.bot == name and s.alive and s not in self._next[name]]
+        if not self._closed and len(serving) < self.warm.get(name, 1) and \
+                self._unstarted.get(name, 0) > 0:
+            task = asyncio.get_running_loop().create_task(self._start_server(name))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _check_forked(self, name: str) -> None:
         """Fork one process of `name` and see it connect (BotStartError if it cannot);
