@@ -3,12 +3,14 @@
 
 1. the default run (no options: four bundled bots, standard, 4-player tables);
 2. fast bots (random, greedy and a second of each, 4-player tables, 6 games:
-   24 matches), the same schedule three ways in one run: sandboxed (the
-   default), `--no-sandbox`, and, with `--baseline CFARENA`, another cfarena
-   executable (e.g. an older checkout's venv/bin/cfarena) for comparison;
+   24 matches), the same schedule several ways in one run: sandboxed (the
+   default), `--no-sandbox` (unless `--skip-no-sandbox`), and, with `--baseline
+   CFARENA` (repeatable), other cfarena executables (e.g. an older checkout's
+   venv/bin/cfarena) for comparison;
 3. a 6-bot round-robin at 4-player tables (15 tables x 4 rotations = 60 matches).
 
-    python benchmarks/tournament.py [--skip-six] [--baseline PATH/TO/cfarena] [--repeat N]
+    python benchmarks/tournament.py [--skip-six] [--skip-no-sandbox]
+        [--baseline PATH/TO/cfarena]... [--repeat N]
 
 Besides wall time, each fast-bot run's CPU time (all its processes, the
 sandboxed bots included) is printed when cgroup v1's cpuacct controller is
@@ -89,15 +91,18 @@ def show(title: str, wall: float, data: dict[str, object]) -> None:
               f"  pts/round {row['mean_score']}  faults {row['faults']}")
 
 
-def fast_bots(baseline: str | None, repeat: int) -> None:
-    """The same fast-bot schedule sandboxed, unsandboxed and (optionally) on a baseline,
+def fast_bots(baselines: list[str], repeat: int, unsandboxed: bool = True) -> None:
+    """The same fast-bot schedule sandboxed, unsandboxed and on each baseline,
     interleaved `repeat` times; medians and the sandboxed run's speed relative to each."""
     modes: dict[str, tuple[list[str], str]] = {
         "sandboxed": (["run-tournament", *FAST], CFARENA),
-        "--no-sandbox": (["run-tournament", *FAST, "--no-sandbox"], CFARENA),
     }
-    if baseline:
-        modes["baseline"] = (["run-tournament", *FAST], baseline)
+    if unsandboxed:
+        modes["--no-sandbox"] = (["run-tournament", *FAST, "--no-sandbox"], CFARENA)
+    for number, baseline in enumerate(baselines, 1):
+        name = "baseline" if len(baselines) == 1 else f"baseline {number}"
+        print(f"{name}: {baseline}")
+        modes[name] = (["run-tournament", *FAST], baseline)
     walls: dict[str, list[float]] = {m: [] for m in modes}
     cpus: dict[str, list[float]] = {m: [] for m in modes}
     for _ in range(repeat):
@@ -125,12 +130,14 @@ def fast_bots(baseline: str | None, repeat: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--skip-six", action="store_true")
-    ap.add_argument("--baseline", help="another cfarena executable to compare with")
+    ap.add_argument("--skip-no-sandbox", action="store_true")
+    ap.add_argument("--baseline", action="append", default=[],
+                    help="another cfarena executable to compare with (repeatable)")
     ap.add_argument("--repeat", type=int, default=3)
     ns = ap.parse_args()
     wall, data = timed(["run-tournament"])
     show("default run", wall, data)
-    fast_bots(ns.baseline, ns.repeat)
+    fast_bots(ns.baseline, ns.repeat, unsandboxed=not ns.skip_no_sandbox)
     if not ns.skip_six:
         bots = ["random", "greedy", "smart", "montecarlo",
                 f"random2={SDK} cfarena.bots.random_bot", f"greedy2={SDK} cfarena.bots.greedy"]

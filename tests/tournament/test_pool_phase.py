@@ -6,7 +6,10 @@ phase starts before every match of the phase before it has ended.
 
 After `new_phase` (FAIRPLAY.md, "Host state"), no bot process alive before it (warm,
 or playing) is alive, nor any fork server that forked a child before it (its sandbox
-keeps bits its cleaner cannot reset); a fork server that never forked may stay.
+keeps bits its cleaner cannot reset); a fork server that never forked may stay. The
+servers `prepare_phase` starts for the next phase while the last matches of a phase
+play are never forked before the change, even when a match of the ending phase needs
+a server after they started.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import asyncio
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,6 +101,58 @@ def test_a_phase_change_stops_every_process_and_every_server_that_forked(
     assert state["never forked"] == [True], state  # kept: it ran only the arena's code
 
 
+async def _run_prepared(tmp: Path) -> dict[str, Any]:
+    server = RefereeServer(TokenRegistry(), port=None, unix_socket=tmp / "arena.sock")
+    await server.start()
+    pool = BotPool(server, Launch(sandbox=True, cwd=tmp, connect_timeout=TIMEOUT),
+                   {FORKED: None}, warm={FORKED: 1}, demand={FORKED: 100})
+    try:
+        await pool.start()  # one server, which forked the start's check
+        first = await pool.take(FORKED, 1)
+        pool.begin(FORKED, 1)
+        existing = set(pool._servers)
+        await pool.prepare_phase()  # the phase's matches have started: the next one's server
+        prepared = set(pool._servers) - existing
+        # a match of the ending phase takes a process after that (its server is busy)
+        last = await pool.take(FORKED, 2)
+        pool.begin(FORKED, 2)
+        before = [first, last]
+        servers = [w.server for w in before if w.server is not None]
+        forked = [s.label for s in prepared if s._forks > 0]
+        await pool.new_phase()
+        pool.end(FORKED, 1)
+        pool.end(FORKED, 2)
+        state: dict[str, Any] = {
+            "prepared": len(prepared),
+            "prepared forked in the ending phase": forked,
+            "processes": [_alive(w) for w in before],
+            "their servers": [_alive(s) for s in servers],
+            "alive servers that forked": [s.label for s in pool._servers
+                                          if s.alive and s._forks > 0],
+            "prepared alive": [_alive(s) for s in prepared],
+        }
+        await pool.restart()
+        again = await pool.take(FORKED, 1)  # the next phase forks the prepared server
+        state["next phase forks the prepared one"] = again.server in prepared
+        return state
+    finally:
+        await pool.close()
+        await server.stop(grace=0.5)
+
+
+def test_servers_prepared_for_the_next_phase_are_not_forked_before_it(
+        tmp_path: Path) -> None:
+    if shutil.which("bwrap") is None or sandbox_problem() is not None:
+        pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
+    state = asyncio.run(_run_prepared(tmp_path))
+    assert state["prepared"] == 1, state
+    assert state["prepared forked in the ending phase"] == [], state
+    assert not any(state["processes"]) and not any(state["their servers"]), state
+    assert state["alive servers that forked"] == [], state
+    assert state["prepared alive"] == [True], state
+    assert state["next phase forks the prepared one"] is True, state
+
+
 def test_no_match_of_a_phase_starts_before_the_phase_before_ended() -> None:
     events: list[tuple[str, str]] = []
 
@@ -108,11 +164,22 @@ def test_no_match_of_a_phase_starts_before_the_phase_before_ended() -> None:
     async def enter_phase(phase: int) -> None:
         events.append(("phase", str(phase)))
 
-    # 3 deals x 2 rotations; rotation r is phase r
+    async def prepare_phase(phase: int) -> None:
+        events.append(("prepare", str(phase)))
+        await asyncio.sleep(0.05)  # longer than the phase's last match
+        events.append(("prepared", str(phase)))
+
+    # 3 deals x 2 rotations; rotation r is phase r; 2 at once: g2-r0 starts last
     matches = [ScheduledMatch(f"m{g}{r}", f"g{g}-r{r}", g, {}, 2, "", (1, 2),
                               MatchStatus.SCHEDULED) for g in range(3) for r in range(2)]
     phases = {m.key: int(m.key[-1]) for m in matches}
-    asyncio.run(play_all(matches, play, 4, phases, enter_phase))
+    asyncio.run(play_all(matches, play, 2, phases, enter_phase, prepare_phase))
     second = events.index(("phase", "1"))
     assert {k for e, k in events[:second] if e == "end"} == {"g0-r0", "g1-r0", "g2-r0"}
     assert all(phases[k] == 1 for e, k in events[second:] if e in ("start", "end"))
+    # the next phase is prepared once the last match of a phase has started, alongside
+    # it, and is ready before the phase change; nothing is prepared after the last phase
+    prepare = events.index(("prepare", "1"))
+    assert events.index(("start", "g2-r0")) < prepare < events.index(("end", "g2-r0"))
+    assert events.index(("prepared", "1")) < second
+    assert [e for e in events if e[0] == "prepare"] == [("prepare", "1")]

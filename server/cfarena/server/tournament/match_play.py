@@ -70,12 +70,17 @@ class MatchRoom:
     async def play(self, match: ScheduledMatch, seat_bots: list[str]) -> MatchRecord:
         """One match: fresh processes for its seats, played, explained, stored, stopped."""
         pool = self.pool
-        warms: list[WarmBot] = []
+        # all seats at once: each waits for its process to be forked (or started) and
+        # to connect
+        takes = [asyncio.ensure_future(pool.take(name, match.seed)) for name in seat_bots]
         try:
-            for name in seat_bots:
-                warms.append(await pool.take(name, match.seed))
+            warms = list(await asyncio.gather(*takes))
         except BaseException:
-            await asyncio.gather(*(pool.release(w) for w in warms), return_exceptions=True)
+            for take in takes:
+                take.cancel()
+            taken = await asyncio.gather(*takes, return_exceptions=True)
+            await asyncio.gather(*(pool.release(w) for w in taken if isinstance(w, WarmBot)),
+                                 return_exceptions=True)
             raise
         for name in set(seat_bots):
             pool.begin(name, match.seed)

@@ -127,11 +127,14 @@ class BotPool:
         self.watch = watch or LimitWatch()
         self.started = 0
         self._running = False  # start() has checked that every bot starts
+        self._closed = False  # close() has begun: nothing more is started
         self._playing: dict[str, dict[int, int]] = {}  # bot -> deal -> matches running
         # bots forked from fork servers: their Python and `python -m cfarena.sdk` arguments
         self._plans = {n: sdk_plan(n, c) if launch.sandbox else None
                        for n, c in commands.items()}
         self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
+        # started for the next phase (`prepare_phase`): never forked, not used before it
+        self._next: dict[str, list[ForkServer]] = {n: [] for n in commands}
         self._servers: set[ForkServer] = set()
         # fork servers that forked a child since the last `new_phase` (since the start)
         self._forked: set[ForkServer] = set()
@@ -155,29 +158,41 @@ class BotPool:
                         f"bot {name!r} would be able to read {secret} (it is shown {root}): "
                         "keep the database and the log directory outside the bot's "
                         "directories, the system directories and Python's")
-        for name in self.commands:
-            count = max(1, min(self.warm.get(name, 1), self._unstarted.get(name, 1)))
-            if self._plans[name] is not None:
-                started = await asyncio.gather(*(self._start_server(name, count=False)
-                                                 for _ in range(count)))
-                if any(started):
-                    continue
-                log.info("bot %s: no fork server (%s); a fresh interpreter per process",
-                         name, self._last_server_failure.get(name, "it did not start"))
-                self._plans[name] = None
-                self._failures[name] = 0
-            for _ in range(count):
-                await self._spawn(name)
-        for name in self.commands:
-            if self._plans[name] is not None:
-                await self._check_forked(name)
-                continue
-            first = await self._get_ready(name)
-            self._ready[name].put_nowait(first)  # back in line: it was only a check
+        # every bot at once; a failure is reported for the first bot (in order) that failed
+        for step in (self._start_warm, self._check_started):
+            outcomes = await asyncio.gather(*(step(name) for name in self.commands),
+                                            return_exceptions=True)
+            for outcome in outcomes:
+                if isinstance(outcome, BaseException):
+                    raise outcome
         self._running = True
+
+    async def _start_warm(self, name: str) -> None:
+        """Start the first warm processes (or fork servers) of `name`."""
+        count = max(1, min(self.warm.get(name, 1), self._unstarted.get(name, 1)))
+        if self._plans[name] is not None:
+            started = await asyncio.gather(*(self._start_server(name, count=False)
+                                             for _ in range(count)))
+            if any(started):
+                return
+            log.info("bot %s: no fork server (%s); a fresh interpreter per process",
+                     name, self._last_server_failure.get(name, "it did not start"))
+            self._plans[name] = None
+            self._failures[name] = 0
+        for _ in range(count):
+            await self._spawn(name)
+
+    async def _check_started(self, name: str) -> None:
+        """Wait for the first process of `name` to connect (BotStartError if not)."""
+        if self._plans[name] is not None:
+            await self._check_forked(name)
+            return
+        first = await self._get_ready(name)
+        self._ready[name].put_nowait(first)  # back in line: it was only a check
 
     async def close(self) -> None:
         """Stop every process still alive (also on failure or interrupt)."""
+        self._closed = True
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -197,10 +212,11 @@ class BotPool:
         too: a child leaves bits in its sandbox that the server's cleaner cannot reset
         (its PID counter, its tmpfs's inode counter), and a child of the next phase
         could read them and relay them (through the page cache, open within a phase)
-        to the bot's process playing the same deal. Servers that never forked stay. A
-        bot with fewer idle servers than its warm count gets fresh ones now, before
-        the reset, while Python's files are still cached (started after it, cold, they
-        cost the next phase's first matches seconds each).
+        to the bot's process playing the same deal. Servers that never forked stay,
+        and so do those `prepare_phase` started for this phase. A bot with fewer idle
+        servers than its warm count gets fresh ones now, before the reset, while
+        Python's files are still cached (started after it, cold, they cost the next
+        phase's first matches seconds each).
 
         With `keep_playing` (another tournament's phase change in the same worker), the
         processes in a match and their fork servers are kept (`playing` says if any)."""
@@ -219,11 +235,28 @@ class BotPool:
         for ready in self._ready.values():  # emptied, not replaced: a `take` may wait on it
             while not ready.empty():
                 ready.get_nowait()
+        for name, reserved in self._next.items():
+            self._idle[name] += reserved
+            reserved.clear()
         starts = []
         for name, idle in self._idle.items():
             if self._plans[name] is not None and name not in self._dead:
                 wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0))
                 starts += [self._start_server(name) for _ in range(wanted - len(idle))]
+        await asyncio.gather(*starts)
+
+    async def prepare_phase(self) -> None:
+        """Start the fork servers the next phase needs, once the current phase's last
+        matches have their processes (they play meanwhile): at the phase change only the
+        stopping and the host's reset are left. A server started now runs only the
+        arena's runtime and is not forked before `new_phase`, like one that stays."""
+        starts = []
+        for name, plan in self._plans.items():
+            if plan is None or name in self._dead:
+                continue
+            kept = [s for s in self._idle[name] if s not in self._forked] + self._next[name]
+            wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0)) - len(kept)
+            starts += [self._start_server(name, reserve=True) for _ in range(wanted)]
         await asyncio.gather(*starts)
 
     def playing(self) -> bool:
@@ -305,6 +338,8 @@ class BotPool:
         process = warm.process
         if server is None or not process.exited_by_itself or not server.idle:
             await self._stop(warm)
+            if server is not None and self._plans.get(warm.bot) is not None:
+                self._replenish(warm.bot)  # its server went with it
             return
         self.server.passes.withdraw(warm.seat_pass)
         self._live.discard(warm)
@@ -347,12 +382,20 @@ class BotPool:
                 continue
             if deal is not None:
                 server.tainted.add(deal)  # no later child of this sandbox plays it
-            if len(self._idle[name]) < self.warm.get(name, 1) and \
-                    self._unstarted.get(name, 0) > len(self._idle[name]):
-                task = asyncio.get_running_loop().create_task(self._start_server(name))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+            self._replenish(name)
             return warm
+
+    def _replenish(self, name: str) -> None:
+        """Start a fork server of `name` in the background if it has fewer than its warm
+        count. A server whose child is playing counts: it is back for the bot's next
+        match (of another deal, within a phase)."""
+        serving = [s for s in self._servers
+                   if s.bot == name and s.alive and s not in self._next[name]]
+        if not self._closed and len(serving) < self.warm.get(name, 1) and \
+                self._unstarted.get(name, 0) > 0:
+            task = asyncio.get_running_loop().create_task(self._start_server(name))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _check_forked(self, name: str) -> None:
         """Fork one process of `name` and see it connect (BotStartError if it cannot);
@@ -365,9 +408,11 @@ class BotPool:
             await asyncio.wait_for(warm.process.wait(), self.launch.connect_timeout)
         await self.release(warm)
 
-    async def _start_server(self, name: str, count: bool = True) -> ForkServer | None:
-        """A new fork server of `name`, idle; None when it failed (counted, unless
-        `count` is false, towards writing the bot off)."""
+    async def _start_server(self, name: str, count: bool = True,
+                            reserve: bool = False) -> ForkServer | None:
+        """A new fork server of `name`, idle (with `reserve`, kept for the next phase);
+        None when it failed (counted, unless `count` is false, towards writing the bot
+        off)."""
         plan = self._plans[name]
         assert plan is not None
         self.started += 1
@@ -388,7 +433,7 @@ class BotPool:
                 self._dead[name] = f"bot {name!r} {reason}"
             self._last_server_failure[name] = reason
             return None
-        self._idle[name].append(server)
+        (self._next if reserve else self._idle)[name].append(server)
         return server
 
     async def _fork(self, server: ForkServer, name: str) -> WarmBot | None:
@@ -420,8 +465,9 @@ class BotPool:
 
     async def _stop_server(self, server: ForkServer) -> None:
         self._servers.discard(server)
-        if server in self._idle.get(server.bot, []):
-            self._idle[server.bot].remove(server)
+        for servers in (self._idle.get(server.bot, []), self._next.get(server.bot, [])):
+            if server in servers:
+                servers.remove(server)
         await server.stop()
 
     def binds(self, name: str) -> list[Path]:
