@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,18 +85,7 @@ class MatchRoom:
 
     async def _run_seated(self, match: ScheduledMatch, seat_bots: list[str],
                           warms: list[WarmBot]) -> MatchRecord:
-        writer = self.writer
-        try:
-            writer.db.mark_running(match.id)  # no await: a Ctrl-C cannot land half-way
-        except StorageError as exc:
-            if not is_outage(exc):
-                raise
-            try:
-                await _while_away(writer, writer.db.mark_running, match.id)
-            except BaseException:  # interrupted while waiting: it may have been marked
-                writer.submit(StoredMatch(match.id, status=MatchStatus.ABORTED,
-                                          reason="aborted: interrupted before it started"))
-                raise
+        await _mark_running(self.writer, match.id)
         handed: list[MatchRecord] = []
         # bots see an opaque id: the key (game, rotation) is the organiser's business
         wire_id = secrets.token_hex(8)
@@ -143,17 +132,32 @@ class MatchRoom:
         self.writer.submit(stored)
 
 
-async def _while_away(writer: MatchWriter, call: Callable[..., object], *args: object) -> None:
-    """A storage call, retried with back-off while the database is away (an outage)."""
+async def _mark_running(writer: MatchWriter, match_id: str) -> None:
+    """Mark the match running in a worker thread, retried with back-off while the database
+    is away: a database that is locked or away delays this match, never the referee's
+    loop, on which the other matches' deadlines run. Interrupted, it waits for the call
+    in flight to end (at most the busy timeout) and queues the match as aborted."""
     delay = 0.5
     while True:
+        call = asyncio.ensure_future(writer.call(writer.db.mark_running, match_id))
         try:
-            await writer.call(call, *args)
+            await asyncio.shield(call)
             return
         except StorageError as exc:
             if not is_outage(exc):
                 raise
-        await asyncio.sleep(delay)
+        except BaseException:  # interrupted while the call may still mark it running
+            with contextlib.suppress(BaseException):
+                await call
+            writer.submit(StoredMatch(match_id, status=MatchStatus.ABORTED,
+                                      reason="aborted: interrupted before it started"))
+            raise
+        try:
+            await asyncio.sleep(delay)
+        except BaseException:
+            writer.submit(StoredMatch(match_id, status=MatchStatus.ABORTED,
+                                      reason="aborted: interrupted before it started"))
+            raise
         delay = min(delay * 2, 30.0)
 
 
