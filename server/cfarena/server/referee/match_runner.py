@@ -19,6 +19,7 @@ from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
+from cfarena.server.referee.lag import LoopLag
 from cfarena.server.referee.observer import MatchWatcher
 from cfarena.server.wire import encode
 from cfarena.server.wire.turn_encoder import TurnEncoder
@@ -40,8 +41,12 @@ class MatchRunner:
         key: str | None = None,
         initial_state: MatchState | None = None,
         watcher: MatchWatcher | None = None,
+        lag: LoopLag | None = None,
     ) -> None:
+        """`lag`: the referee loop's stalls, which no seat is charged (None: none
+        measured, every delay is the seat's)."""
         self.match_id = match_id
+        self.lag = lag
         self.watcher = watcher
         self.seats = list(seats)
         self.players = len(seats)
@@ -103,32 +108,38 @@ class MatchRunner:
                 self.law.fault_before_play(seat, fault.kind, fault.detail)
 
     async def _ask(self, decision: Decision) -> Reply:
-        """Send the decision to its seat as a Turn; what came back, for the law."""
+        """Send the decision to its seat as a Turn; what came back, for the law. The
+        referee's own stalls (`lag`) are neither charged to the seat nor end its time."""
         conn = self.seats[decision.seat]
-        allowed_ms = decision.allowed_ms
         pending: PendingTurn | None = None
         try:
             pending = conn.expect(self.match_id, decision.turn_id)
             msg = self._turn_message(decision)
-            loop = asyncio.get_running_loop()
             pending.sent_at = time.perf_counter()
-            timer = loop.call_later(allowed_ms / 1000.0, _expire, pending.future)
+            deadline = _Deadline(pending, decision.allowed_ms / 1000.0, self.lag)
             try:
                 conn.post(self.match_id, msg)
                 index = await pending.future
             finally:
-                timer.cancel()
+                deadline.cancel()
                 if conn.pending.get(self.match_id) is pending:
                     del conn.pending[self.match_id]
         except _NoAnswer:
             assert pending is not None
-            return TimedOut((time.perf_counter() - pending.sent_at) * 1000.0)
+            conn.timed_out(self.match_id, pending.turn_id)
+            return TimedOut(self._own_ms(pending, time.perf_counter()))
         except SeatFault as fault:
             elapsed = None
             if pending is not None and pending.sent_at:
-                elapsed = (time.perf_counter() - pending.sent_at) * 1000.0
+                elapsed = self._own_ms(pending, time.perf_counter())
             return Faulted(fault.kind, fault.detail, elapsed)
-        return Answer(index, (pending.answered_at - pending.sent_at) * 1000.0)
+        return Answer(index, self._own_ms(pending, pending.answered_at))
+
+    def _own_ms(self, pending: PendingTurn, until: float) -> float:
+        """The seat's own time on a Turn: from its sending to `until`, less the
+        referee's stalls in between."""
+        excused = 0.0 if self.lag is None else self.lag.stalled(pending.sent_at, until)
+        return max(0.0, until - pending.sent_at - excused) * 1000.0
 
     def _turn_message(self, decision: Decision) -> bytes:
         seat, state = decision.seat, self.law.state
@@ -185,6 +196,29 @@ class _NoAnswer(Exception):
     """The decision's time ran out (the law words the TIMEOUT fault)."""
 
 
-def _expire(future: asyncio.Future[int]) -> None:
-    if not future.done():
+class _Deadline:
+    """A Turn's deadline on the loop: `allowed_s` after it was sent, moved on by the
+    referee's stalls since (a stall at the deadline is the referee's lateness, and
+    the answer may be waiting in the socket: the seat gets what it had left)."""
+
+    def __init__(self, pending: PendingTurn, allowed_s: float, lag: LoopLag | None) -> None:
+        self.pending = pending
+        self.allowed_s = allowed_s
+        self.lag = lag
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_later(allowed_s, self._due)
+
+    def _due(self) -> None:
+        future = self.pending.future
+        if future.done():
+            return
+        if self.lag is not None:
+            sent = self.pending.sent_at
+            left = sent + self.allowed_s + self.lag.stalled(sent) - time.perf_counter()
+            if left > 0:
+                self._handle = self._loop.call_later(left, self._due)
+                return
         future.set_exception(_NoAnswer())
+
+    def cancel(self) -> None:
+        self._handle.cancel()
