@@ -71,6 +71,7 @@ class BotConnection:
     overdue: dict[str, tuple[int, float]] = field(default_factory=dict)
     closed: bool = False
     close_reason: tuple[FaultKind, str] = (FaultKind.DISCONNECT, "stream closed")
+    closed_at: float = 0.0  # time.perf_counter() when it closed
     # test hook: called with (match_id, seat, serialized bytes) for every message sent
     on_send: Callable[[str, int, bytes], None] | None = None
     # Outgoing messages, written in order by one drain task at a time. A Turn is
@@ -191,6 +192,7 @@ class BotConnection:
             return
         self.closed = True
         self.close_reason = (kind, detail)
+        self.closed_at = time.perf_counter()
         for pending in self.pending.values():
             if not pending.future.done():
                 pending.future.set_exception(SeatFault(kind, detail))

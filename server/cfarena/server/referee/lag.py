@@ -24,6 +24,9 @@ from collections import deque
 PERIOD_S = 0.05
 MARGIN_S = 0.1  # later than this is a stall (scheduling jitter under load is not)
 RECOVERY_S = 0.25
+# a connection that ends during or just after a stall this long may have ended because
+# of it (the bot's keepalive gave up on a frozen referee): see `ended_by_stall`
+STALL_ENDS_CONNECTIONS_S = 1.0
 KEEP_S = 3600.0  # stalls older than this are forgotten (no decision lasts that long)
 
 
@@ -74,6 +77,14 @@ class LoopLag:
         for start, end in spans:
             total += max(0.0, min(end, until) - max(start, since))
         return total
+
+    def ended_by_stall(self, closed_at: float) -> bool:
+        """Whether a connection that closed at `closed_at` (perf_counter) may have ended
+        because the referee stalled: at least STALL_ENDS_CONNECTIONS_S of stall within
+        the 2 * STALL_ENDS_CONNECTIONS_S before (what the bot's side saw of a frozen
+        referee arrives once it runs again)."""
+        window = 2 * STALL_ENDS_CONNECTIONS_S
+        return self.stalled(closed_at - window, closed_at) >= STALL_ENDS_CONNECTIONS_S
 
 
 def _add(spans: deque[tuple[float, float]], span: tuple[float, float]) -> None:

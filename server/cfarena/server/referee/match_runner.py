@@ -17,13 +17,17 @@ from cfarena.engine import Rules, observe, visible_events
 from cfarena.engine.state import MatchState
 from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
-from cfarena.server.match_record import MatchRecord, TimeControl
+from cfarena.server.match_record import FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
 from cfarena.server.referee.lag import LoopLag
 from cfarena.server.referee.observer import MatchWatcher
 from cfarena.server.wire import encode
 from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
+
+# the reason of a match aborted because the referee stalled (a runner of a tournament
+# plays it again; the arena stores it aborted, unrated)
+VOIDED_BY_STALL = "aborted: the referee stalled"
 
 
 class MatchRunner:
@@ -75,6 +79,9 @@ class MatchRunner:
             while (decision := law.next_decision()) is not None:
                 law.reply(await self._ask(decision))
             law.finish()
+            await self._send_end()
+        except RefereeStalled as stalled:  # void: the match is not the bots' to lose
+            law.abort(f"{VOIDED_BY_STALL}: {stalled}")
             await self._send_end()
         except asyncio.CancelledError:
             law.abort("aborted: referee shutting down")
@@ -129,6 +136,10 @@ class MatchRunner:
             conn.timed_out(self.match_id, pending.turn_id)
             return TimedOut(self._own_ms(pending, time.perf_counter()))
         except SeatFault as fault:
+            if fault.kind is FaultKind.DISCONNECT and self.lag is not None \
+                    and conn.closed and self.lag.ended_by_stall(conn.closed_at):
+                raise RefereeStalled(f"seat {decision.seat}'s connection ended as the "
+                                     "referee came back from a stall") from None
             elapsed = None
             if pending is not None and pending.sent_at:
                 elapsed = self._own_ms(pending, time.perf_counter())
@@ -190,6 +201,11 @@ class MatchRunner:
             # the match is over; a bot gone by now loses nothing
             with contextlib.suppress(SeatFault):
                 await conn.send(self.match_id, msg)
+
+
+class RefereeStalled(Exception):
+    """A seat's connection ended during (or just after) a stall of the referee: the
+    stall may have ended it, so the match is aborted (`VOIDED_BY_STALL`), not faulted."""
 
 
 class _NoAnswer(Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from cfarena.engine import Rules
 from cfarena.server.gamelog import LOG_FORMAT, record_to_log
 from cfarena.server.match_writer import MatchWriter, is_outage
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
+from cfarena.server.referee.match_runner import VOIDED_BY_STALL
 from cfarena.server.storage import (
     FaultRecord,
     MatchStatus,
@@ -26,7 +28,10 @@ from cfarena.server.storage import (
 )
 from cfarena.server.tournament.pool import BotPool, WarmBot
 
+log = logging.getLogger("cfarena.tournament")
+
 _GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
+STALL_REPLAYS = 3  # plays of a match the referee's stalls voided, at most
 _EXIT_GRACE_S = 2.0
 
 
@@ -66,7 +71,20 @@ class MatchRoom:
     log_dir: Path | None
 
     async def play(self, match: ScheduledMatch, seat_bots: list[str]) -> MatchRecord:
-        """One match: fresh processes for its seats, played, explained, stored, stopped."""
+        """One match: fresh processes for its seats, played, explained, stored, stopped.
+        A match the referee's own stall voided (`VOIDED_BY_STALL`) is played again from
+        its seed with fresh processes (up to STALL_REPLAYS times; then stored aborted)."""
+        attempt = 1
+        while True:
+            last = attempt >= STALL_REPLAYS
+            record = await self._play_once(match, seat_bots, keep_voided=last)
+            if last or not _voided(record):
+                return record
+            log.warning("match %s: %s; playing it again", match.key, record.reason)
+            attempt += 1
+
+    async def _play_once(self, match: ScheduledMatch, seat_bots: list[str],
+                         keep_voided: bool) -> MatchRecord:
         pool = self.pool
         warms: list[WarmBot] = []
         try:
@@ -78,13 +96,13 @@ class MatchRoom:
         for name in set(seat_bots):
             pool.begin(name, match.seed)
         try:
-            return await self._run_seated(match, seat_bots, warms)
+            return await self._run_seated(match, seat_bots, warms, keep_voided)
         finally:
             for name in set(seat_bots):
                 pool.end(name, match.seed)
 
     async def _run_seated(self, match: ScheduledMatch, seat_bots: list[str],
-                          warms: list[WarmBot]) -> MatchRecord:
+                          warms: list[WarmBot], keep_voided: bool) -> MatchRecord:
         await _mark_running(self.writer, match.id)
         handed: list[MatchRecord] = []
         # bots see an opaque id: the key (game, rotation) is the organiser's business
@@ -111,7 +129,8 @@ class MatchRoom:
             await _let_exit(warms)
             await asyncio.gather(*(self.pool.release(w) for w in warms))
         finally:  # a Ctrl-C now still stores the match: it is played
-            self._store(record, warms)
+            if keep_voided or not _voided(record):
+                self._store(record, warms)
         return record
 
     def _store(self, record: MatchRecord, warms: Sequence[WarmBot]) -> None:
@@ -130,6 +149,12 @@ class MatchRoom:
                     (self.log_dir / f"{record.key or record.match_id}-seat{seat}-{warm.bot}.log"
                      ).write_text(process.output.text())
         self.writer.submit(stored)
+
+
+def _voided(record: MatchRecord) -> bool:
+    """Whether the referee's own stall voided the match (see MatchRunner.run)."""
+    return record.status is MatchStatus.ABORTED and (record.reason or "").startswith(
+        VOIDED_BY_STALL)
 
 
 async def _mark_running(writer: MatchWriter, match_id: str) -> None:
