@@ -81,6 +81,8 @@ class MatchRoom:
             if last or not _voided(record):
                 return record
             log.warning("match %s: %s; playing it again", match.key, record.reason)
+            for name in seat_bots:
+                self.pool.add_demand(name)
             attempt += 1
 
     async def _play_once(self, match: ScheduledMatch, seat_bots: list[str],

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
-from cfarena.server.storage import Database, ScheduledMatch, TournamentStatus
+from cfarena.server.storage import Database, ScheduledMatch, StorageError, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
 from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app, uses_queue
@@ -226,6 +226,16 @@ async def run_tournament(
                 status = TournamentStatus.INTERRUPTED
                 unsaved = (f"{len(left)} finished match(es) could not be stored (the "
                            f"database is away); they are in {where}")
+            if status is TournamentStatus.FINISHED and worker is None \
+                    and tournament_id is not None:
+                # a match aborted in play (the referee's stalls voided it each time it
+                # was played) is not finished: a rerun plays it
+                with contextlib.suppress(StorageError):
+                    aborted = len(await asyncio.to_thread(db.pending_matches, tournament_id))
+                    if aborted:
+                        status = TournamentStatus.INTERRUPTED
+                        unsaved = (f"{aborted} match(es) were aborted in play (see the log "
+                                   "above); run the same command again to play them")
             if tournament_id is not None and locked:
                 with contextlib.suppress(Exception):
                     db.set_tournament_status(tournament_id, status)
