@@ -250,6 +250,10 @@ class RefereeServer:
             name: sum(c.free for c in conns) for name, conns in self._connections.items() if conns
         }
 
+    def seating_changed(self) -> None:
+        """A connection may be seated again (it answers again): `seat` looks again."""
+        self._notify()
+
     def _notify(self) -> None:
         changed = self._changed
         if changed is None:
