@@ -112,6 +112,7 @@ class MatchRunner:
             try:
                 await conn.send(self.match_id, msg)
             except SeatFault as fault:
+                self._void_if_stalled(seat, conn, fault)
                 self.law.fault_before_play(seat, fault.kind, fault.detail)
 
     async def _ask(self, decision: Decision) -> Reply:
@@ -136,15 +137,20 @@ class MatchRunner:
             conn.timed_out(self.match_id, pending.turn_id)
             return TimedOut(self._own_ms(pending, time.perf_counter()))
         except SeatFault as fault:
-            if fault.kind is FaultKind.DISCONNECT and self.lag is not None \
-                    and conn.closed and self.lag.ended_by_stall(conn.closed_at):
-                raise RefereeStalled(f"seat {decision.seat}'s connection ended as the "
-                                     "referee came back from a stall") from None
+            self._void_if_stalled(decision.seat, conn, fault)
             elapsed = None
             if pending is not None and pending.sent_at:
                 elapsed = self._own_ms(pending, time.perf_counter())
             return Faulted(fault.kind, fault.detail, elapsed)
         return Answer(index, self._own_ms(pending, pending.answered_at))
+
+    def _void_if_stalled(self, seat: int, conn: BotConnection, fault: SeatFault) -> None:
+        """RefereeStalled if `fault` is a disconnect the referee's own stall may have
+        caused (its connection ended during or just after one)."""
+        if fault.kind is FaultKind.DISCONNECT and self.lag is not None \
+                and conn.closed and self.lag.ended_by_stall(conn.closed_at):
+            raise RefereeStalled(f"seat {seat}'s connection ended as the referee came "
+                                 "back from a stall")
 
     def _own_ms(self, pending: PendingTurn, until: float) -> float:
         """The seat's own time on a Turn: from its sending to `until`, less the
