@@ -15,6 +15,10 @@ from cfarena.server.referee.tokens import SeatPass
 from cfarena.v1 import arena_pb2 as pb
 
 _ids = itertools.count(1)
+# a connection that let a Turn time out is not offered for a new match until it
+# answers that Turn (late) or this long has passed (a frozen bot's connection is
+# dropped by the keepalive well before: transport.Keepalive)
+UNANSWERED_GRACE_S = 60.0
 
 
 class SeatFault(Exception):
@@ -62,8 +66,12 @@ class BotConnection:
     # match_id -> seat, for matches this connection is seated in
     matches: dict[str, int] = field(default_factory=dict)
     pending: dict[str, PendingTurn] = field(default_factory=dict)
+    # match_id -> (turn_id, time.monotonic()) of Turns it let time out and has not
+    # answered since (see `free`)
+    overdue: dict[str, tuple[int, float]] = field(default_factory=dict)
     closed: bool = False
     close_reason: tuple[FaultKind, str] = (FaultKind.DISCONNECT, "stream closed")
+    closed_at: float = 0.0  # time.perf_counter() when it closed
     # test hook: called with (match_id, seat, serialized bytes) for every message sent
     on_send: Callable[[str, int, bytes], None] | None = None
     # Outgoing messages, written in order by one drain task at a time. A Turn is
@@ -78,7 +86,27 @@ class BotConnection:
 
     @property
     def free(self) -> int:
-        return 0 if self.closed else self.capacity - len(self.matches)
+        """Matches it can be seated in now: none while it is closed, or not answering
+        (a Turn it let time out is unanswered, for up to UNANSWERED_GRACE_S)."""
+        if self.closed or self.unanswering:
+            return 0
+        return self.capacity - len(self.matches)
+
+    @property
+    def unanswering(self) -> bool:
+        """Whether a Turn it let time out is still unanswered (within the grace)."""
+        if not self.overdue:
+            return False
+        now = time.monotonic()
+        for match_id, (_turn, when) in list(self.overdue.items()):
+            if now - when >= UNANSWERED_GRACE_S:
+                del self.overdue[match_id]
+        return bool(self.overdue)
+
+    def timed_out(self, match_id: str, turn_id: int) -> None:
+        """Its Turn `turn_id` of `match_id` timed out: not seated again until it
+        answers that Turn (or a later one of that match) or the grace passes."""
+        self.overdue[match_id] = (turn_id, time.monotonic())
 
     def post(self, match_id: str, message: pb.RefereeMessage | bytes) -> None:
         """Queue one message (or its serialized bytes) without waiting for the write.
@@ -140,6 +168,9 @@ class BotConnection:
         whose law makes an out-of-range move index an ILLEGAL fault.
         """
         now = time.perf_counter()
+        overdue = self.overdue.get(action.match_id)
+        if overdue is not None and action.turn_id >= overdue[0]:
+            del self.overdue[action.match_id]  # it answers again
         pending = self.pending.get(action.match_id)
         if action.match_id not in self.matches:
             return f"ignored: you have no seat in match {action.match_id!r}"
@@ -161,6 +192,7 @@ class BotConnection:
             return
         self.closed = True
         self.close_reason = (kind, detail)
+        self.closed_at = time.perf_counter()
         for pending in self.pending.values():
             if not pending.future.done():
                 pending.future.set_exception(SeatFault(kind, detail))

@@ -17,12 +17,17 @@ from cfarena.engine import Rules, observe, visible_events
 from cfarena.engine.state import MatchState
 from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
-from cfarena.server.match_record import MatchRecord, TimeControl
+from cfarena.server.match_record import FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
+from cfarena.server.referee.lag import LoopLag
 from cfarena.server.referee.observer import MatchWatcher
 from cfarena.server.wire import encode
 from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
+
+# the reason of a match aborted because the referee stalled (a runner of a tournament
+# plays it again; the arena stores it aborted, unrated)
+VOIDED_BY_STALL = "aborted: the referee stalled"
 
 
 class MatchRunner:
@@ -40,8 +45,12 @@ class MatchRunner:
         key: str | None = None,
         initial_state: MatchState | None = None,
         watcher: MatchWatcher | None = None,
+        lag: LoopLag | None = None,
     ) -> None:
+        """`lag`: the referee loop's stalls, which no seat is charged (None: none
+        measured, every delay is the seat's)."""
         self.match_id = match_id
+        self.lag = lag
         self.watcher = watcher
         self.seats = list(seats)
         self.players = len(seats)
@@ -70,6 +79,9 @@ class MatchRunner:
             while (decision := law.next_decision()) is not None:
                 law.reply(await self._ask(decision))
             law.finish()
+            await self._send_end()
+        except RefereeStalled as stalled:  # void: the match is not the bots' to lose
+            law.abort(f"{VOIDED_BY_STALL}: {stalled}")
             await self._send_end()
         except asyncio.CancelledError:
             law.abort("aborted: referee shutting down")
@@ -100,35 +112,51 @@ class MatchRunner:
             try:
                 await conn.send(self.match_id, msg)
             except SeatFault as fault:
+                self._void_if_stalled(seat, conn, fault)
                 self.law.fault_before_play(seat, fault.kind, fault.detail)
 
     async def _ask(self, decision: Decision) -> Reply:
-        """Send the decision to its seat as a Turn; what came back, for the law."""
+        """Send the decision to its seat as a Turn; what came back, for the law. The
+        referee's own stalls (`lag`) are neither charged to the seat nor end its time."""
         conn = self.seats[decision.seat]
-        allowed_ms = decision.allowed_ms
         pending: PendingTurn | None = None
         try:
             pending = conn.expect(self.match_id, decision.turn_id)
             msg = self._turn_message(decision)
-            loop = asyncio.get_running_loop()
             pending.sent_at = time.perf_counter()
-            timer = loop.call_later(allowed_ms / 1000.0, _expire, pending.future)
+            deadline = _Deadline(pending, decision.allowed_ms / 1000.0, self.lag)
             try:
                 conn.post(self.match_id, msg)
                 index = await pending.future
             finally:
-                timer.cancel()
+                deadline.cancel()
                 if conn.pending.get(self.match_id) is pending:
                     del conn.pending[self.match_id]
         except _NoAnswer:
             assert pending is not None
-            return TimedOut((time.perf_counter() - pending.sent_at) * 1000.0)
+            conn.timed_out(self.match_id, pending.turn_id)
+            return TimedOut(self._own_ms(pending, time.perf_counter()))
         except SeatFault as fault:
+            self._void_if_stalled(decision.seat, conn, fault)
             elapsed = None
             if pending is not None and pending.sent_at:
-                elapsed = (time.perf_counter() - pending.sent_at) * 1000.0
+                elapsed = self._own_ms(pending, time.perf_counter())
             return Faulted(fault.kind, fault.detail, elapsed)
-        return Answer(index, (pending.answered_at - pending.sent_at) * 1000.0)
+        return Answer(index, self._own_ms(pending, pending.answered_at))
+
+    def _void_if_stalled(self, seat: int, conn: BotConnection, fault: SeatFault) -> None:
+        """RefereeStalled if `fault` is a disconnect the referee's own stall may have
+        caused (its connection ended during or just after one)."""
+        if fault.kind is FaultKind.DISCONNECT and self.lag is not None \
+                and conn.closed and self.lag.ended_by_stall(conn.closed_at):
+            raise RefereeStalled(f"seat {seat}'s connection ended as the referee came "
+                                 "back from a stall")
+
+    def _own_ms(self, pending: PendingTurn, until: float) -> float:
+        """The seat's own time on a Turn: from its sending to `until`, less the
+        referee's stalls in between."""
+        excused = 0.0 if self.lag is None else self.lag.stalled(pending.sent_at, until)
+        return max(0.0, until - pending.sent_at - excused) * 1000.0
 
     def _turn_message(self, decision: Decision) -> bytes:
         seat, state = decision.seat, self.law.state
@@ -181,10 +209,38 @@ class MatchRunner:
                 await conn.send(self.match_id, msg)
 
 
+class RefereeStalled(Exception):
+    """A seat's connection ended during (or just after) a stall of the referee: the
+    stall may have ended it, so the match is aborted (`VOIDED_BY_STALL`), not faulted."""
+
+
 class _NoAnswer(Exception):
     """The decision's time ran out (the law words the TIMEOUT fault)."""
 
 
-def _expire(future: asyncio.Future[int]) -> None:
-    if not future.done():
+class _Deadline:
+    """A Turn's deadline on the loop: `allowed_s` after it was sent, moved on by the
+    referee's stalls since (a stall at the deadline is the referee's lateness, and
+    the answer may be waiting in the socket: the seat gets what it had left)."""
+
+    def __init__(self, pending: PendingTurn, allowed_s: float, lag: LoopLag | None) -> None:
+        self.pending = pending
+        self.allowed_s = allowed_s
+        self.lag = lag
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_later(allowed_s, self._due)
+
+    def _due(self) -> None:
+        future = self.pending.future
+        if future.done():
+            return
+        if self.lag is not None:
+            sent = self.pending.sent_at
+            left = sent + self.allowed_s + self.lag.stalled(sent) - time.perf_counter()
+            if left > 0:
+                self._handle = self._loop.call_later(left, self._due)
+                return
         future.set_exception(_NoAnswer())
+
+    def cancel(self) -> None:
+        self._handle.cancel()

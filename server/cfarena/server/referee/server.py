@@ -20,6 +20,7 @@ from cfarena.engine.state import MatchState
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.gate import GateLimits, SocketGate
+from cfarena.server.referee.lag import LoopLag
 from cfarena.server.referee.match_runner import MatchRunner
 from cfarena.server.referee.observer import MatchWatcher, RefereeObserver
 from cfarena.server.referee.service import GRPC_RECEIVE_LIMIT, ArenaService, method_handlers
@@ -92,6 +93,8 @@ class RefereeServer:
         self._server: grpc.aio.Server | None = None
         self._matches: set[asyncio.Task[MatchRecord]] = set()
         self._accepting = True
+        # the stalls of this referee's own loop: never charged to a bot (referee/lag.py)
+        self.lag = LoopLag()
         # test hook: installed on every new connection
         self.on_send: Callable[[str, str, int, bytes], None] | None = None
 
@@ -99,6 +102,7 @@ class RefereeServer:
     async def start(self) -> int:
         """Bind and serve; returns the port (useful with port=0)."""
         self._changed = asyncio.Condition()
+        self.lag.start()
         server = grpc.aio.server(
             options=[
                 # the referee's own limit is checked as messages are parsed, so
@@ -196,6 +200,10 @@ class RefereeServer:
         if self._grpc_dir is not None:
             shutil.rmtree(self._grpc_dir, ignore_errors=True)
             self._grpc_dir = None
+        self.lag.stop()
+        if self.lag.longest_s:
+            log.info("referee loop: longest stall %.2f s (not charged to any bot)",
+                     self.lag.longest_s)
 
     # ---------------------------------------------------------- connections
     def _sandbox_over_limit(self, namespace: str, reason: str) -> None:
@@ -241,6 +249,10 @@ class RefereeServer:
         return {
             name: sum(c.free for c in conns) for name, conns in self._connections.items() if conns
         }
+
+    def seating_changed(self) -> None:
+        """A connection may be seated again (it answers again): `seat` looks again."""
+        self._notify()
 
     def _notify(self) -> None:
         changed = self._changed
@@ -358,6 +370,7 @@ class RefereeServer:
             key=key,
             initial_state=initial_state,
             watcher=self.watcher,
+            lag=self.lag,
         )
         task = asyncio.get_running_loop().create_task(runner.run())
         self._matches.add(task)

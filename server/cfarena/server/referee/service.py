@@ -268,7 +268,10 @@ class ArenaService:
             assert isinstance(message, pb.BotMessage)
             kind = message.WhichOneof("kind")
             if kind == "action":
+                overdue = bool(conn.overdue)
                 notice = conn.on_action(message.action)
+                if overdue and not conn.overdue:  # it answers again: it may be seated
+                    self.server.seating_changed()
                 if notice is not None:
                     log.info("bot %s: %s", conn.bot_name, notice)
                     notice_msg = pb.Notice(match_id=message.action.match_id, text=notice)

@@ -6,17 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 from cfarena.engine import Rules
 from cfarena.server.gamelog import LOG_FORMAT, record_to_log
 from cfarena.server.match_writer import MatchWriter, is_outage
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
+from cfarena.server.referee.match_runner import VOIDED_BY_STALL
 from cfarena.server.storage import (
     FaultRecord,
     MatchStatus,
@@ -27,9 +28,11 @@ from cfarena.server.storage import (
 )
 from cfarena.server.tournament.pool import BotPool, WarmBot
 
+log = logging.getLogger("cfarena.tournament")
+
 _GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
+STALL_REPLAYS = 3  # plays of a match the referee's stalls voided, at most
 _EXIT_GRACE_S = 2.0
-_T = TypeVar("_T")
 
 
 def to_stored(record: MatchRecord) -> StoredMatch:
@@ -68,7 +71,22 @@ class MatchRoom:
     log_dir: Path | None
 
     async def play(self, match: ScheduledMatch, seat_bots: list[str]) -> MatchRecord:
-        """One match: fresh processes for its seats, played, explained, stored, stopped."""
+        """One match: fresh processes for its seats, played, explained, stored, stopped.
+        A match the referee's own stall voided (`VOIDED_BY_STALL`) is played again from
+        its seed with fresh processes (up to STALL_REPLAYS times; then stored aborted)."""
+        attempt = 1
+        while True:
+            last = attempt >= STALL_REPLAYS
+            record = await self._play_once(match, seat_bots, keep_voided=last)
+            if last or not _voided(record):
+                return record
+            log.warning("match %s: %s; playing it again", match.key, record.reason)
+            for name in seat_bots:
+                self.pool.add_demand(name)
+            attempt += 1
+
+    async def _play_once(self, match: ScheduledMatch, seat_bots: list[str],
+                         keep_voided: bool) -> MatchRecord:
         pool = self.pool
         # all seats at once: each waits for its process to be forked (or started) and
         # to connect
@@ -85,26 +103,14 @@ class MatchRoom:
         for name in set(seat_bots):
             pool.begin(name, match.seed)
         try:
-            return await self._run_seated(match, seat_bots, warms)
+            return await self._run_seated(match, seat_bots, warms, keep_voided)
         finally:
             for name in set(seat_bots):
                 pool.end(name, match.seed)
 
     async def _run_seated(self, match: ScheduledMatch, seat_bots: list[str],
-                          warms: list[WarmBot]) -> MatchRecord:
-        writer = self.writer
-        try:
-            # no await: a Ctrl-C cannot land half-way; the lease fences the record
-            lease = writer.db.mark_running(match.id)
-        except StorageError as exc:
-            if not is_outage(exc):
-                raise
-            try:
-                lease = await _while_away(writer, writer.db.mark_running, match.id)
-            except BaseException:  # interrupted while waiting: it may have been marked
-                writer.submit(StoredMatch(match.id, status=MatchStatus.ABORTED,
-                                          reason="aborted: interrupted before it started"))
-                raise
+                          warms: list[WarmBot], keep_voided: bool) -> MatchRecord:
+        lease = await _mark_running(self.writer, match.id)
         handed: list[MatchRecord] = []
         # bots see an opaque id: the key (game, rotation) is the organiser's business
         wire_id = secrets.token_hex(8)
@@ -130,7 +136,8 @@ class MatchRoom:
             await _let_exit(warms)
             await asyncio.gather(*(self.pool.release(w) for w in warms))
         finally:  # a Ctrl-C now still stores the match: it is played
-            self._store(record, warms, lease)
+            if keep_voided or not _voided(record):
+                self._store(record, warms, lease)
         return record
 
     def _store(self, record: MatchRecord, warms: Sequence[WarmBot], lease: str) -> None:
@@ -152,16 +159,38 @@ class MatchRoom:
         self.writer.submit(stored)
 
 
-async def _while_away(writer: MatchWriter, call: Callable[..., _T], *args: object) -> _T:
-    """A storage call, retried with back-off while the database is away (an outage)."""
+def _voided(record: MatchRecord) -> bool:
+    """Whether the referee's own stall voided the match (see MatchRunner.run)."""
+    return record.status is MatchStatus.ABORTED and (record.reason or "").startswith(
+        VOIDED_BY_STALL)
+
+
+async def _mark_running(writer: MatchWriter, match_id: str) -> str:
+    """Mark the match running in a worker thread, retried with back-off while the database
+    is away, and return its lease: a database that is locked or away delays this match,
+    never the referee's loop, on which the other matches' deadlines run. Interrupted, it
+    waits for the call in flight to end (at most the busy timeout) and queues the match
+    as aborted."""
     delay = 0.5
     while True:
+        call = asyncio.ensure_future(writer.call(writer.db.mark_running, match_id))
         try:
-            return await writer.call(call, *args)
+            return await asyncio.shield(call)
         except StorageError as exc:
             if not is_outage(exc):
                 raise
-        await asyncio.sleep(delay)
+        except BaseException:  # interrupted while the call may still mark it running
+            with contextlib.suppress(BaseException):
+                await call
+            writer.submit(StoredMatch(match_id, status=MatchStatus.ABORTED,
+                                      reason="aborted: interrupted before it started"))
+            raise
+        try:
+            await asyncio.sleep(delay)
+        except BaseException:
+            writer.submit(StoredMatch(match_id, status=MatchStatus.ABORTED,
+                                      reason="aborted: interrupted before it started"))
+            raise
         delay = min(delay * 2, 30.0)
 
 

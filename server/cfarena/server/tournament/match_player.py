@@ -125,13 +125,13 @@ class TournamentPlayer:
                 except HostResetError as exc:
                     log.warning("%s; the host reset does not hold for this tournament", exc)
                     self.host = None
-                    self._record_defences()
+                    await asyncio.to_thread(self._record_defences)
                 why = why or self._reset_defeated(others)
                 if why is not None and self.reset_held:
                     log.warning("tournament %s: %s; the host reset does not hold for it",
                                 self.room.tournament_id if self.room else "?", why)
                     self.reset_held = False
-                    self._record_defences()
+                    await asyncio.to_thread(self._record_defences)
             await self.pool.restart()
             for pool in others:
                 await pool.restart()

@@ -283,6 +283,11 @@ class BotPool:
                     # counter, the fork server's CPU counters: see forks.py)
                     warm.server.tainted.add(deal)
 
+    def add_demand(self, name: str) -> None:
+        """`name` has one match more to play than planned (a match played again): one
+        process more is started for it ahead of need."""
+        self._unstarted[name] = self._unstarted.get(name, 0) + 1
+
     def end(self, name: str, deal: int) -> None:
         """`name` has finished a match of `deal` (its processes are stopped)."""
         playing = self._playing.get(name, {})

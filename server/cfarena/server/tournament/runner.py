@@ -26,6 +26,7 @@ processes to storing it) and `pool` (the bot processes).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import shutil
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 from cfarena.server.match_writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
-from cfarena.server.storage import Database, ScheduledMatch, TournamentStatus
+from cfarena.server.storage import Database, ScheduledMatch, StorageError, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
 from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app, uses_queue
@@ -220,11 +221,22 @@ async def run_tournament(
         try:
             # what is played is stored before the status says so
             left = await player.close(_FLUSH_TIMEOUT_S) if player is not None else []
+            await counter.flush()  # every match's progress line is out
             if left:
                 where = dump_unsaved(left, Path.cwd())
                 status = TournamentStatus.INTERRUPTED
                 unsaved = (f"{len(left)} finished match(es) could not be stored (the "
                            f"database is away); they are in {where}")
+            if status is TournamentStatus.FINISHED and worker is None \
+                    and tournament_id is not None:
+                # a match aborted in play (the referee's stalls voided it each time it
+                # was played) is not finished: a rerun plays it
+                with contextlib.suppress(StorageError):
+                    aborted = len(await asyncio.to_thread(db.pending_matches, tournament_id))
+                    if aborted:
+                        status = TournamentStatus.INTERRUPTED
+                        unsaved = (f"{aborted} match(es) were aborted in play (see the log "
+                                   "above); run the same command again to play them")
             if tournament_id is not None and locked:
                 with contextlib.suppress(Exception):
                     db.set_tournament_status(tournament_id, status)
@@ -254,20 +266,34 @@ def _host_reset(worker: QueueWorker | None) -> HostReset | None:
 
 @dataclass
 class _Counter:
-    """Counts the matches this run played and tells the progress sink, with the leader."""
+    """Counts the matches this run played and tells the progress sink, with the leader
+    (read in a worker thread: the referee's loop never waits for the database)."""
 
     sink: ProgressSink
     db: Database
     player: TournamentPlayer | None = None
     tournament_id: int | None = None
     played: int = 0
+    _told: asyncio.Task[None] | None = None  # the latest line, in order after the others
 
     def match_done(self, record: MatchRecord, _leader: str | None) -> None:
         self.played += 1
+        self._told = asyncio.get_running_loop().create_task(self._tell(record, self._told))
+
+    async def _tell(self, record: MatchRecord, before: asyncio.Task[None] | None) -> None:
         writer = None if self.player is None else self.player.writer
         away = writer is None or writer.outage or self.tournament_id is None
-        self.sink.match_done(record, None if away or self.tournament_id is None
-                             else leader(self.db, self.tournament_id))
+        best = None
+        if not away and self.tournament_id is not None:
+            best = await asyncio.to_thread(leader, self.db, self.tournament_id)
+        if before is not None:
+            await asyncio.gather(before, return_exceptions=True)
+        self.sink.match_done(record, best)
+
+    async def flush(self) -> None:
+        """Wait until every match's line is told."""
+        if self._told is not None:
+            await asyncio.gather(self._told, return_exceptions=True)
 
 
 async def _play_queued(worker: QueueWorker, db: Database, tournament_id: int,

@@ -1,0 +1,96 @@
+"""How late the referee itself runs: its stalls are never a bot's time.
+
+A `LoopLag` ticks on the referee's event loop every `period_s`. A tick that comes
+more than `margin_s` late means the loop did not run for that long: a callback
+blocked it, the machine starved it, or the whole process was frozen (SIGSTOP, a
+suspended VM). Each such stall is kept as a span of `time.perf_counter()` time, from
+when the tick was due to when it ran plus `recovery_s` (after a stall the loop works
+through what piled up meanwhile, the bots' answers among it). A stall still going on
+when something asks (the tick is overdue, so whoever asks is the first to run after
+it) counts too.
+
+The match runner subtracts the stalls that fall within a decision from the time the
+bot is charged, and moves the decision's deadline on by them: a bot gets the time it
+would have had from a referee that never stalled (`MatchRunner._ask`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+
+PERIOD_S = 0.05
+MARGIN_S = 0.1  # later than this is a stall (scheduling jitter under load is not)
+RECOVERY_S = 0.25
+# a connection that ends during or just after a stall this long may have ended because
+# of it (the bot's keepalive gave up on a frozen referee): see `ended_by_stall`
+STALL_ENDS_CONNECTIONS_S = 1.0
+KEEP_S = 3600.0  # stalls older than this are forgotten (no decision lasts that long)
+
+
+class LoopLag:
+    """The stalls of the running event loop (see the module docstring)."""
+
+    def __init__(self, period_s: float = PERIOD_S, margin_s: float = MARGIN_S,
+                 recovery_s: float = RECOVERY_S) -> None:
+        self.period_s = period_s
+        self.margin_s = margin_s
+        self.recovery_s = recovery_s
+        self.stalls: deque[tuple[float, float]] = deque()  # (start, end), perf_counter
+        self.longest_s = 0.0  # the longest stall seen (metrics, logs)
+        self._due = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        """Tick on the running loop from now on."""
+        if self._handle is None:
+            self._arm(time.perf_counter())
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _arm(self, now: float) -> None:
+        self._due = now + self.period_s
+        self._handle = asyncio.get_running_loop().call_later(self.period_s, self._tick)
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        if now - self._due > self.margin_s:
+            _add(self.stalls, (self._due, now + self.recovery_s))
+            self.longest_s = max(self.longest_s, now - self._due)
+        while self.stalls and self.stalls[0][1] < now - KEEP_S:
+            self.stalls.popleft()
+        self._arm(now)
+
+    def stalled(self, since: float, until: float = math.inf) -> float:
+        """Seconds the loop stalled between `since` and `until` (perf_counter times), a
+        stall going on now included (with its recovery: `until` may be in the future)."""
+        spans = deque(self.stalls)
+        now = time.perf_counter()
+        if self._handle is not None and now - self._due > self.margin_s:
+            _add(spans, (self._due, now + self.recovery_s))
+        total = 0.0
+        for start, end in spans:
+            total += max(0.0, min(end, until) - max(start, since))
+        return total
+
+    def ended_by_stall(self, closed_at: float) -> bool:
+        """Whether a connection that closed at `closed_at` (perf_counter) may have ended
+        because the referee stalled: at least STALL_ENDS_CONNECTIONS_S of stall within
+        the 2 * STALL_ENDS_CONNECTIONS_S before (what the bot's side saw of a frozen
+        referee arrives once it runs again)."""
+        window = 2 * STALL_ENDS_CONNECTIONS_S
+        return self.stalled(closed_at - window, closed_at) >= STALL_ENDS_CONNECTIONS_S
+
+
+def _add(spans: deque[tuple[float, float]], span: tuple[float, float]) -> None:
+    """Append `span`, merged with the last one if they overlap (a stall within the
+    recovery of the one before)."""
+    if spans and span[0] <= spans[-1][1]:
+        start, end = spans.pop()
+        span = (start, max(end, span[1]))
+    spans.append(span)
