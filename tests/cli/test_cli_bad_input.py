@@ -4,7 +4,6 @@ under test here; a database with one stored match stands in for a played tournam
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -13,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cfarena.server.cli import app
-from cfarena.server.replay.simulate import simulate_record
-from cfarena.server.storage import MatchPlan, open_database
-from cfarena.server.tournament.match_play import to_stored
+from cfarena.server.storage import open_database
+
+from .helpers import one_match_database
 
 MATCH = "m1"
 
@@ -25,13 +24,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory with a database holding one finished 2-player match (`m1`), a
     deeply nested JSON file, a binary file and a cut-off JSON file."""
     tmp = tmp_path_factory.mktemp("bad-input")
-    with open_database(f"sqlite:///{tmp / 'cfarena.db'}") as db:
-        seats = [db.ensure_bot(name, name * 64) for name in ("a", "b")]
-        db.schedule_matches(None, [MatchPlan(MATCH, 7, {"preset": "standard",
-                                                        "rounds": "single"}, 2, seats)])
-        record = simulate_record({"preset": "standard", "rounds": "single"}, 2, 7,
-                                 names=["a", "b"])
-        assert db.record_match(to_stored(dataclasses.replace(record, match_id=MATCH)))
+    one_match_database(tmp / "cfarena.db", MATCH)
     (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp / "binary.json").write_bytes(bytes(range(256)) * 8)
     (tmp / "cut.json").write_text('{"format": 1, "match_id": ')
