@@ -11,8 +11,6 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from .helpers import one_match_database, run_cli
 
 
