@@ -4,6 +4,7 @@ working directory: the run's own (its sandboxes start there)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -35,10 +36,8 @@ def _processes_in(cwd: Path) -> list[int]:
 def _describe(pids: list[int]) -> list[str]:
     shown = []
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             shown.append(f"{pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()[:120]!r}")
-        except OSError:
-            pass
     return shown
 
 
