@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from cfarena.server.storage import (
     StoredMatch,
 )
 from cfarena.server.tournament.pool import BotPool, WarmBot
+
+log = logging.getLogger(__name__)
 
 _GENERIC_DISCONNECTS = ("stream ended", "stream cancelled")
 _EXIT_GRACE_S = 2.0
@@ -137,10 +140,29 @@ class MatchRoom:
             stored.seat_logs.append(
                 SeatLog(seat, process.output.text(), process.output.total, exit_line))
             if self.log_dir is not None:
-                with contextlib.suppress(OSError):
-                    (self.log_dir / f"{record.key or record.match_id}-seat{seat}-{warm.bot}.log"
-                     ).write_text(process.output.text())
+                write_seat_log(self.log_dir / f"{record.key or record.match_id}-seat{seat}-"
+                               f"{warm.bot}.log", process.output.text())
         self.writer.submit(stored)
+
+
+_unwritable_log_dirs: set[Path] = set()
+
+
+def write_seat_log(path: Path, text: str) -> None:
+    """Write a seat's output into --log-dir. A file that cannot be written whole (a full
+    disk, say) is removed rather than left empty or cut short, and the first such failure
+    in a directory is reported in one warning line: the output is stored in the database
+    all the same (`cfarena show MATCH --logs`)."""
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+        if path.parent not in _unwritable_log_dirs:
+            _unwritable_log_dirs.add(path.parent)
+            log.warning("--log-dir %s: cannot write %s (%s); seat output is still stored "
+                        "(cfarena show MATCH --logs); later failures there are not reported",
+                        path.parent, path.name, exc.strerror or exc)
 
 
 async def _while_away(writer: MatchWriter, call: Callable[..., object], *args: object) -> None:
