@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+import hmac
 import logging
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -101,8 +102,7 @@ class MatchRoom:
                                           reason="aborted: interrupted before it started"))
                 raise
         handed: list[MatchRecord] = []
-        # bots see an opaque id: the key (game, rotation) is the organiser's business
-        wire_id = secrets.token_hex(8)
+        wire_id = wire_match_id(match.seed, match.key)
         try:
             record = await self.server.run_match(
                 wire_id, Rules.from_options(match.rules), match.seed, seat_bots,
@@ -143,6 +143,20 @@ class MatchRoom:
                 write_seat_log(self.log_dir / f"{record.key or record.match_id}-seat{seat}-"
                                f"{warm.bot}.log", process.output.text())
         self.writer.submit(stored)
+
+
+def wire_match_id(seed: int, key: str) -> str:
+    """The id bots see for the match `key` dealt from `seed`: 16 hex digits of
+    HMAC-SHA256(seed, key). The key (game, rotation) is the organiser's business, and
+    the id must tell a bot nothing about the deal: without the seed the id looks
+    random, so it neither reveals the deal nor links the rotations of one deal (their
+    keys differ). Finding the seed from it means guessing the seed, which a bot could
+    do as well by matching its dealt hand, and cannot when the seed is unpredictable
+    (the default, 62 bits from the OS). It is the same in every run with the same
+    seed, so a bot that seeds its own randomness from it (the bundled random bot)
+    replays its choices under `run-tournament --seed`."""
+    digest = hmac.new(seed.to_bytes(8, "big", signed=True), key.encode(), hashlib.sha256)
+    return digest.hexdigest()[:16]
 
 
 _unwritable_log_dirs: set[Path] = set()
