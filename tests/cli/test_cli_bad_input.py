@@ -60,6 +60,9 @@ ROWS: list[tuple[list[str], str]] = [
     (["run-tournament", "--connect-timeout", "inf"], "--connect-timeout must be a number"),
     (["worker", "--connect-timeout", "0"], "--connect-timeout must be a number"),
     (["matches", "--limit", "-1"], "--limit must be at least 1, got -1"),
+    (["run-tournament", "--timeout-ms", str(10**20)], "--timeout-ms must be at most 600000"),
+    (["serve", "--timeout-ms", "0"], "--timeout-ms must be at least 1, got 0"),
+    (["run-tournament", "--memory-mb", str(10**17)], "--memory-mb must be at most"),
     # impossible rules, the option named
     (["run-tournament", "--rule", "boneyard_reserve=1000"],
      "rule option 'boneyard_reserve': must be between 0 and 10"),

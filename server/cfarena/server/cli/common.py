@@ -96,6 +96,25 @@ def check_seed(seed: int | None) -> None:
         fail(f"--seed must be a whole number from 0 to {MAX_SEED} (2**63-1), got {seed}")
 
 
+MAX_MS = 600_000  # ten minutes: a bank fed by thousands of increments still fits the wire
+
+
+def check_range(option: str, value: int, low: int, high: int | None = None) -> None:
+    """Exit 2 unless low <= value (<= high)."""
+    if value < low:
+        fail(f"{option} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        fail(f"{option} must be at most {high}, got {value}")
+
+
+def check_time_control(timeout_ms: int, bank_ms: int = 0, increment_ms: int = 0) -> None:
+    """Exit 2 unless each time (ms) is within what a match can use: at most MAX_MS,
+    the decision timeout at least 1 ms."""
+    check_range("--timeout-ms", timeout_ms, 1, MAX_MS)
+    check_range("--bank-ms", bank_ms, 0, MAX_MS)
+    check_range("--increment-ms", increment_ms, 0, MAX_MS)
+
+
 def check_connect_timeout(seconds: float) -> None:
     """Exit 2 unless `seconds` (--connect-timeout) is a finite number above 0."""
     if not 0 < seconds < math.inf:

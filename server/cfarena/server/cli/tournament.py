@@ -30,7 +30,9 @@ from cfarena.server.cli.common import (
     DbOption,
     build_rules,
     check_connect_timeout,
+    check_range,
     check_seed,
+    check_time_control,
     database,
     err,
     fail,
@@ -207,16 +209,14 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         fail("--bot: a tournament needs at least two bots")
     if not 2 <= players <= 8:
         fail(f"--players must be 2-8, got {players}")
-    for opt, value, low in (("--games", games, 1), ("--timeout-ms", timeout_ms, 1),
-                            ("--concurrency", concurrency, 1), ("--strikes", strikes, 1),
-                            ("--bank-ms", bank_ms, 0), ("--increment-ms", increment_ms, 0)):
-        if value < low:
-            fail(f"{opt} must be at least {low}, got {value}")
-    for opt, value in (("--memory-mb", memory_mb), ("--cpu-seconds", cpu_seconds),
-                       ("--max-processes", max_processes), ("--max-files", max_files),
-                       ("--seats-per-bot", seats_per_bot)):
-        if value < 1:
-            fail(f"{opt} must be at least 1, got {value}")
+    check_time_control(timeout_ms, bank_ms, increment_ms)
+    for opt, value, low, high in (
+            ("--games", games, 1, None), ("--concurrency", concurrency, 1, None),
+            ("--strikes", strikes, 1, 1000), ("--memory-mb", memory_mb, 1, 1 << 20),
+            ("--cpu-seconds", cpu_seconds, 1, 7 * 86400),
+            ("--max-processes", max_processes, 1, 1 << 22),
+            ("--max-files", max_files, 1, 1 << 20), ("--seats-per-bot", seats_per_bot, 1, 8)):
+        check_range(opt, value, low, high)
     check_connect_timeout(connect_timeout)
     check_seed(seed)
     rule_set = build_rules(rules, rule or [], rules_file, players)
