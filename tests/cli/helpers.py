@@ -99,3 +99,23 @@ def wait_no_processes(mark: str, cwd: Path | None = None, timeout: float = 15.0)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+def one_match_database(db: Path, match_id: str = "m1") -> str:
+    """A SQLite database at `db` holding one finished 2-player match (`match_id`, played
+    in-process by the simulation: no processes); its URL."""
+    import dataclasses
+
+    from cfarena.server.replay.simulate import simulate_record
+    from cfarena.server.storage import MatchPlan, open_database
+    from cfarena.server.tournament.match_play import to_stored
+
+    rules = {"preset": "standard", "rounds": "single"}
+    url = f"sqlite:///{db}"
+    with open_database(url) as store:
+        seats = [store.ensure_bot(name, name * 64) for name in ("a", "b")]
+        store.schedule_matches(None, [MatchPlan(match_id, 7, rules, 2, seats)])
+        record = simulate_record(rules, 2, 7, names=["a", "b"])
+        assert store.record_match(to_stored(dataclasses.replace(record, match_id=match_id)))
+    return url
+

@@ -118,7 +118,8 @@ def test_a_bot_that_dies_at_start_is_quoted_from_its_sandbox(tmp_path: Path) -> 
 
 def _no_matches(db: Path) -> bool:
     with sqlite3.connect(db) as conn:
-        return conn.execute("select count(*) from matches").fetchone()[0] == 0
+        count: int = conn.execute("select count(*) from matches").fetchone()[0]
+    return count == 0
 
 
 def test_a_second_run_of_a_tournament_being_played_is_refused(tmp_path: Path) -> None:
@@ -180,3 +181,18 @@ def test_a_bot_that_would_see_the_database_is_refused(tmp_path: Path) -> None:
                                f" (it is shown {tmp_path})"), last
         assert "Traceback" not in result.stderr
     assert _no_matches(tmp_path / "cfarena.db") if (tmp_path / "cfarena.db").exists() else True
+
+
+def test_a_bot_named_file_colon_class_plays_in_the_sandbox(tmp_path: Path) -> None:
+    """`NAME=python -m cfarena.sdk run bot.py:Class`, the form `sdk run --help` shows: the
+    file is shown to the sandbox (issue 21: it was not, "no such bot file")."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "two_bots.py").write_text(
+        "from cfarena.sdk import Bot\n\n"
+        "class First(Bot):\n    def choose(self, turn):\n        return turn.legal_moves[0]\n\n"
+        "class Last(Bot):\n    def choose(self, turn):\n        return turn.legal_moves[-1]\n")
+    data = run_json("run-tournament", "--bot", "last=python -m cfarena.sdk run "
+                    "mine/two_bots.py:Last", "--bot", "random", "--players", "2", "--games", "1",
+                    "--rule", "rounds=single", cwd=tmp_path)
+    last = next(row for row in data["standings"] if row["bot"] == "last")
+    assert (last["matches"], last["faults"]) == (2, 0), data["standings"]

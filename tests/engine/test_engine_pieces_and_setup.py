@@ -69,6 +69,9 @@ def test_presets_resolve_per_table(
         ({"spokes": 10}, 4, "spokes"),  # outside 1..9
         ({"spokes": 0}, 4, "spokes"),
         ({"toes": 0}, 4, "toes"),
+        ({"toes": 9}, 4, "toes"),  # a double off the centre meets at most 8 tiles of its number
+        ({"boneyard_reserve": 11}, 4, "boneyard_reserve"),  # 54 - 44 = 10 left after the deal
+        ({"double_blank": 7}, 4, "double_blank"),  # 0, 25 or 50
         ({"set_size": 2}, 4, "set_size"),
         ({"set_size": 19}, 4, "set_size"),
         ({"set_size": 12}, 4, "hand_size"),  # no table entry for (12, 4)
@@ -89,6 +92,16 @@ def test_impossible_rules_are_refused_naming_the_option(
         new_match(rules, players, seed=1)
     assert err.value.option == option
     assert option in str(err.value)
+
+
+def test_trains_allows_at_most_eight_trains() -> None:
+    """RULES.md §7: "maximaal acht" (seed 002); standard's centre takes up to N spokes."""
+    with pytest.raises(RulesError) as err:
+        Rules.preset("trains").with_options(spokes=9).resolve(4)
+    assert err.value.option == "spokes" and "at most 8" in str(err.value)
+    assert Rules.preset("trains").with_options(spokes=8).resolve(4).spokes == 8
+    assert Rules.preset("standard").with_options(spokes=9).resolve(4).spokes == 9
+    assert Rules.preset("standard").with_options(toes=8, boneyard_reserve=10).resolve(4).toes == 8
 
 
 def test_unknown_option_and_bad_enum_value_are_refused() -> None:

@@ -205,7 +205,8 @@ def test_admin_bot_tokens(arena: WebArena) -> None:
     token = created.json()["token"]
     assert created.json()["name"] == "newbie" and len(token) >= 32
     assert arena.post("/api/admin/bots", {"name": "newbie"}).status == 409
-    assert arena.post("/api/admin/bots", {"name": "bad name!"}).status == 422
+    for bad in ("bad name!", "", "x" * 65, "new\nline"):  # the CLI's rule (bot_names)
+        assert arena.post("/api/admin/bots", {"name": bad}).status == 422, bad
     assert arena.post("/api/admin/bots/nobody/rotate").status == 404
     # a token created over the API connects and plays
     arena.bot("newbie", "random", token)

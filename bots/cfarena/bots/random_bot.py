@@ -1,7 +1,9 @@
 """RandomBot: a uniformly random legal move.
 
-Its random generator is seeded from a hash of (match_id, seat), so replaying a
-match (same seed, same opponents) replays this bot's choices too.
+Its random generator is seeded from a hash of (match_id, seat). A tournament's
+match ids are the same in every run with the same seed (`run-tournament --seed`;
+they are derived from each match's secret seed, and tell a bot nothing about its
+deal), so replaying a tournament replays this bot's choices too.
 
     python -m cfarena.sdk run cfarena.bots.random_bot --token T
     python -m cfarena.bots.random_bot --token T

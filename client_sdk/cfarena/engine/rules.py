@@ -19,6 +19,8 @@ from cfarena.engine.tiles import MAX_SET, MIN_SET, set_count
 
 MIN_PLAYERS = 2
 MAX_PLAYERS = 8
+MAX_TRAINS = 8  # the trains source: "maximaal acht" (RULES.md §7)
+DOUBLE_BLANK_VALUES = (0, 25, 50)  # what 0-0 may count (RULES.md §7)
 
 
 class Start(enum.Enum):
@@ -155,19 +157,15 @@ class Rules:
                 f"set deals only {dealable}",
             )
         spokes = players if self.spokes == "players" else self.spokes
-        if not isinstance(spokes, int) or not (1 <= spokes <= n):
-            raise RulesError("spokes", f"must be between 1 and {n} (or 'players'), got {spokes}")
-        if not (1 <= self.toes <= n):
-            raise RulesError("toes", f"must be between 1 and {n}, got {self.toes}")
+        if not isinstance(spokes, int):
+            raise RulesError("spokes", f"must be a whole number or 'players', got {spokes!r}")
         reserve = (
             self.boneyard_reserve
             if self.boneyard_reserve is not None
             else self.reserve_by_players.get(players)
         )
-        if reserve is None or reserve < 0:
-            raise RulesError("boneyard_reserve", f"must be a whole number >= 0, got {reserve}")
-        if self.double_blank < 0:
-            raise RulesError("double_blank", f"must be >= 0, got {self.double_blank}")
+        if reserve is None:
+            raise RulesError("boneyard_reserve", "must be a whole number >= 0, got None")
         if self.rounds == "full":
             rounds = n + 1
         elif self.rounds == "half":
@@ -182,7 +180,7 @@ class Rules:
             )
         if self.end_at_score is not None and self.end_at_score < 0:
             raise RulesError("end_at_score", f"must be >= 0, got {self.end_at_score}")
-        return ResolvedRules(
+        resolved = ResolvedRules(
             name=self.name,
             players=players,
             set_size=n,
@@ -198,6 +196,8 @@ class Rules:
             end_at_score=self.end_at_score,
             tie_break=self.tie_break,
         )
+        check_resolved(resolved)
+        return resolved
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,13 +394,22 @@ def check_resolved(rules: ResolvedRules) -> None:
             f"({dealable} tiles to deal)",
         )
     if not (1 <= rules.spokes <= n):
-        raise RulesError("spokes", f"must be between 1 and {n}, got {rules.spokes}")
-    if not (1 <= rules.toes <= n):
-        raise RulesError("toes", f"must be between 1 and {n}, got {rules.toes}")
-    if rules.boneyard_reserve < 0:
-        raise RulesError("boneyard_reserve", f"must be >= 0, got {rules.boneyard_reserve}")
-    if rules.double_blank < 0:
-        raise RulesError("double_blank", f"must be >= 0, got {rules.double_blank}")
+        raise RulesError("spokes", f"must be between 1 and {n} (or 'players'), got {rules.spokes}")
+    if rules.name == "trains" and rules.spokes > MAX_TRAINS:
+        raise RulesError("spokes", f"trains allows at most {MAX_TRAINS} trains, got {rules.spokes}")
+    # a double off the centre meets at most N-1 other tiles carrying its number
+    if not (1 <= rules.toes <= n - 1):
+        raise RulesError("toes", f"must be between 1 and {n - 1}, got {rules.toes}")
+    boneyard = dealable - rules.hand_size * rules.players
+    if not (0 <= rules.boneyard_reserve <= boneyard):
+        raise RulesError(
+            "boneyard_reserve",
+            f"must be between 0 and {boneyard} (the tiles left after the deal), "
+            f"got {rules.boneyard_reserve}",
+        )
+    if rules.double_blank not in DOUBLE_BLANK_VALUES:
+        allowed = ", ".join(map(str, DOUBLE_BLANK_VALUES))
+        raise RulesError("double_blank", f"must be one of {allowed}, got {rules.double_blank}")
     if rules.rounds < 1:
         raise RulesError("rounds", f"must be >= 1, got {rules.rounds}")
     if rules.end_at_score is not None and rules.end_at_score < 0:

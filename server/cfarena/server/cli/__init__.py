@@ -11,9 +11,11 @@ import typer
 import typer.main
 
 from cfarena.server.cli import inspection, replay, serve, tournament, worker
+from cfarena.server.cli.common import OneLineErrors
 
 app = typer.Typer(
     name="cfarena",
+    cls=OneLineErrors,
     help="cfarena: an arena where Chicken Foot bots play each other and get ranked.",
     no_args_is_help=True,
     add_completion=False,

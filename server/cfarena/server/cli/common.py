@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.core import TyperGroup
 
 from cfarena.engine import Rules, RulesError
 from cfarena.server.storage import DEFAULT_URL, Database, StorageError, open_database
@@ -33,6 +37,35 @@ def fail(message: str, code: int = USAGE_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
+class OneLineErrors(TyperGroup):
+    """The `cfarena` group: click's usage errors (unknown command or option, a missing
+    argument, a value of the wrong type) as one line on stderr and exit 2, not typer's
+    boxed usage block; bare `cfarena` or `cfarena bots` still shows the help."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode,
+                                windows_expand_args, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, False,
+                                  windows_expand_args, **extra)
+        except NoArgsIsHelpError as exc:  # the help is already printed
+            sys.exit(exc.exit_code)
+        except ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            err.print(Text.assemble(("error: ", "bold red"), exc.format_message() + hint),
+                      soft_wrap=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            err.print("aborted")
+            sys.exit(1)
+        # what standalone mode does: a typer.Exit's code comes back as the result
+        sys.exit(result if isinstance(result, int) else 0)
+
+
 @contextmanager
 def database(url: str, *, create: bool = True) -> Iterator[Database]:
     """Open the database or exit 2 with a one-line message.
@@ -52,6 +85,59 @@ def database(url: str, *, create: bool = True) -> Iterator[Database]:
         fail(str(exc), code=1)
     finally:
         db.close()
+
+
+MAX_SEED = 2**63 - 1  # a seed fits a signed 64-bit column (PostgreSQL bigint)
+
+
+def check_seed(seed: int | None) -> None:
+    """Exit 2 unless `seed` is None or a whole number 0..MAX_SEED."""
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        fail(f"--seed must be a whole number from 0 to {MAX_SEED} (2**63-1), got {seed}")
+
+
+MAX_MS = 600_000  # ten minutes: a bank fed by thousands of increments still fits the wire
+
+
+def check_range(option: str, value: int, low: int, high: int | None = None) -> None:
+    """Exit 2 unless low <= value (<= high)."""
+    if value < low:
+        fail(f"{option} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        fail(f"{option} must be at most {high}, got {value}")
+
+
+def check_time_control(timeout_ms: int, bank_ms: int = 0, increment_ms: int = 0) -> None:
+    """Exit 2 unless each time (ms) is within what a match can use: at most MAX_MS,
+    the decision timeout at least 1 ms."""
+    check_range("--timeout-ms", timeout_ms, 1, MAX_MS)
+    check_range("--bank-ms", bank_ms, 0, MAX_MS)
+    check_range("--increment-ms", increment_ms, 0, MAX_MS)
+
+
+def check_connect_timeout(seconds: float) -> None:
+    """Exit 2 unless `seconds` (--connect-timeout) is a finite number above 0."""
+    if not 0 < seconds < math.inf:
+        fail(f"--connect-timeout must be a number of seconds above 0, got {seconds:g}")
+
+
+def make_log_dir(log_dir: Path) -> None:
+    """Create --log-dir (and its parents), or exit 2 saying why it cannot be one."""
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        fail(f"--log-dir {log_dir}: exists and is not a directory")
+    except OSError as exc:
+        fail(f"--log-dir {log_dir}: cannot create it: {exc.strerror or exc}")
+
+
+def write_output(option: str, path: Path, write: Callable[[], object]) -> None:
+    """Run `write` (which writes `path`); exit 2 with one line naming `option` and the
+    reason when the file cannot be written (no such directory, no permission, full)."""
+    try:
+        write()
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write: {exc.strerror or exc}")
 
 
 def load_rules_file(path: Path) -> dict[str, Any]:

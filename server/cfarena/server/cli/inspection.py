@@ -14,8 +14,17 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from cfarena.server.bot_names import bot_name_problem
 from cfarena.server.cli.bot_report import bot_report, print_bot_report
-from cfarena.server.cli.common import DbOption, database, fail, out, print_json, seed_json
+from cfarena.server.cli.common import (
+    DbOption,
+    database,
+    fail,
+    out,
+    print_json,
+    seed_json,
+    write_output,
+)
 from cfarena.server.cli.report import ladder_rows, ladder_table, standings_rows, standings_table
 from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.replay import export_log
@@ -37,6 +46,9 @@ def bots_add(
     db_url: str = DbOption,
 ) -> None:
     """Register a bot and print its new token (shown once; only its hash is stored)."""
+    problem = bot_name_problem(name)
+    if problem is not None:
+        fail(problem)
     if token is not None and len(token) < 8:
         fail("--token must be at least 8 characters")
     secret = token or new_token()
@@ -221,6 +233,8 @@ def matches_cmd(
     A result reads "1. greedy 112, 2. random 130": rank, bot and total points
     (lower is better).
     """
+    if limit < 1:
+        fail(f"--limit must be at least 1, got {limit}")
     if status is not None and status not in {s.value for s in MatchStatus}:
         fail(f"--status must be one of {', '.join(s.value for s in MatchStatus)}")
     with database(db_url, create=False) as db:
@@ -432,7 +446,14 @@ def export_cmd(
             fail("--format html/txt needs --output FILE")
         print(json.dumps(log, indent=1))
         return
-    export_log(log, output, fmt=fmt, seat=seat)
+    kind = fmt or output.suffix.lstrip(".").lower() or "html"
+    if kind not in ("json", "html", "htm", "txt"):
+        fail(f"--output {output}: cannot tell the format from {output.suffix!r}: "
+             "give --format json, html or txt")
+    players = int(log.get("players", 0))
+    if seat is not None and not 0 <= seat < players:
+        fail(f"--seat must be 0..{players - 1} for this {players}-player match")
+    write_output("--output", output, lambda: export_log(log, output, fmt=kind, seat=seat))
     out.print(f"wrote {output}")
 
 

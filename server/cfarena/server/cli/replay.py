@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cfarena.server.cli.common import DbOption, database, fail, out, print_json
+from cfarena.server.cli.common import DbOption, database, fail, out, print_json, write_output
 from cfarena.server.replay import (
     LogError,
     LogFileError,
@@ -55,7 +55,7 @@ def replay_cmd(
         fail(f"--seat must be 0..{players - 1} for this {players}-player match")
     try:
         if html is not None:
-            write_html(log, html)
+            write_output("--html", html, lambda: write_html(log, html))
             out.print(f"wrote {html} (open it in a browser; no network needed)")
             return
         replay_terminal(log, seat=seat, show_all=show_all, console=out)
@@ -116,10 +116,16 @@ def verify_cmd(
         data["ok"] = data["ok"] and not broken
         print_json(data)
     else:
-        for line in report.lines():
-            out.print(line, markup=False, highlight=False)
+        *lines, _summary = report.lines()
+        for line in lines:
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
         for name, problem in broken.items():
-            out.print(f"FAIL  {name}: {problem}", markup=False)
+            out.print(f"FAIL  {name}: {problem}", markup=False, highlight=False, soft_wrap=True)
+        good = len(report.verdicts) - len(report.failed)
+        total = len(report.verdicts) + len(broken)
+        unread = f" ({len(broken)} could not be read)" if broken else ""
+        out.print(f"{good} of {total} log(s) genuine{unread}", markup=False, highlight=False,
+                  soft_wrap=True)
     if broken or not report.ok:
         raise typer.Exit(1)
 

@@ -20,7 +20,14 @@ import typer
 
 from cfarena.server.arena import Arena, ArenaConfig, LadderPolicy
 from cfarena.server.arena.service import ServeResult, say
-from cfarena.server.cli.common import DbOption, build_rules, database, fail
+from cfarena.server.cli.common import (
+    DbOption,
+    build_rules,
+    check_seed,
+    check_time_control,
+    database,
+    fail,
+)
 from cfarena.server.ops import OpsConfig, operations
 from cfarena.server.referee import TimeControl
 from cfarena.server.referee.transport import ServerTls, TlsError
@@ -117,6 +124,8 @@ def serve_cmd(
         fail(f"--starve-after must be 0 or more, got {starve_after:g}")
     if not dead_after >= 3:  # a few missed beats (one a second) are not a death
         fail(f"--dead-after must be at least 3 seconds, got {dead_after:g}")
+    check_seed(seed)
+    check_time_control(timeout_ms)
     rule_set = build_rules(rules, rule or [], rules_file, players)
     config = ArenaConfig(
         rules=rule_set, players=players, time_control=TimeControl(timeout_ms), host=host,

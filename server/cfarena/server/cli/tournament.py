@@ -25,7 +25,21 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from cfarena.bots import BUNDLED, bundled_names
-from cfarena.server.cli.common import DbOption, build_rules, database, err, fail, out, print_json
+from cfarena.server.bot_names import bot_name_problem
+from cfarena.server.cli.common import (
+    DbOption,
+    build_rules,
+    check_connect_timeout,
+    check_range,
+    check_seed,
+    check_time_control,
+    database,
+    err,
+    fail,
+    make_log_dir,
+    out,
+    print_json,
+)
 from cfarena.server.cli.inspection import tournaments_app
 from cfarena.server.cli.report import standings_rows, standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
@@ -43,8 +57,9 @@ def parse_bot(spec: str) -> BotSpec:
     """`NAME` (a bundled bot) or `NAME=COMMAND`."""
     name, sep, command = spec.partition("=")
     name = name.strip()
-    if not name or not all(c.isalnum() or c in "-_." for c in name):
-        fail(f"--bot: bad bot name in {spec!r} (letters, digits, - _ . only)")
+    problem = bot_name_problem(name)
+    if problem is not None:
+        fail(f"--bot: {problem}")
     if sep:
         if not command.strip():
             fail(f"--bot {name}=: the command is empty")
@@ -194,17 +209,19 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         fail("--bot: a tournament needs at least two bots")
     if not 2 <= players <= 8:
         fail(f"--players must be 2-8, got {players}")
-    for opt, value, low in (("--games", games, 1), ("--timeout-ms", timeout_ms, 1),
-                            ("--concurrency", concurrency, 1), ("--strikes", strikes, 1),
-                            ("--bank-ms", bank_ms, 0), ("--increment-ms", increment_ms, 0)):
-        if value < low:
-            fail(f"{opt} must be at least {low}, got {value}")
-    for opt, value in (("--memory-mb", memory_mb), ("--cpu-seconds", cpu_seconds),
-                       ("--max-processes", max_processes), ("--max-files", max_files),
-                       ("--seats-per-bot", seats_per_bot)):
-        if value < 1:
-            fail(f"{opt} must be at least 1, got {value}")
+    check_time_control(timeout_ms, bank_ms, increment_ms)
+    for opt, value, low, high in (
+            ("--games", games, 1, None), ("--concurrency", concurrency, 1, None),
+            ("--strikes", strikes, 1, 1000), ("--memory-mb", memory_mb, 1, 1 << 20),
+            ("--cpu-seconds", cpu_seconds, 1, 7 * 86400),
+            ("--max-processes", max_processes, 1, 1 << 22),
+            ("--max-files", max_files, 1, 1 << 20), ("--seats-per-bot", seats_per_bot, 1, 8)):
+        check_range(opt, value, low, high)
+    check_connect_timeout(connect_timeout)
+    check_seed(seed)
     rule_set = build_rules(rules, rule or [], rules_file, players)
+    if log_dir is not None:
+        make_log_dir(log_dir)
     for path in sandbox_bind or []:
         if not path.exists():
             fail(f"--sandbox-bind: no such file or directory: {path}")
@@ -233,8 +250,6 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         fail(problem)
     for line in missing_defences(launch):
         err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
-    if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True)
     if schedule_only:
         _schedule(config, db_url, launch, new, json_out)
         return

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from cfarena.server.cli.common import DbOption, database, err, fail
+from cfarena.server.cli.common import (
+    DbOption,
+    check_connect_timeout,
+    database,
+    err,
+    fail,
+    make_log_dir,
+)
 from cfarena.server.sandbox import exposed, python_paths, sandbox_problem
 from cfarena.server.storage import Database, StorageError
 from cfarena.server.tournament.config import missing_defences
@@ -56,6 +63,7 @@ def worker_cmd(
     as you like, on any machines; kill one and its matches are played again by another."""
     if concurrency < 1:
         fail(f"--concurrency must be at least 1, got {concurrency}")
+    check_connect_timeout(connect_timeout)
     if heartbeat_s <= 0 or stalled_s <= 2 * heartbeat_s:
         fail("--stalled-after-s must be more than twice --heartbeat-s (and both positive)")
     for path in sandbox_bind or []:
@@ -75,7 +83,7 @@ def worker_cmd(
             fail(escape(f"--log-dir: every bot would be able to read {found[0]} (it is "
                         f"shown {found[1]}): keep it outside the system directories, "
                         "Python's and the --sandbox-bind paths"))
-        log_dir.mkdir(parents=True, exist_ok=True)
+        make_log_dir(log_dir)
     from cfarena.server.tournament.worker import WorkerOptions
 
     options = WorkerOptions(concurrency=concurrency, heartbeat_s=heartbeat_s,

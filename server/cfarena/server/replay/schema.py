@@ -241,6 +241,8 @@ def load_log_file(path: str | Path, validate: bool = True) -> dict[str, Any]:
         raise LogFileError(
             f"{p}: not a JSON game log (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from exc
+    except RecursionError:  # a log is a few levels deep; this JSON nests past Python's stack
+        raise LogFileError(f"{p}: not a game log (its JSON nests too deeply)") from None
     if not isinstance(data, dict):
         raise LogFileError(f"{p}: not a game log (the JSON is a {type(data).__name__}, "
                            "not an object)")

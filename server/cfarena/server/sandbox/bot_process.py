@@ -243,10 +243,22 @@ def _pipe_with(data: bytes) -> int:
     return read_fd
 
 
+# run by the prefix's shell: go on only if the parent is still the referee that forked it
+_SAME_PARENT = 'referee=$1; shift; [ "$PPID" = "$referee" ] || exit 125; exec "$@"'
+
+
 def pdeathsig_prefix() -> list[str]:
-    """`setpriv --pdeathsig KILL --`: the child dies with the referee (util-linux)."""
+    """A command prefix by which the child dies with the referee (this process):
+    `setpriv --pdeathsig KILL` (util-linux), then a shell that goes on only if its
+    parent is still the referee. The kernel signals a parent's death only to children
+    that asked before it, so a referee killed between the fork and setpriv's prctl
+    would leave the child running (and its sandbox: 1 of 14 kill -9s of run-tournament
+    left a bwrap behind); after the prctl, the check catches that."""
     setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+    if not setpriv:
+        return []
+    return [setpriv, "--pdeathsig", "KILL", "--",
+            "/bin/sh", "-c", _SAME_PARENT, "cfarena-parent", str(os.getpid())]
 
 
 def _read_child_namespace(fd: int) -> tuple[str | None, int | None]:

@@ -31,18 +31,22 @@ def command_paths(argv: Sequence[str], cwd: Path) -> list[Path]:
     """Files and directories named on a bot's command line (relative to `cwd`).
 
     Each argument (and the value of a `--flag=VALUE` argument) that names an
-    existing path is shown to the sandbox read-only; so is the program itself
-    when it is given as a path.
+    existing path is shown to the sandbox read-only, also as `PATH:Name` (a file
+    and a class in it: `python -m cfarena.sdk run bot.py:MyBot`); so is the
+    program itself when it is given as a path.
     """
     paths: list[Path] = []
     for index, arg in enumerate(argv):
         for part in (arg, arg.partition("=")[2]) if index else (arg,):
             if not part or (index == 0 and "/" not in part):
                 continue
-            candidate = Path(part) if os.path.isabs(part) else cwd / part
-            with contextlib.suppress(OSError):
-                if candidate.exists():
-                    paths.append(candidate.resolve())
+            head, colon, name = part.rpartition(":")
+            for text in (part, head) if colon and head and name.isidentifier() else (part,):
+                candidate = Path(text) if os.path.isabs(text) else cwd / text
+                with contextlib.suppress(OSError):
+                    if candidate.exists():
+                        paths.append(candidate.resolve())
+                        break
     return paths
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -88,7 +92,7 @@ def sqlite_file(url: URL) -> Path | None:
     return Path(name)
 
 
-def _sqlite_setup(engine: Engine) -> None:
+def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, record: ConnectionPoolEntry) -> None:
         # Take over transaction control from pysqlite, so BEGIN is ours (see _on_begin).
@@ -96,8 +100,9 @@ def _sqlite_setup(engine: Engine) -> None:
         cursor = dbapi_conn.cursor()
         try:
             cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            if not read_only:  # the journal mode is written into the file
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
             cursor.close()
 
@@ -111,8 +116,10 @@ def make_engine(url: str | URL, *, create: bool = True) -> Engine:
     """An engine for `url` (not connected yet); SQLite gets WAL, foreign keys, a busy timeout.
 
     With `create=False` a SQLite file that does not exist is refused (`StorageError`
-    "no database at PATH") before anything could create it; a PostgreSQL server
-    says itself whether the database exists, when the engine connects.
+    "no database at PATH") before anything could create it, and one this process
+    cannot write (a read-only mount, a file or directory without write permission)
+    is opened read-only (`is_read_only`); a PostgreSQL server says itself whether
+    the database exists, when the engine connects.
     """
     parsed = parse_url(url)
     if not create:
@@ -121,6 +128,14 @@ def make_engine(url: str | URL, *, create: bool = True) -> Engine:
             raise StorageError(f"no database at {path}")
         if path is not None and _sqlite_has_schema(path) is False:  # nor write to it
             raise StorageError(_no_schema(parsed))
+    read_only = False
+    path = sqlite_file(parsed)
+    if path is not None and path.exists() and not _writable(path):
+        if create:  # what would write: say why it cannot
+            raise StorageError(f"cannot write the database {path}: it is read-only (a "
+                               "read-only mount, or no write permission); commands that "
+                               "only read it work")
+        parsed, read_only = _read_only_url(path), True
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -136,8 +151,28 @@ def make_engine(url: str | URL, *, create: bool = True) -> Engine:
             f"cannot open database {parsed.render_as_string()}: {one_line(exc)}"
         ) from exc
     if backend == "sqlite":
-        _sqlite_setup(engine)
+        _sqlite_setup(engine, read_only=read_only)
     return engine
+
+
+def _writable(path: Path) -> bool:
+    """Whether SQLite can write `path`: the file, and its directory (journal, -wal, -shm)."""
+    return os.access(path, os.W_OK) and os.access(path.resolve().parent, os.W_OK)
+
+
+def _read_only_url(path: Path) -> URL:
+    """A SQLite URL opening `path` read-only. On a read-only file system nothing can change
+    the file, so it is opened immutable: SQLite then needs no -shm file (a WAL database
+    needs one to be read, and none can be made there) and takes no locks."""
+    query = {"mode": "ro", "uri": "true"}
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        query["immutable"] = "1"
+    return URL.create("sqlite", database="file:" + quote(str(path.resolve())), query=query)
+
+
+def is_read_only(engine: Engine) -> bool:
+    """Whether `engine` opens its SQLite database read-only (`make_engine`, create=False)."""
+    return engine.url.query.get("mode") == "ro"
 
 
 def _sqlite_has_schema(path: Path) -> bool | None:
@@ -184,3 +219,19 @@ def upgrade(engine: Engine, revision: str = "head", *, create: bool = True) -> N
             raise StorageError(_no_schema(engine.url))
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
+
+
+def check_current(engine: Engine) -> None:
+    """For a database opened read-only, which cannot be migrated: `StorageError` unless
+    its schema is this cfarena's latest (reads of an older schema would fail at random)."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    with engine.connect() as conn:
+        if not inspect(conn).has_table(_VERSION_TABLE):
+            raise StorageError(_no_schema(engine.url))
+        current = MigrationContext.configure(conn).get_current_revision()
+    if current != head:
+        raise StorageError(
+            f"the database {sqlite_file(engine.url)} is read-only and its schema is at "
+            f"revision {current}, not this cfarena's {head}: open it writable once (any "
+            "cfarena command) to upgrade it")
+

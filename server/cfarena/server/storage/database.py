@@ -24,6 +24,8 @@ from cfarena.server.storage.connect import (
     DEFAULT_URL,
     SQLITE_BEGIN,
     StorageError,
+    check_current,
+    is_read_only,
     make_engine,
     one_line,
     upgrade,
@@ -74,7 +76,10 @@ def open_database(url: str = DEFAULT_URL, *, create: bool = True) -> Database:
     """
     engine = make_engine(url, create=create)
     try:
-        upgrade(engine, create=create)
+        if is_read_only(engine):  # a read of a database it cannot write: no migration
+            check_current(engine)
+        else:
+            upgrade(engine, create=create)
     except StorageError:
         engine.dispose()
         raise

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
+import hmac
 import logging
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -112,8 +113,7 @@ class MatchRoom:
                           warms: list[WarmBot], keep_voided: bool) -> MatchRecord:
         lease = await _mark_running(self.writer, match.id)
         handed: list[MatchRecord] = []
-        # bots see an opaque id: the key (game, rotation) is the organiser's business
-        wire_id = secrets.token_hex(8)
+        wire_id = wire_match_id(match.seed, match.key)
         try:
             record = await self.server.run_match(
                 wire_id, Rules.from_options(match.rules), match.seed, seat_bots,
@@ -153,10 +153,43 @@ class MatchRoom:
             stored.seat_logs.append(
                 SeatLog(seat, process.output.text(), process.output.total, exit_line))
             if self.log_dir is not None:
-                with contextlib.suppress(OSError):
-                    (self.log_dir / f"{record.key or record.match_id}-seat{seat}-{warm.bot}.log"
-                     ).write_text(process.output.text())
+                write_seat_log(self.log_dir / f"{record.key or record.match_id}-seat{seat}-"
+                               f"{warm.bot}.log", process.output.text())
         self.writer.submit(stored)
+
+
+def wire_match_id(seed: int, key: str) -> str:
+    """The id bots see for the match `key` dealt from `seed`: 16 hex digits of
+    HMAC-SHA256(seed, key). The key (game, rotation) is the organiser's business, and
+    the id must tell a bot nothing about the deal: without the seed the id looks
+    random, so it neither reveals the deal nor links the rotations of one deal (their
+    keys differ). Finding the seed from it means guessing the seed, which a bot could
+    do as well by matching its dealt hand, and cannot when the seed is unpredictable
+    (the default, 62 bits from the OS). It is the same in every run with the same
+    seed, so a bot that seeds its own randomness from it (the bundled random bot)
+    replays its choices under `run-tournament --seed`."""
+    digest = hmac.new(seed.to_bytes(8, "big", signed=True), key.encode(), hashlib.sha256)
+    return digest.hexdigest()[:16]
+
+
+_unwritable_log_dirs: set[Path] = set()
+
+
+def write_seat_log(path: Path, text: str) -> None:
+    """Write a seat's output into --log-dir. A file that cannot be written whole (a full
+    disk, say) is removed rather than left empty or cut short, and the first such failure
+    in a directory is reported in one warning line: the output is stored in the database
+    all the same (`cfarena show MATCH --logs`)."""
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+        if path.parent not in _unwritable_log_dirs:
+            _unwritable_log_dirs.add(path.parent)
+            log.warning("--log-dir %s: cannot write %s (%s); seat output is still stored "
+                        "(cfarena show MATCH --logs); later failures there are not reported",
+                        path.parent, path.name, exc.strerror or exc)
 
 
 def _voided(record: MatchRecord) -> bool:

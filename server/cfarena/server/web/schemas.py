@@ -3,7 +3,14 @@ from them, and the tests validate every answer against that description)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from cfarena.server.bot_names import (
+    BOT_NAME_CHARACTERS,
+    BOT_NAME_PATTERN,
+    MAX_BOT_NAME,
+    bot_name_problem,
+)
 
 
 class LeaderboardRow(BaseModel):
@@ -155,7 +162,16 @@ class NewToken(BaseModel):
 
 
 class BotName(BaseModel):
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str = Field(min_length=1, max_length=MAX_BOT_NAME, pattern=BOT_NAME_PATTERN,
+                      description=f"1 to {MAX_BOT_NAME} characters: {BOT_NAME_CHARACTERS}")
+
+    @field_validator("name")
+    @classmethod
+    def _a_bot_name(cls, name: str) -> str:
+        problem = bot_name_problem(name)  # the rule every registration follows
+        if problem is not None:
+            raise ValueError(problem)
+        return name
 
 
 class Done(BaseModel):

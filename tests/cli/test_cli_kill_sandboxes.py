@@ -1,0 +1,72 @@
+"""kill -9 of run-tournament at random moments: no process of its sandboxes survives it
+(issue 21). The run's processes are told apart from other runs' on this machine by their
+working directory: the run's own (its sandboxes start there)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from .helpers import CFARENA
+
+KILLS = 4
+
+
+def _processes_in(cwd: Path) -> list[int]:
+    """Live processes (any user: bwrap runs as root, bots as a sandbox uid) working in `cwd`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            where = os.readlink(entry / "cwd")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if where == str(cwd) and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _describe(pids: list[int]) -> list[str]:
+    shown = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            shown.append(f"{pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()[:120]!r}")
+    return shown
+
+
+def test_no_sandbox_outlives_a_killed_run(tmp_path: Path) -> None:
+    rng = random.Random()
+    for attempt in range(KILLS):
+        run_dir = tmp_path / f"run{attempt}"
+        run_dir.mkdir()
+        args = ["run-tournament", "--bot", "random", "--bot", "greedy", "--bot", "smart",
+                "--players", "2", "--games", "4", "--rule", "rounds=1", "--concurrency", "3",
+                "--db", f"sqlite:///{run_dir / 'cfarena.db'}"]
+        run = subprocess.Popen([CFARENA, *args], cwd=run_dir, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            # a random moment once its sandboxes begin to start: while more are started
+            deadline = time.monotonic() + 60
+            while len(_processes_in(run_dir)) < 2:  # the run and its first sandbox
+                assert run.poll() is None and time.monotonic() < deadline
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0.0, 1.5))
+            os.kill(run.pid, signal.SIGKILL)  # the run only, as `kill -9 PID` does
+            run.wait(timeout=10)
+            deadline = time.monotonic() + 10
+            while (left := _processes_in(run_dir)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert left == [], f"kill {attempt + 1}: left running: {_describe(left)}"
+        finally:
+            for pid in _processes_in(run_dir):  # only on failure: this run's, by their pids
+                os.kill(pid, signal.SIGKILL)
+            if run.poll() is None:
+                run.kill()
+                run.wait()
