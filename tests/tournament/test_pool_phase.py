@@ -6,10 +6,11 @@ phase starts before every match of the phase before it has ended.
 
 After `new_phase` (FAIRPLAY.md, "Host state"), no bot process alive before it (warm,
 or playing) is alive, nor any fork server that forked a child before it (its sandbox
-keeps bits its cleaner cannot reset); a fork server that never forked may stay. The
-servers `prepare_phase` starts for the next phase while the last matches of a phase
-play are never forked before the change, even when a match of the ending phase needs
-a server after they started.
+keeps bits its cleaner cannot reset), nor any started while a bot process of the phase
+ran (what it mapped of the host's files may hold pages a bot read on purpose, which
+the drop of the page cache keeps); a fork server started before any bot's code ran
+that never forked may stay. `restart` (after the host's reset) starts every fork
+server of the next phase before any of its bot processes.
 """
 
 from __future__ import annotations
@@ -68,8 +69,6 @@ async def _run(tmp: Path) -> dict[str, list[bool]]:
         await pool.release(done)
         while pool._tasks:  # the spares started in the background
             await asyncio.gather(*pool._tasks, return_exceptions=True)
-        never = await pool._start_server(FORKED)  # a server that never forked
-        assert never is not None
         forked_idle = [s for s in pool._idle[FORKED] if s._forks > 0]
         assert forked_idle, "an idle fork server that forked before the change"
         warm = [w for w in pool._live if w not in playing]
@@ -80,8 +79,7 @@ async def _run(tmp: Path) -> dict[str, list[bool]]:
         pool.end(FORKED, 1)
         pool.end(FRESH, 1)
         state = {"processes": [_alive(w) for w in live],
-                 "forked servers": [_alive(s) for s in forked_idle],
-                 "never forked": [_alive(never)]}
+                 "forked servers": [_alive(s) for s in forked_idle]}
         await pool.restart()
         again = await pool.take(FORKED, 1)  # the next phase plays the deal again
         assert again.server not in forked_idle
@@ -98,59 +96,56 @@ def test_a_phase_change_stops_every_process_and_every_server_that_forked(
     state = asyncio.run(_run(tmp_path))
     assert not any(state["processes"]), state  # warm and playing: stopped
     assert not any(state["forked servers"]), state  # a child's bits die with its sandbox
-    assert state["never forked"] == [True], state  # kept: it ran only the arena's code
 
 
-async def _run_prepared(tmp: Path) -> dict[str, Any]:
+async def _run_mid_phase(tmp: Path) -> dict[str, Any]:
     server = RefereeServer(TokenRegistry(), port=None, unix_socket=tmp / "arena.sock")
     await server.start()
     pool = BotPool(server, Launch(sandbox=True, cwd=tmp, connect_timeout=TIMEOUT),
-                   {FORKED: None}, warm={FORKED: 1}, demand={FORKED: 100})
+                   {FORKED: None}, warm={FORKED: 3}, demand={FORKED: 100})
     try:
-        await pool.start()  # one server, which forked the start's check
-        first = await pool.take(FORKED, 1)
+        await pool.start()  # three servers, one of which forked the start's check
+        before = set(pool._servers)
+        playing = await pool.take(FORKED, 1)  # a bot's code runs: the phase has begun
         pool.begin(FORKED, 1)
-        existing = set(pool._servers)
-        await pool.prepare_phase()  # the phase's matches have started: the next one's server
-        prepared = set(pool._servers) - existing
-        # a match of the ending phase takes a process after that (its server is busy)
-        last = await pool.take(FORKED, 2)
-        pool.begin(FORKED, 2)
-        before = [first, last]
-        servers = [w.server for w in before if w.server is not None]
-        forked = [s.label for s in prepared if s._forks > 0]
+        # a server started now (as a replacement in the background would be) faults its
+        # pages while the bot's reads are cached: it never forks, yet must not stay
+        mid = await pool._start_server(FORKED)
+        assert mid is not None
+        while pool._tasks:
+            await asyncio.gather(*pool._tasks, return_exceptions=True)
+        during = set(pool._servers) - before
+        unforked = [s for s in before if s._forks == 0]
         await pool.new_phase()
         pool.end(FORKED, 1)
-        pool.end(FORKED, 2)
         state: dict[str, Any] = {
-            "prepared": len(prepared),
-            "prepared forked in the ending phase": forked,
-            "processes": [_alive(w) for w in before],
-            "their servers": [_alive(s) for s in servers],
-            "alive servers that forked": [s.label for s in pool._servers
-                                          if s.alive and s._forks > 0],
-            "prepared alive": [_alive(s) for s in prepared],
+            "unforked from the start": len(unforked),
+            "started during the phase, alive": [s.label for s in during if _alive(s)],
+            "unforked from the start, alive": [_alive(s) for s in unforked],
+            "forked, alive": [s.label for s in pool._servers if s.alive and s._forks > 0],
+            "playing process alive": _alive(playing),
         }
         await pool.restart()
-        again = await pool.take(FORKED, 1)  # the next phase forks the prepared server
-        state["next phase forks the prepared one"] = again.server in prepared
+        state["alive after restart, not started clean"] = [
+            s.label for s in pool._servers if s.alive and s not in pool._clean]
+        again = await pool.take(FORKED, 1)
+        state["next phase forks a server started during the phase"] = again.server in during
         return state
     finally:
         await pool.close()
         await server.stop(grace=0.5)
 
 
-def test_servers_prepared_for_the_next_phase_are_not_forked_before_it(
-        tmp_path: Path) -> None:
+def test_servers_started_while_a_phase_played_do_not_outlive_it(tmp_path: Path) -> None:
     if shutil.which("bwrap") is None or sandbox_problem() is not None:
         pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
-    state = asyncio.run(_run_prepared(tmp_path))
-    assert state["prepared"] == 1, state
-    assert state["prepared forked in the ending phase"] == [], state
-    assert not any(state["processes"]) and not any(state["their servers"]), state
-    assert state["alive servers that forked"] == [], state
-    assert state["prepared alive"] == [True], state
-    assert state["next phase forks the prepared one"] is True, state
+    state = asyncio.run(_run_mid_phase(tmp_path))
+    assert state["unforked from the start"] >= 1, state
+    assert state["started during the phase, alive"] == [], state
+    assert all(state["unforked from the start, alive"]), state  # clean, never forked: kept
+    assert state["forked, alive"] == [] and not state["playing process alive"], state
+    assert state["alive after restart, not started clean"] == [], state
+    assert state["next phase forks a server started during the phase"] is False, state
 
 
 def test_no_match_of_a_phase_starts_before_the_phase_before_ended() -> None:
@@ -164,22 +159,11 @@ def test_no_match_of_a_phase_starts_before_the_phase_before_ended() -> None:
     async def enter_phase(phase: int) -> None:
         events.append(("phase", str(phase)))
 
-    async def prepare_phase(phase: int) -> None:
-        events.append(("prepare", str(phase)))
-        await asyncio.sleep(0.05)  # longer than the phase's last match
-        events.append(("prepared", str(phase)))
-
     # 3 deals x 2 rotations; rotation r is phase r; 2 at once: g2-r0 starts last
     matches = [ScheduledMatch(f"m{g}{r}", f"g{g}-r{r}", g, {}, 2, "", (1, 2),
                               MatchStatus.SCHEDULED) for g in range(3) for r in range(2)]
     phases = {m.key: int(m.key[-1]) for m in matches}
-    asyncio.run(play_all(matches, play, 2, phases, enter_phase, prepare_phase))
+    asyncio.run(play_all(matches, play, 2, phases, enter_phase))
     second = events.index(("phase", "1"))
     assert {k for e, k in events[:second] if e == "end"} == {"g0-r0", "g1-r0", "g2-r0"}
     assert all(phases[k] == 1 for e, k in events[second:] if e in ("start", "end"))
-    # the next phase is prepared once the last match of a phase has started, alongside
-    # it, and is ready before the phase change; nothing is prepared after the last phase
-    prepare = events.index(("prepare", "1"))
-    assert events.index(("start", "g2-r0")) < prepare < events.index(("end", "g2-r0"))
-    assert events.index(("prepared", "1")) < second
-    assert [e for e in events if e[0] == "prepare"] == [("prepare", "1")]

@@ -136,12 +136,6 @@ class TournamentPlayer:
             for pool in others:
                 await pool.restart()
 
-    async def prepare_phase(self, phase: int) -> None:
-        """Start what `phase` needs ahead (its fork servers: `BotPool.prepare_phase`),
-        while the last matches of the phase before it play."""
-        if self.pool is not None and self.phase is not None and phase > self.phase:
-            await self.pool.prepare_phase()
-
     def _reset_defeated(self, others: Sequence[BotPool]) -> str | None:
         """Why a drop now would not reset the host for this tournament, or None."""
         if any(pool.playing() for pool in others):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from cfarena.server.storage import ScheduledMatch
@@ -13,45 +12,25 @@ from cfarena.server.storage import ScheduledMatch
 async def play_all(pending: Sequence[ScheduledMatch],
                    play: Callable[[ScheduledMatch], Awaitable[None]], concurrency: int,
                    phase_of: Mapping[str, int] | None = None,
-                   enter_phase: Callable[[int], Awaitable[None]] | None = None,
-                   prepare_phase: Callable[[int], Awaitable[None]] | None = None) -> None:
+                   enter_phase: Callable[[int], Awaitable[None]] | None = None) -> None:
     """Play every match, `concurrency` at once, phase after phase (by `phase_of`, the
     phase of each key; all in one phase without it): every match of a phase has ended
     before `enter_phase(next)` is awaited and the next phase's first match starts.
-    Once every match of a phase has started, `prepare_phase(next)` runs alongside its
-    last ones (it has ended before `enter_phase(next)`).
     Within a phase, two matches with the same deal never run at the same time for the
     same bot (two live processes of one bot could signal each other what they hold)."""
     phase_of = phase_of or {}
     by_phase: dict[int, list[ScheduledMatch]] = {}
     for match in pending:
         by_phase.setdefault(phase_of.get(match.key, 0), []).append(match)
-    preparing: list[asyncio.Future[None]] = []
-
-    def start_preparing(following: int) -> None:
-        if prepare_phase is not None:
-            preparing.append(asyncio.ensure_future(prepare_phase(following)))
-
-    phases = sorted(by_phase)
-    try:
-        for phase, following in zip(phases, [*phases[1:], None], strict=True):
-            if preparing:
-                await preparing.pop()
-            if enter_phase is not None:
-                await enter_phase(phase)
-            await _play_phase(by_phase[phase], play, concurrency,
-                              None if following is None
-                              else functools.partial(start_preparing, following))
-    finally:
-        for task in preparing:
-            task.cancel()
-        await asyncio.gather(*preparing, return_exceptions=True)
+    for phase in sorted(by_phase):
+        if enter_phase is not None:
+            await enter_phase(phase)
+        await _play_phase(by_phase[phase], play, concurrency)
 
 
 async def _play_phase(pending: Sequence[ScheduledMatch],
                       play: Callable[[ScheduledMatch], Awaitable[None]],
-                      concurrency: int,
-                      all_started: Callable[[], None] | None = None) -> None:
+                      concurrency: int) -> None:
     queue = rotation_major(pending)
     busy: set[tuple[int, int]] = set()
     running: dict[asyncio.Task[None], ScheduledMatch] = {}
@@ -65,8 +44,6 @@ async def _play_phase(pending: Sequence[ScheduledMatch],
                 queue.remove(match)
                 busy.update((match.seed, b) for b in match.seat_bot_ids)
                 running[asyncio.ensure_future(play(match))] = match
-                if not queue and all_started is not None:
-                    all_started()
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 match = running.pop(task)

@@ -133,11 +133,13 @@ class BotPool:
         self._plans = {n: sdk_plan(n, c) if launch.sandbox else None
                        for n, c in commands.items()}
         self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
-        # started for the next phase (`prepare_phase`): never forked, not used before it
-        self._next: dict[str, list[ForkServer]] = {n: [] for n in commands}
         self._servers: set[ForkServer] = set()
         # fork servers that forked a child since the last `new_phase` (since the start)
         self._forked: set[ForkServer] = set()
+        # fork servers started before any bot process of the current phase ran (at the
+        # start, or by `restart` after the host's reset): what they mapped of the
+        # host's files was cached before any bot could choose it (see `new_phase`)
+        self._clean: set[ForkServer] = set()
         self._last_server_failure: dict[str, str] = {}
         # the referee's gate stops a sandbox over its connection limit through the pool
         self.server.sandbox_faults.append(self._sandbox_fault)
@@ -158,8 +160,9 @@ class BotPool:
                         f"bot {name!r} would be able to read {secret} (it is shown {root}): "
                         "keep the database and the log directory outside the bot's "
                         "directories, the system directories and Python's")
-        # every bot at once; a failure is reported for the first bot (in order) that failed
-        for step in (self._start_warm, self._check_started):
+        # every bot at once; a failure is reported for the first bot (in order) that
+        # failed. The fork servers first, before any bot's code runs (`new_phase`)
+        for step in (self._start_servers, self._start_fresh, self._check_started):
             outcomes = await asyncio.gather(*(step(name) for name in self.commands),
                                             return_exceptions=True)
             for outcome in outcomes:
@@ -167,20 +170,28 @@ class BotPool:
                     raise outcome
         self._running = True
 
-    async def _start_warm(self, name: str) -> None:
-        """Start the first warm processes (or fork servers) of `name`."""
-        count = max(1, min(self.warm.get(name, 1), self._unstarted.get(name, 1)))
-        if self._plans[name] is not None:
-            started = await asyncio.gather(*(self._start_server(name, count=False)
-                                             for _ in range(count)))
-            if any(started):
-                return
-            log.info("bot %s: no fork server (%s); a fresh interpreter per process",
-                     name, self._last_server_failure.get(name, "it did not start"))
-            self._plans[name] = None
-            self._failures[name] = 0
-        for _ in range(count):
-            await self._spawn(name)
+    def _first_count(self, name: str) -> int:
+        return max(1, min(self.warm.get(name, 1), self._unstarted.get(name, 1)))
+
+    async def _start_servers(self, name: str) -> None:
+        """Start the first fork servers of `name` (if it is forked): none started, it
+        gets a fresh interpreter per process."""
+        if self._plans[name] is None:
+            return
+        started = await asyncio.gather(*(self._start_server(name, count=False, clean=True)
+                                         for _ in range(self._first_count(name))))
+        if any(started):
+            return
+        log.info("bot %s: no fork server (%s); a fresh interpreter per process",
+                 name, self._last_server_failure.get(name, "it did not start"))
+        self._plans[name] = None
+        self._failures[name] = 0
+
+    async def _start_fresh(self, name: str) -> None:
+        """Start the first warm processes of `name` if it is not forked."""
+        if self._plans[name] is None:
+            for _ in range(self._first_count(name)):
+                await self._spawn(name)
 
     async def _check_started(self, name: str) -> None:
         """Wait for the first process of `name` to connect (BotStartError if not)."""
@@ -206,65 +217,57 @@ class BotPool:
 
     async def new_phase(self, keep_playing: bool = False) -> None:
         """Stop every bot process alive, warm ones included, and start the warm ones
-        afresh once `restart` is called: a process alive during the phase that ended
-        could otherwise carry what it learnt past the host's reset (schedule.phases).
-        Every fork server that forked a child since the last phase change is stopped
-        too: a child leaves bits in its sandbox that the server's cleaner cannot reset
-        (its PID counter, its tmpfs's inode counter), and a child of the next phase
-        could read them and relay them (through the page cache, open within a phase)
-        to the bot's process playing the same deal. Servers that never forked stay,
-        and so do those `prepare_phase` started for this phase. A bot with fewer idle
-        servers than its warm count gets fresh ones now, before the reset, while
-        Python's files are still cached (started after it, cold, they cost the next
-        phase's first matches seconds each).
+        afresh once `restart` is called (after the host's reset): a process alive during
+        the phase that ended could otherwise carry what it learnt past the reset
+        (schedule.phases).
+
+        Fork servers are stopped too, but for those started before any bot process of
+        the ending phase ran that never forked since:
+        - one that forked a child keeps bits in its sandbox that the server's cleaner
+          cannot reset (its PID counter, its tmpfs's inode counter), which a child of
+          the next phase could read and relay (through the page cache, open within a
+          phase) to the bot's process playing the same deal;
+        - one started while bots of the phase ran has pages of the host's files mapped
+          that the kernel mapped around its own faults (fault-around, 64 KiB windows):
+          pages a bot had just read on purpose among them. A mapped page outlives the
+          drop of the page cache, so the next phase could read them back.
 
         With `keep_playing` (another tournament's phase change in the same worker), the
         processes in a match and their fork servers are kept (`playing` says if any)."""
         for task in list(self._connecting):
             task.cancel()
         await asyncio.gather(*self._connecting, return_exceptions=True)
+        while self._tasks:  # servers being started in the background: let them finish
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         kept = {w for w in self._taken if keep_playing}
         stale = [w for w in self._live if w not in kept]
         await asyncio.gather(*(self._stop(w) for w in stale), return_exceptions=True)
         for warm in stale:
             self._unstarted[warm.bot] = self._unstarted.get(warm.bot, 0) + 1
         serving = {w.server for w in kept}
-        forked = {s for s in self._forked if s not in serving}
-        self._forked -= forked
-        await asyncio.gather(*(self._stop_server(s) for s in forked), return_exceptions=True)
+        stopped = {s for s in self._servers
+                   if s not in serving and (s in self._forked or s not in self._clean)}
+        self._forked -= stopped
+        await asyncio.gather(*(self._stop_server(s) for s in stopped), return_exceptions=True)
         for ready in self._ready.values():  # emptied, not replaced: a `take` may wait on it
             while not ready.empty():
                 ready.get_nowait()
-        for name, reserved in self._next.items():
-            self._idle[name] += reserved
-            reserved.clear()
-        starts = []
-        for name, idle in self._idle.items():
-            if self._plans[name] is not None and name not in self._dead:
-                wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0))
-                starts += [self._start_server(name) for _ in range(wanted - len(idle))]
-        await asyncio.gather(*starts)
-
-    async def prepare_phase(self) -> None:
-        """Start the fork servers the next phase needs, once the current phase's last
-        matches have their processes (they play meanwhile): at the phase change only the
-        stopping and the host's reset are left. A server started now runs only the
-        arena's runtime and is not forked before `new_phase`, like one that stays."""
-        starts = []
-        for name, plan in self._plans.items():
-            if plan is None or name in self._dead:
-                continue
-            kept = [s for s in self._idle[name] if s not in self._forked] + self._next[name]
-            wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0)) - len(kept)
-            starts += [self._start_server(name, reserve=True) for _ in range(wanted)]
-        await asyncio.gather(*starts)
 
     def playing(self) -> bool:
         """Whether a process of this pool is in a match now."""
         return any(w.process.returncode is None for w in self._taken)
 
     async def restart(self) -> None:
-        """Start the warm processes of the next phase (after `new_phase`)."""
+        """Start the warm processes of the next phase (after `new_phase` and the host's
+        reset): the fork servers first, all of them before any bot process of the phase
+        runs (they stay clean: see `new_phase`), then the fresh processes."""
+        starts = []
+        for name, idle in self._idle.items():
+            if self._plans[name] is not None and name not in self._dead:
+                wanted = min(self.warm.get(name, 1), self._unstarted.get(name, 0))
+                starts += [self._start_server(name, clean=True)
+                           for _ in range(wanted - len(idle))]
+        await asyncio.gather(*starts)
         for name in self.commands:
             if self._plans[name] is not None or name in self._dead:
                 continue
@@ -394,8 +397,7 @@ class BotPool:
         """Start a fork server of `name` in the background if it has fewer than its warm
         count. A server whose child is playing counts: it is back for the bot's next
         match (of another deal, within a phase)."""
-        serving = [s for s in self._servers
-                   if s.bot == name and s.alive and s not in self._next[name]]
+        serving = [s for s in self._servers if s.bot == name and s.alive]
         if not self._closed and len(serving) < self.warm.get(name, 1) and \
                 self._unstarted.get(name, 0) > 0:
             task = asyncio.get_running_loop().create_task(self._start_server(name))
@@ -414,10 +416,10 @@ class BotPool:
         await self.release(warm)
 
     async def _start_server(self, name: str, count: bool = True,
-                            reserve: bool = False) -> ForkServer | None:
-        """A new fork server of `name`, idle (with `reserve`, kept for the next phase);
-        None when it failed (counted, unless `count` is false, towards writing the bot
-        off)."""
+                            clean: bool = False) -> ForkServer | None:
+        """A new fork server of `name`, idle; None when it failed (counted, unless
+        `count` is false, towards writing the bot off). `clean`: no bot process of the
+        phase has run yet (see `new_phase`)."""
         plan = self._plans[name]
         assert plan is not None
         self.started += 1
@@ -438,7 +440,9 @@ class BotPool:
                 self._dead[name] = f"bot {name!r} {reason}"
             self._last_server_failure[name] = reason
             return None
-        (self._next if reserve else self._idle)[name].append(server)
+        self._idle[name].append(server)
+        if clean:
+            self._clean.add(server)
         return server
 
     async def _fork(self, server: ForkServer, name: str) -> WarmBot | None:
@@ -470,9 +474,9 @@ class BotPool:
 
     async def _stop_server(self, server: ForkServer) -> None:
         self._servers.discard(server)
-        for servers in (self._idle.get(server.bot, []), self._next.get(server.bot, [])):
-            if server in servers:
-                servers.remove(server)
+        self._clean.discard(server)
+        if server in self._idle.get(server.bot, []):
+            self._idle[server.bot].remove(server)
         await server.stop()
 
     def binds(self, name: str) -> list[Path]:

@@ -214,8 +214,7 @@ async def run_tournament(
                 assert player is not None
                 counter.match_done(await player.play(match), None)
 
-            await play_all(pending, play, concurrency, player.phases, player.enter_phase,
-                           player.prepare_phase)
+            await play_all(pending, play, concurrency, player.phases, player.enter_phase)
         status = TournamentStatus.FINISHED
     finally:
         try:
