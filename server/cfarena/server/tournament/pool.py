@@ -140,6 +140,7 @@ class BotPool:
         # start, or by `restart` after the host's reset): what they mapped of the
         # host's files was cached before any bot could choose it (see `new_phase`)
         self._clean: set[ForkServer] = set()
+        self._changing = False  # between `new_phase` and `restart`: nothing is replenished
         self._last_server_failure: dict[str, str] = {}
         # the referee's gate stops a sandbox over its connection limit through the pool
         self.server.sandbox_faults.append(self._sandbox_fault)
@@ -234,6 +235,7 @@ class BotPool:
 
         With `keep_playing` (another tournament's phase change in the same worker), the
         processes in a match and their fork servers are kept (`playing` says if any)."""
+        self._changing = True
         for task in list(self._connecting):
             task.cancel()
         await asyncio.gather(*self._connecting, return_exceptions=True)
@@ -268,6 +270,7 @@ class BotPool:
                 starts += [self._start_server(name, clean=True)
                            for _ in range(wanted - len(idle))]
         await asyncio.gather(*starts)
+        self._changing = False
         for name in self.commands:
             if self._plans[name] is not None or name in self._dead:
                 continue
@@ -398,7 +401,7 @@ class BotPool:
         count. A server whose child is playing counts: it is back for the bot's next
         match (of another deal, within a phase)."""
         serving = [s for s in self._servers if s.bot == name and s.alive]
-        if not self._closed and len(serving) < self.warm.get(name, 1) and \
+        if not self._closed and not self._changing and len(serving) < self.warm.get(name, 1) and \
                 self._unstarted.get(name, 0) > 0:
             task = asyncio.get_running_loop().create_task(self._start_server(name))
             self._tasks.add(task)
