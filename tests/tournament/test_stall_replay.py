@@ -64,7 +64,6 @@ def _play(db: Path, disturb: bool) -> list[str]:
     def on_server(server: RefereeServer) -> None:
         if not disturb:
             return
-        server.lag.ends_connections_s = 1.0  # (5 s by default: the keepalive's timeout)
         turns = 0
 
         def on_send(name: str, match_id: str, seat: int, data: bytes) -> None:

@@ -13,12 +13,13 @@ The match runner subtracts the stalls that fall within a decision from the time 
 bot is charged, and moves the decision's deadline on by them: a bot gets the time it
 would have had from a referee that never stalled (`MatchRunner._ask`).
 
-Only one unbroken stall as long as a keepalive's timeout can end a connection (a bot's
-ping went unanswered for that long, or the referee's own ping did): that is what voids
-a match whose connection ended with it (`ended_by_stall`). Many short stalls do not,
-however much they add up to: a bot can cause those itself (its processes keep the
-machine's cores busy, and the referee's loop runs late every few ticks), but not a
-freeze of the referee's whole process.
+Only one unbroken stall of STALL_ENDS_CONNECTIONS_S or more is taken to end connections
+(a frozen referee: a bot's ping, or the referee's own, went unanswered; a 2.5 s SIGSTOP
+of the referee's process makes gRPC send GOAWAY "ping_timeout" on waking): that is what
+voids a match whose connection ended with it (`ended_by_stall`). Many short stalls do
+not, however much they add up to: a bot can cause those itself (its processes keep the
+machine's cores busy, and the referee's loop runs late by a fraction of a second every
+few ticks: 0.54 s at most with 30 busy processes on 2 cores), but not a freeze.
 """
 
 from __future__ import annotations
@@ -32,9 +33,8 @@ PERIOD_S = 0.05
 MARGIN_S = 0.1  # later than this is a stall (scheduling jitter under load is not)
 RECOVERY_S = 0.25
 # a connection that ends during or just after one unbroken stall this long may have
-# ended because of it: the keepalive timeout of the Python SDK (sdk/client.py) and of the
-# referee (referee/transport.py), 5 s each; see `ended_by_stall`
-STALL_ENDS_CONNECTIONS_S = 5.0
+# ended because of it (see the module docstring and `ended_by_stall`)
+STALL_ENDS_CONNECTIONS_S = 1.0
 KEEP_S = 3600.0  # stalls older than this are forgotten (no decision lasts that long)
 
 
@@ -96,14 +96,14 @@ class LoopLag:
     def ended_by_stall(self, closed_at: float) -> bool:
         """Whether a connection that closed at `closed_at` (perf_counter) may have ended
         because the referee stalled: during one unbroken stall of `ends_connections_s`
-        or more, or within `ends_connections_s` after it (what the bot's side saw of a
-        frozen referee arrives once it runs again). Shorter stalls never count, however
-        many there were (see the module docstring)."""
+        or more, or within twice that after it (what the bot's side saw of a frozen
+        referee arrives once it runs again). Shorter stalls never count, however many
+        there were (see the module docstring)."""
         freezes = list(self.freezes)
         now = time.perf_counter()
         if self._handle is not None and now - self._due >= self.ends_connections_s:
             freezes.append((self._due, now))  # going on now
-        return any(start <= closed_at <= end + self.ends_connections_s
+        return any(start <= closed_at <= end + 2 * self.ends_connections_s
                    for start, end in freezes)
 
 
