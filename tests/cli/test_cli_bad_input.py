@@ -60,6 +60,15 @@ ROWS: list[tuple[list[str], str]] = [
     (["run-tournament", "--connect-timeout", "inf"], "--connect-timeout must be a number"),
     (["worker", "--connect-timeout", "0"], "--connect-timeout must be a number"),
     (["matches", "--limit", "-1"], "--limit must be at least 1, got -1"),
+    # numbers past a 64-bit column: refused, not an OverflowError from the database
+    (["matches", "--limit", str(2**64)], "--limit must be at most 9223372036854775807"),
+    (["matches", "--tournament", str(2**64)], "--tournament must be at most"),
+    (["standings", "--tournament", str(2**64)], "--tournament must be at most"),
+    (["verify", "--tournament", str(2**64)], "--tournament must be at most"),
+    (["run-tournament", "--resume", str(2**64)], "--resume must be at most"),
+    # a schedule too large to build (it hung, growing without bound)
+    (["run-tournament", "--games", str(10**20)], "--games must be at most 100000"),
+    (["tournaments", "create", "--games", str(10**20)], "--games must be at most 100000"),
     (["run-tournament", "--timeout-ms", str(10**20)], "--timeout-ms must be at most 600000"),
     (["serve", "--timeout-ms", "0"], "--timeout-ms must be at least 1, got 0"),
     (["run-tournament", "--memory-mb", str(10**17)], "--memory-mb must be at most"),

@@ -107,6 +107,16 @@ def check_range(option: str, value: int, low: int, high: int | None = None) -> N
         fail(f"{option} must be at most {high}, got {value}")
 
 
+MAX_ID = 2**63 - 1  # a row id (tournament) or count fits a signed 64-bit column
+
+
+def check_id(option: str, value: int | None) -> None:
+    """Exit 2 unless `value` is None or a whole number 1..MAX_ID (a tournament id, a
+    --limit): a larger one would overflow the database's integer column."""
+    if value is not None:
+        check_range(option, value, 1, MAX_ID)
+
+
 def check_time_control(timeout_ms: int, bank_ms: int = 0, increment_ms: int = 0) -> None:
     """Exit 2 unless each time (ms) is within what a match can use: at most MAX_MS,
     the decision timeout at least 1 ms."""

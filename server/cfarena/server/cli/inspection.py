@@ -18,6 +18,7 @@ from cfarena.server.bot_names import bot_name_problem
 from cfarena.server.cli.bot_report import bot_report, print_bot_report
 from cfarena.server.cli.common import (
     DbOption,
+    check_id,
     database,
     fail,
     out,
@@ -170,6 +171,7 @@ def standings_cmd(
     per bot the Bradley-Terry fit and Elo, matches, wins, points per round, faults."""
     if tournament is not None and (ladder or versions):
         fail("--ladder and --versions are for serve's pools, not tournaments")
+    check_id("--tournament", tournament)
     with database(db_url, create=False) as db:
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")
@@ -233,8 +235,8 @@ def matches_cmd(
     A result reads "1. greedy 112, 2. random 130": rank, bot and total points
     (lower is better).
     """
-    if limit < 1:
-        fail(f"--limit must be at least 1, got {limit}")
+    check_id("--limit", limit)
+    check_id("--tournament", tournament)
     if status is not None and status not in {s.value for s in MatchStatus}:
         fail(f"--status must be one of {', '.join(s.value for s in MatchStatus)}")
     with database(db_url, create=False) as db:

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from cfarena.server.cli.common import DbOption, database, fail, out, print_json, write_output
+from cfarena.server.cli.common import (
+    DbOption,
+    check_id,
+    database,
+    fail,
+    out,
+    print_json,
+    write_output,
+)
 from cfarena.server.replay import (
     LogError,
     LogFileError,
@@ -82,6 +90,7 @@ def verify_cmd(
     chosen = sum([match_id is not None, all_matches, tournament is not None, bool(file)])
     if chosen != 1:
         fail("give exactly one of: a MATCH id, --all, --tournament ID, --file LOG.json")
+    check_id("--tournament", tournament)
     logs: dict[str, Any] = {}
     broken: dict[str, str] = {}
     if file:

@@ -30,6 +30,7 @@ from cfarena.server.cli.common import (
     DbOption,
     build_rules,
     check_connect_timeout,
+    check_id,
     check_range,
     check_seed,
     check_time_control,
@@ -51,6 +52,9 @@ from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.runner import schedule_tournament
 
 DEFAULT_BOTS = tuple(BUNDLED)  # every bundled bot
+
+# deal seeds per table: a schedule is built whole in memory (rotations x tables x games)
+MAX_GAMES = 100_000
 
 
 def parse_bot(spec: str) -> BotSpec:
@@ -211,7 +215,7 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         fail(f"--players must be 2-8, got {players}")
     check_time_control(timeout_ms, bank_ms, increment_ms)
     for opt, value, low, high in (
-            ("--games", games, 1, None), ("--concurrency", concurrency, 1, None),
+            ("--games", games, 1, MAX_GAMES), ("--concurrency", concurrency, 1, None),
             ("--strikes", strikes, 1, 1000), ("--memory-mb", memory_mb, 1, 1 << 20),
             ("--cpu-seconds", cpu_seconds, 1, 7 * 86400),
             ("--max-processes", max_processes, 1, 1 << 22),
@@ -219,6 +223,7 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         check_range(opt, value, low, high)
     check_connect_timeout(connect_timeout)
     check_seed(seed)
+    check_id("--resume", resume)
     rule_set = build_rules(rules, rule or [], rules_file, players)
     if log_dir is not None:
         make_log_dir(log_dir)

@@ -16,6 +16,7 @@ from rich.markup import escape
 from cfarena.server.cli.common import (
     DbOption,
     check_connect_timeout,
+    check_id,
     database,
     err,
     fail,
@@ -84,6 +85,7 @@ def worker_cmd(
                         f"shown {found[1]}): keep it outside the system directories, "
                         "Python's and the --sandbox-bind paths"))
         make_log_dir(log_dir)
+    check_id("--tournament", tournament)
     from cfarena.server.tournament.worker import WorkerOptions
 
     options = WorkerOptions(concurrency=concurrency, heartbeat_s=heartbeat_s,

@@ -12,6 +12,14 @@ it) counts too.
 The match runner subtracts the stalls that fall within a decision from the time the
 bot is charged, and moves the decision's deadline on by them: a bot gets the time it
 would have had from a referee that never stalled (`MatchRunner._ask`).
+
+Only one unbroken stall of STALL_ENDS_CONNECTIONS_S or more is taken to end connections
+(a frozen referee: a bot's ping, or the referee's own, went unanswered; a 2.5 s SIGSTOP
+of the referee's process makes gRPC send GOAWAY "ping_timeout" on waking): that is what
+voids a match whose connection ended with it (`ended_by_stall`). Many short stalls do
+not, however much they add up to: a bot can cause those itself (its processes keep the
+machine's cores busy, and the referee's loop runs late by a fraction of a second every
+few ticks: 0.54 s at most with 30 busy processes on 2 cores), but not a freeze.
 """
 
 from __future__ import annotations
@@ -24,8 +32,8 @@ from collections import deque
 PERIOD_S = 0.05
 MARGIN_S = 0.1  # later than this is a stall (scheduling jitter under load is not)
 RECOVERY_S = 0.25
-# a connection that ends during or just after a stall this long may have ended because
-# of it (the bot's keepalive gave up on a frozen referee): see `ended_by_stall`
+# a connection that ends during or just after one unbroken stall this long may have
+# ended because of it (see the module docstring and `ended_by_stall`)
 STALL_ENDS_CONNECTIONS_S = 1.0
 KEEP_S = 3600.0  # stalls older than this are forgotten (no decision lasts that long)
 
@@ -34,11 +42,15 @@ class LoopLag:
     """The stalls of the running event loop (see the module docstring)."""
 
     def __init__(self, period_s: float = PERIOD_S, margin_s: float = MARGIN_S,
-                 recovery_s: float = RECOVERY_S) -> None:
+                 recovery_s: float = RECOVERY_S,
+                 ends_connections_s: float = STALL_ENDS_CONNECTIONS_S) -> None:
         self.period_s = period_s
         self.margin_s = margin_s
         self.recovery_s = recovery_s
+        self.ends_connections_s = ends_connections_s
         self.stalls: deque[tuple[float, float]] = deque()  # (start, end), perf_counter
+        # the single stalls of at least `ends_connections_s`, unmerged: (due, ran)
+        self.freezes: deque[tuple[float, float]] = deque()
         self.longest_s = 0.0  # the longest stall seen (metrics, logs)
         self._due = 0.0
         self._handle: asyncio.TimerHandle | None = None
@@ -62,8 +74,11 @@ class LoopLag:
         if now - self._due > self.margin_s:
             _add(self.stalls, (self._due, now + self.recovery_s))
             self.longest_s = max(self.longest_s, now - self._due)
-        while self.stalls and self.stalls[0][1] < now - KEEP_S:
-            self.stalls.popleft()
+            if now - self._due >= self.ends_connections_s:
+                self.freezes.append((self._due, now))
+        for spans in (self.stalls, self.freezes):
+            while spans and spans[0][1] < now - KEEP_S:
+                spans.popleft()
         self._arm(now)
 
     def stalled(self, since: float, until: float = math.inf) -> float:
@@ -80,11 +95,16 @@ class LoopLag:
 
     def ended_by_stall(self, closed_at: float) -> bool:
         """Whether a connection that closed at `closed_at` (perf_counter) may have ended
-        because the referee stalled: at least STALL_ENDS_CONNECTIONS_S of stall within
-        the 2 * STALL_ENDS_CONNECTIONS_S before (what the bot's side saw of a frozen
-        referee arrives once it runs again)."""
-        window = 2 * STALL_ENDS_CONNECTIONS_S
-        return self.stalled(closed_at - window, closed_at) >= STALL_ENDS_CONNECTIONS_S
+        because the referee stalled: during one unbroken stall of `ends_connections_s`
+        or more, or within twice that after it (what the bot's side saw of a frozen
+        referee arrives once it runs again). Shorter stalls never count, however many
+        there were (see the module docstring)."""
+        freezes = list(self.freezes)
+        now = time.perf_counter()
+        if self._handle is not None and now - self._due >= self.ends_connections_s:
+            freezes.append((self._due, now))  # going on now
+        return any(start <= closed_at <= end + 2 * self.ends_connections_s
+                   for start, end in freezes)
 
 
 def _add(spans: deque[tuple[float, float]], span: tuple[float, float]) -> None:
