@@ -84,7 +84,11 @@ def test_a_worker_frozen_past_the_stall_limit_stores_nothing(pg_cluster: PgClust
         _stop(procs)
     assert frozen.returncode == 0 and other.returncode == 0, err[-3000:] + other_err[-3000:]
     assert "Traceback" not in err + other_err and "never retrieved" not in err
-    assert err.count(f"match {match_id}: its lease is ") == 1, err
+    # it says in one line that its copy is not stored: its lease is gone, or (the freeze
+    # cut a seat's connection: the referee's stall voids the match first) the match it
+    # would play again is finished, and its job is no longer its own
+    assert err.count(f"match {match_id}: its lease is ") == 1 or (
+        "the referee stalled" in err and "is no longer this worker's" in err), err
     assert json.loads(other_out)["played"] >= 1
     assert json.loads(out)["played"] + json.loads(other_out)["played"] == 2
 

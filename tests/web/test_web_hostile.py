@@ -112,8 +112,10 @@ def _status(db: str, match_id: str) -> str:
 def test_a_match_of_a_silent_arena_still_in_play_shows_no_seed(tmp_path: Path) -> None:
     """Arena a stops beating (frozen: SIGSTOP; a network cut from the database does the
     same) while its match is in play; arena b marks that match aborted ("arena a
-    died"). a is alive and plays on once it runs again, so the match's seed (every
-    hand and the boneyard) must not be served meanwhile, by either arena."""
+    died"). a is alive and may play on once it runs again, so the match's seed (every
+    hand and the boneyard) must not be served meanwhile, by either arena. When a wakes
+    it finds the match lost (its lease revoked: it stores nothing of it), and the match
+    stays aborted, its deal never shown (no log of it exists)."""
     db = f"sqlite:///{tmp_path / 'arena.db'}"
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -147,17 +149,23 @@ def test_a_match_of_a_silent_arena_still_in_play_shows_no_seed(tmp_path: Path) -
             f"/api/matches/{match_id}", f"/matches/{match_id}",
             f"/api/matches/{match_id}/log", f"/matches/{match_id}/replay"]}
         detail = answers[f"/api/matches/{match_id}"].json()
-        os.killpg(serve.pid, signal.SIGCONT)  # a runs again, and plays on
-        b.wait("a finishes the match",
-               lambda: b.get(f"/api/matches/{match_id}").json()["status"] == "finished", 60)
-        seed = b.get(f"/api/matches/{match_id}").json()["seed"]
-        assert seed is not None  # over now: shown
-        # while a could still play it, nothing showed the deal
+        os.killpg(serve.pid, signal.SIGCONT)  # a runs again
+        a.wait("a finds the match lost",
+               lambda: "another arena aborted its match" in a.err(), 60)
+        after = {path: b.get(path) for path in answers}
+        with open_database(db) as store:
+            stored = store.get_match(match_id)
+        assert stored is not None
+        seed = str(stored.match.seed)
+        # while a could still play it, and after, nothing showed the deal
         assert detail["revealed"] is False and detail["seed"] is None, detail
-        for path, reply in answers.items():
+        assert after[f"/api/matches/{match_id}"].json()["status"] == "aborted"
+        assert after[f"/api/matches/{match_id}"].json()["seed"] is None
+        for path, reply in [*answers.items(), *after.items()]:
             assert seed not in reply.text, path
-        assert answers[f"/api/matches/{match_id}/log"].status == 409
-        assert answers[f"/matches/{match_id}/replay"].status == 409
+        for replies in (answers, after):
+            assert replies[f"/api/matches/{match_id}/log"].status == 409
+            assert replies[f"/matches/{match_id}/replay"].status == 409
     finally:
         with contextlib.suppress(ProcessLookupError, KeyError):
             os.killpg(a.procs["serve"].pid, signal.SIGCONT)

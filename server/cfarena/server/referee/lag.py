@@ -11,7 +11,13 @@ it) counts too.
 
 The match runner subtracts the stalls that fall within a decision from the time the
 bot is charged, and moves the decision's deadline on by them: a bot gets the time it
-would have had from a referee that never stalled (`MatchRunner._ask`).
+would have had from a referee that never stalled (`MatchRunner._ask`). A bot can cause
+short stalls itself (below), so what they excuse is bounded: a short stall counts its
+lateness only (no recovery), and the short stalls within one decision excuse at most
+SHORT_STALLS_SHARE of its allowed time; only a freeze (one unbroken stall of
+STALL_ENDS_CONNECTIONS_S or more, which no bot can cause) counts whole, with its
+recovery. A bot that keeps the cores busy to be excused gets at most that share more
+time, and only where its processes can starve the referee (FAIRPLAY.md).
 
 Only one unbroken stall of STALL_ENDS_CONNECTIONS_S or more is taken to end connections
 (a frozen referee: a bot's ping, or the referee's own, went unanswered; a 2.5 s SIGSTOP
@@ -35,6 +41,7 @@ RECOVERY_S = 0.25
 # a connection that ends during or just after one unbroken stall this long may have
 # ended because of it (see the module docstring and `ended_by_stall`)
 STALL_ENDS_CONNECTIONS_S = 1.0
+SHORT_STALLS_SHARE = 0.25  # of a decision's allowed time, at most excused by short stalls
 KEEP_S = 3600.0  # stalls older than this are forgotten (no decision lasts that long)
 
 
@@ -48,7 +55,8 @@ class LoopLag:
         self.margin_s = margin_s
         self.recovery_s = recovery_s
         self.ends_connections_s = ends_connections_s
-        self.stalls: deque[tuple[float, float]] = deque()  # (start, end), perf_counter
+        # short stalls: (due, ran), perf_counter, merged where they overlap
+        self.stalls: deque[tuple[float, float]] = deque()
         # the single stalls of at least `ends_connections_s`, unmerged: (due, ran)
         self.freezes: deque[tuple[float, float]] = deque()
         self.longest_s = 0.0  # the longest stall seen (metrics, logs)
@@ -72,26 +80,31 @@ class LoopLag:
     def _tick(self) -> None:
         now = time.perf_counter()
         if now - self._due > self.margin_s:
-            _add(self.stalls, (self._due, now + self.recovery_s))
             self.longest_s = max(self.longest_s, now - self._due)
             if now - self._due >= self.ends_connections_s:
                 self.freezes.append((self._due, now))
+            else:
+                _add(self.stalls, (self._due, now))
         for spans in (self.stalls, self.freezes):
             while spans and spans[0][1] < now - KEEP_S:
                 spans.popleft()
         self._arm(now)
 
-    def stalled(self, since: float, until: float = math.inf) -> float:
-        """Seconds the loop stalled between `since` and `until` (perf_counter times), a
-        stall going on now included (with its recovery: `until` may be in the future)."""
-        spans = deque(self.stalls)
+    def stalled(self, since: float, until: float = math.inf,
+                short_cap: float = math.inf) -> float:
+        """Seconds the referee's stalls excuse between `since` and `until` (perf_counter
+        times): its freezes, each with its recovery, a freeze going on now included
+        (`until` may be in the future), and its short stalls up to `short_cap`."""
         now = time.perf_counter()
+        freezes = [(start, end + self.recovery_s) for start, end in self.freezes]
+        short = list(self.stalls)
         if self._handle is not None and now - self._due > self.margin_s:
-            _add(spans, (self._due, now + self.recovery_s))
-        total = 0.0
-        for start, end in spans:
-            total += max(0.0, min(end, until) - max(start, since))
-        return total
+            if now - self._due >= self.ends_connections_s:
+                freezes.append((self._due, now + self.recovery_s))
+            else:
+                short.append((self._due, now))
+        return _overlap(freezes, since, until) + min(short_cap,
+                                                     _overlap(short, since, until))
 
     def ended_by_stall(self, closed_at: float) -> bool:
         """Whether a connection that closed at `closed_at` (perf_counter) may have ended
@@ -105,6 +118,11 @@ class LoopLag:
             freezes.append((self._due, now))  # going on now
         return any(start <= closed_at <= end + 2 * self.ends_connections_s
                    for start, end in freezes)
+
+
+def _overlap(spans: list[tuple[float, float]], since: float, until: float) -> float:
+    """Seconds of `spans` between `since` and `until`."""
+    return sum(max(0.0, min(end, until) - max(start, since)) for start, end in spans)
 
 
 def _add(spans: deque[tuple[float, float]], span: tuple[float, float]) -> None:

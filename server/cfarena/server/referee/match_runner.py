@@ -19,7 +19,7 @@ from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
-from cfarena.server.referee.lag import LoopLag
+from cfarena.server.referee.lag import SHORT_STALLS_SHARE, LoopLag
 from cfarena.server.referee.observer import MatchWatcher
 from cfarena.server.wire import encode
 from cfarena.server.wire.turn_encoder import TurnEncoder
@@ -135,14 +135,14 @@ class MatchRunner:
         except _NoAnswer:
             assert pending is not None
             conn.timed_out(self.match_id, pending.turn_id)
-            return TimedOut(self._own_ms(pending, time.perf_counter()))
+            return TimedOut(self._own_ms(pending, time.perf_counter(), decision))
         except SeatFault as fault:
             self._void_if_stalled(decision.seat, conn, fault)
             elapsed = None
             if pending is not None and pending.sent_at:
-                elapsed = self._own_ms(pending, time.perf_counter())
+                elapsed = self._own_ms(pending, time.perf_counter(), decision)
             return Faulted(fault.kind, fault.detail, elapsed)
-        return Answer(index, self._own_ms(pending, pending.answered_at))
+        return Answer(index, self._own_ms(pending, pending.answered_at, decision))
 
     def _void_if_stalled(self, seat: int, conn: BotConnection, fault: SeatFault) -> None:
         """RefereeStalled if `fault` is a disconnect the referee's own stall may have
@@ -152,10 +152,11 @@ class MatchRunner:
             raise RefereeStalled(f"seat {seat}'s connection ended as the referee came "
                                  "back from a stall")
 
-    def _own_ms(self, pending: PendingTurn, until: float) -> float:
-        """The seat's own time on a Turn: from its sending to `until`, less the
-        referee's stalls in between."""
-        excused = 0.0 if self.lag is None else self.lag.stalled(pending.sent_at, until)
+    def _own_ms(self, pending: PendingTurn, until: float, decision: Decision) -> float:
+        """The seat's own time on a Turn: from its sending to `until`, less what the
+        referee's stalls in between excuse (`LoopLag.stalled`)."""
+        excused = 0.0 if self.lag is None else self.lag.stalled(
+            pending.sent_at, until, short_cap=_short_cap(decision.allowed_ms / 1000.0))
         return max(0.0, until - pending.sent_at - excused) * 1000.0
 
     def _turn_message(self, decision: Decision) -> bytes:
@@ -236,7 +237,8 @@ class _Deadline:
             return
         if self.lag is not None:
             sent = self.pending.sent_at
-            left = sent + self.allowed_s + self.lag.stalled(sent) - time.perf_counter()
+            excused = self.lag.stalled(sent, short_cap=_short_cap(self.allowed_s))
+            left = sent + self.allowed_s + excused - time.perf_counter()
             if left > 0:
                 self._handle = self._loop.call_later(left, self._due)
                 return
@@ -244,3 +246,8 @@ class _Deadline:
 
     def cancel(self) -> None:
         self._handle.cancel()
+
+
+def _short_cap(allowed_s: float) -> float:
+    """What the referee's short stalls may excuse of one decision (`lag.py`)."""
+    return SHORT_STALLS_SHARE * allowed_s
