@@ -204,7 +204,7 @@ async def _mark_running(writer: MatchWriter, match_id: str) -> str:
     never the referee's loop, on which the other matches' deadlines run. Interrupted, it
     waits for the call in flight to end (at most the busy timeout) and queues the match
     as aborted."""
-    delay = 0.5
+    delay = writer.first_delay
     while True:
         call = asyncio.ensure_future(writer.call(writer.db.mark_running, match_id))
         try:
@@ -215,16 +215,20 @@ async def _mark_running(writer: MatchWriter, match_id: str) -> str:
         except BaseException:  # interrupted while the call may still mark it running
             with contextlib.suppress(BaseException):
                 await call
-            writer.submit(StoredMatch(match_id, status=MatchStatus.ABORTED,
-                                      reason="aborted: interrupted before it started"))
+            writer.submit(_not_started(match_id))
             raise
         try:
             await asyncio.sleep(delay)
         except BaseException:
-            writer.submit(StoredMatch(match_id, status=MatchStatus.ABORTED,
-                                      reason="aborted: interrupted before it started"))
+            writer.submit(_not_started(match_id))
             raise
-        delay = min(delay * 2, 30.0)
+        delay = min(delay * 2, writer.max_delay)
+
+
+def _not_started(match_id: str) -> StoredMatch:
+    """The record of a match interrupted before it started (it may be marked running)."""
+    return StoredMatch(match_id, status=MatchStatus.ABORTED,
+                       reason="aborted: interrupted before it started")
 
 
 async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:

@@ -134,11 +134,10 @@ class BotPool:
                        for n, c in commands.items()}
         self._idle: dict[str, list[ForkServer]] = {n: [] for n in commands}
         self._servers: set[ForkServer] = set()
-        # fork servers that forked a child since the last `new_phase` (since the start)
-        self._forked: set[ForkServer] = set()
-        # fork servers started before any bot process of the current phase ran (at the
-        # start, or by `restart` after the host's reset): what they mapped of the
-        # host's files was cached before any bot could choose it (see `new_phase`)
+        # the fork servers that may live across the next phase change (`new_phase`):
+        # started before any bot process of the current phase ran (at the start, or by
+        # `restart` after the host's reset), so what they mapped of the host's files was
+        # cached before any bot could choose it, and never forked since
         self._clean: set[ForkServer] = set()
         self._changing = False  # between `new_phase` and `restart`: nothing is replenished
         self._last_server_failure: dict[str, str] = {}
@@ -247,9 +246,7 @@ class BotPool:
         for warm in stale:
             self._unstarted[warm.bot] = self._unstarted.get(warm.bot, 0) + 1
         serving = {w.server for w in kept}
-        stopped = {s for s in self._servers
-                   if s not in serving and (s in self._forked or s not in self._clean)}
-        self._forked -= stopped
+        stopped = {s for s in self._servers if s not in serving and s not in self._clean}
         await asyncio.gather(*(self._stop_server(s) for s in stopped), return_exceptions=True)
         for ready in self._ready.values():  # emptied, not replaced: a `take` may wait on it
             while not ready.empty():
@@ -456,7 +453,7 @@ class BotPool:
         self.started += 1
         playing = set(self._playing.get(name, {}))
         server.tainted |= playing  # its child lives while these are played
-        self._forked.add(server)  # stopped at the next phase change (`new_phase`)
+        self._clean.discard(server)  # stopped at the next phase change (`new_phase`)
         process = await server.fork(f"{name}#{self.started}", plan.args, self._env(token))
         warm = WarmBot(name, process, seat_pass, server=server,
                        tainted=set(server.tainted) | playing)

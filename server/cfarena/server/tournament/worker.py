@@ -243,7 +243,8 @@ class QueueWorker:
                         break
                     self.stats.restarts += 1
                     if not self.queue.failed(exc):  # an outage is said once, by the link
-                        log.warning("cannot join the job queue (%s); trying again", _why(exc))
+                        log.warning("cannot join the job queue (%s); trying again",
+                                    one_line(exc.__cause__ or exc))
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stop.wait(), delay)
                     delay = min(delay * 2, _REJOIN_MAX_S)
@@ -317,7 +318,8 @@ class QueueWorker:
                                                         own=worker.worker_id)
             except Exception as exc:
                 if not self.queue.failed(exc):
-                    log.warning("cannot put back the jobs of silent workers: %s", _why(exc))
+                    log.warning("cannot put back the jobs of silent workers: %s",
+                                one_line(exc.__cause__ or exc))
                 continue
             if retried:
                 log.warning("%d match job(s) of a silent worker put back in the queue",
@@ -466,13 +468,6 @@ class QueueWorker:
         counts = self.db.match_counts(tournament_id)
         if counts and counts.get("finished", 0) == sum(counts.values()):
             self.db.set_tournament_status(tournament_id, TournamentStatus.FINISHED)
-
-
-def _why(exc: BaseException) -> str:
-    """One line on why a queue call failed (procrastinate wraps the driver's error)."""
-    cause = exc.__cause__ or exc
-    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
-    return lines[0] if lines else type(cause).__name__
 
 
 def quiet_queue_logs() -> None:
