@@ -15,9 +15,10 @@ would have had from a referee that never stalled (`MatchRunner._ask`). A bot can
 short stalls itself (below), so what they excuse is bounded: a short stall counts its
 lateness only (no recovery), and the short stalls within one decision excuse at most
 SHORT_STALLS_SHARE of its allowed time; only a freeze (one unbroken stall of
-STALL_ENDS_CONNECTIONS_S or more, which no bot can cause) counts whole, with its
-recovery. A bot that keeps the cores busy to be excused gets at most that share more
-time, and only where its processes can starve the referee (FAIRPLAY.md).
+STALL_ENDS_CONNECTIONS_S or more, longer than any a bot's load was seen to cause)
+counts whole, with its recovery. A bot that keeps the cores busy to be excused
+gets at most that share more time, and only where its processes can starve the
+referee (FAIRPLAY.md).
 
 Only one unbroken stall of STALL_ENDS_CONNECTIONS_S or more is taken to end connections
 (a frozen referee: a bot's ping, or the referee's own, went unanswered; a 2.5 s SIGSTOP
@@ -25,7 +26,9 @@ of the referee's process makes gRPC send GOAWAY "ping_timeout" on waking): that 
 voids a match whose connection ended with it (`ended_by_stall`). Many short stalls do
 not, however much they add up to: a bot can cause those itself (its processes keep the
 machine's cores busy, and the referee's loop runs late by a fraction of a second every
-few ticks: 0.54 s at most with 30 busy processes on 2 cores), but not a freeze.
+few ticks: 0.54 s at most with 30 busy processes of one sandbox on 2 cores), not a
+freeze. Not proven for many sandboxes of one entrant busy at once (several matches in
+play): a `cpu` cgroup for the sandboxes would bound that (FAIRPLAY.md).
 """
 
 from __future__ import annotations
