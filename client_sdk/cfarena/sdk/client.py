@@ -69,6 +69,8 @@ KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.http2.max_pings_without_data", 0),
 )
 
+CONNECT_ATTEMPT_MS = 20_000  # gRPC's own default
+
 FATAL_CODES = frozenset(
     {
         grpc.StatusCode.UNAUTHENTICATED,
@@ -157,7 +159,10 @@ class BotClient:
             # backoff (up to 120 s by default) never outlasts ours
             ("grpc.use_local_subchannel_pool", 1),
             ("grpc.initial_reconnect_backoff_ms", int(backoff_initial * 1000)),
-            ("grpc.min_reconnect_backoff_ms", int(backoff_initial * 1000)),
+            # despite its name, gRPC's least time for one connection attempt (to the
+            # referee's first SETTINGS frame): a busy or briefly frozen referee is
+            # waited for, not given up on after a fraction of a second
+            ("grpc.min_reconnect_backoff_ms", CONNECT_ATTEMPT_MS),
             ("grpc.max_reconnect_backoff_ms", int(backoff_max * 1000)),
             *KEEPALIVE_OPTIONS,
             *channel_options,

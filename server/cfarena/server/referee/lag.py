@@ -109,6 +109,16 @@ class LoopLag:
         return _overlap(freezes, since, until) + min(short_cap,
                                                      _overlap(short, since, until))
 
+    def froze_since(self, since: float) -> bool:
+        """Whether the referee froze (one unbroken stall of `ends_connections_s` or
+        more) at any time after `since` (perf_counter), or is frozen now: what went
+        wrong with a bot's process meanwhile (it could not connect, its connection
+        ended) may be the referee's doing, not the bot's."""
+        now = time.perf_counter()
+        if self._handle is not None and now - self._due >= self.ends_connections_s:
+            return True
+        return any(end >= since for _start, end in self.freezes)
+
     def ended_by_stall(self, closed_at: float) -> bool:
         """Whether a connection that closed at `closed_at` (perf_counter) may have ended
         because the referee stalled: during one unbroken stall of `ends_connections_s`

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import shlex
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,7 @@ class WarmBot:
     # deals its bot played while this process was alive: it never plays one of them
     # (it could have listened to the other process through anything they share)
     tainted: set[int] = field(default_factory=set)
+    started_at: float = field(default_factory=time.perf_counter)  # the referee's lag clock
 
 
 _SHELL = set(";|&<>$`()*?[]{}~\\'\"\n")
@@ -466,7 +468,7 @@ class BotPool:
             return warm
         await self._stop(warm)
         self._unstarted[name] += 1
-        self._failures[name] += 1
+        reason = self._count_failure(warm, reason)
         log.warning("bot %s: process %s %s", name, process.label, reason)
         if self._failures[name] >= START_ATTEMPTS:
             self._dead[name] = f"bot {name!r} {reason}"
@@ -585,7 +587,7 @@ class BotPool:
         name = warm.bot
         warm.failure = reason
         await self._stop(warm)
-        self._failures[name] += 1
+        reason = self._count_failure(warm, reason)
         log.warning("bot %s: process %s %s", name, warm.process.label, reason)
         if self._failures[name] >= START_ATTEMPTS:
             self._dead[name] = f"bot {name!r} {reason}"
@@ -593,6 +595,16 @@ class BotPool:
             return
         self._unstarted[name] = self._unstarted.get(name, 0) + 1
         await self._spawn(name)
+
+    def _count_failure(self, warm: WarmBot, reason: str) -> str:
+        """Count `warm`'s failure to start towards writing its bot off, unless the
+        referee froze since the process was started: a process that could not connect
+        to a frozen referee, or whose connection the freeze ended, failed by the
+        referee's doing, not its bot's (referee/lag.py). `reason`, as it is logged."""
+        if self.server.lag.froze_since(warm.started_at):
+            return f"{reason} (the referee froze meanwhile: not counted against the bot)"
+        self._failures[warm.bot] += 1
+        return reason
 
     def _sandbox_fault(self, namespace: str, reason: str) -> None:
         """The referee found the sandbox with PID namespace `namespace` over a limit
