@@ -90,3 +90,35 @@ def test_faults_and_decision_times_for_the_owner(db: Database) -> None:
     assert (fault.match_id, fault.kind.value, fault.detail, fault.at_turn) == (
         "m1", "timeout", "no answer within 1000 ms", 3)
     assert db.bot_faults("bob") == []
+
+
+def test_the_rating_after_each_match_is_kept_with_its_update(db: Database) -> None:
+    alice, bob, carol = bots(db, "alice", "bob", "carol")
+    db.schedule_matches(None, [_plan("m1", [alice, bob, carol], ["1", "", "x"]),
+                               _plan("m2", [bob, alice, carol], ["", "2", "x"], seed=8),
+                               _plan("m3", [carol, bob, alice], ["x", "", "2"], seed=9)])
+    ranks = {"m1": [1, 2, 2], "m2": [3, 1, 2], "m3": [1, 1, 3]}
+    for key, got in ranks.items():
+        assert db.record_match(result(key, [[5 * r for r in got]], got))
+    # the same updates, replayed here from the prior
+    skills: dict[tuple[str, str], Skill] = {}
+    expected: list[tuple[str, Skill]] = []
+    seating = {"m1": [("alice", "1"), ("bob", ""), ("carol", "x")],
+               "m2": [("bob", ""), ("alice", "2"), ("carol", "x")],
+               "m3": [("carol", "x"), ("bob", ""), ("alice", "2")]}
+    for key, seats in seating.items():
+        after = rate_match([skills.get(e, Skill()) for e in seats], ranks[key])
+        skills.update(zip(seats, after, strict=True))
+        expected += [(v, s) for (name, v), s in zip(seats, after, strict=True) if name == "alice"]
+    for pool in ("standard/3p", "global"):
+        kept = db.skill_history("alice", pool)
+        assert [v for v, _ in kept] == ["1", "2", "2"]
+        assert [s.mu for _, s in kept] == pytest.approx([s.mu for _, s in expected])
+        assert [s.sigma for _, s in kept] == pytest.approx([s.sigma for _, s in expected])
+        # the last point is the rating the ladder shows
+        latest = next(x for x in db.skill_standings(pool) if (x.name, x.version) == ("alice", "2"))
+        assert kept[-1][1].elo == pytest.approx(latest.elo)
+    assert not db.record_match(result("m3", [[5, 5, 15]], [1, 1, 3]))  # once per match
+    assert len(db.skill_history("alice", "global")) == 3
+    assert db.skill_history("alice", "standard/4p") == []
+    assert db.skill_history("nobody", "global") == []

@@ -16,7 +16,7 @@ from cfarena.server.storage import Database, StorageError, open_database
 from cfarena.server.storage.connect import alembic_config, make_engine, upgrade
 from cfarena.server.storage.models import Base
 
-from .helpers import TABLES, bots, count, plan, snapshot
+from .helpers import TABLES, bots, count, plan, result, snapshot
 
 
 def _head() -> str:
@@ -111,6 +111,39 @@ def test_0002_keeps_the_faults_of_a_0001_database_and_downgrades(db_url: str) ->
                                          "memory limit 512 MiB exceeded", "None")]
         upgrade(db.engine)
         assert count(db, "faults") == 2 and count(db, "seat_logs") == 0
+    finally:
+        db.close()
+
+
+def _skill_history(db: Database) -> list[tuple[str, ...]]:
+    with db.engine.connect() as conn:
+        rows = conn.execute(text("SELECT match_id, bot_id, version, pool, mu, sigma "
+                                 "FROM skill_history ORDER BY id")).all()
+    return [tuple(str(v) for v in row) for row in rows]
+
+
+def test_0006_gives_an_older_database_the_rating_history_it_would_have_kept(
+        db_url: str) -> None:
+    db = open_database(db_url)
+    try:
+        alice, bob, carol = bots(db, "alice", "bob", "carol")
+        seatings = [[alice, bob], [bob, carol, alice], [carol, alice], [alice, bob]]
+        ids = db.schedule_matches(None, [plan(f"m{i}", seats, seed=i)
+                                         for i, seats in enumerate(seatings)])
+        for i, (mid, seats) in enumerate(zip(ids, seatings, strict=True)):
+            ranks = [1 + (i + seat) % len(seats) for seat in range(len(seats))]
+            assert db.record_match(result(mid, [list(ranks)], ranks))
+        kept = _skill_history(db)
+        # 2 pools (the match's and global) x the seats of every match
+        assert len(kept) == 2 * sum(len(seats) for seats in seatings)
+        config = alembic_config()
+        with db.engine.begin() as conn:  # a database of 0005 (no history) ...
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0005")
+        with db.engine.connect() as conn:
+            assert "skill_history" not in inspect(conn).get_table_names()
+        upgrade(db.engine)  # ... replays its finished matches once
+        assert _skill_history(db) == kept
     finally:
         db.close()
 

@@ -100,7 +100,7 @@ def test_bot_page(arena: WebArena) -> None:
     assert chart[0] == "div"
     svg = [a for t, a in elements(html) if t == "svg" and a.get("class") == "chart"]
     assert len(svg) == 1 and int(svg[0]["data-points"]) >= 1
-    # the chart is the leaderboard's rating, replayed match by match
+    # the chart is the leaderboard's rating, as stored match by match
     info = arena.get("/api/bots/ruby").json()
     last = info["rating_history"][-1]["rating"]
     assert abs(last - info["versions"][-1]["skill_elo"]) < 60

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cfarena.server.bot_names import bot_name_problem
-from cfarena.server.cli.bot_report import bot_report, print_bot_report
+from cfarena.server.cli.bot_report import print_bot_report
 from cfarena.server.cli.common import (
     DbOption,
     check_id,
@@ -26,9 +26,10 @@ from cfarena.server.cli.common import (
     seed_json,
     write_output,
 )
-from cfarena.server.cli.report import ladder_rows, ladder_table, standings_rows, standings_table
+from cfarena.server.cli.report import ladder_table, standings_table
 from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.replay import export_log
+from cfarena.server.standings import bot_report, ladder_rows, standings_rows
 from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog, StorageError
 
 bots_app = typer.Typer(help="Register, list, rotate, revoke and show bots (for `cfarena serve`).",

@@ -42,9 +42,10 @@ from cfarena.server.cli.common import (
     print_json,
 )
 from cfarena.server.cli.inspection import tournaments_app
-from cfarena.server.cli.report import standings_rows, standings_table
+from cfarena.server.cli.report import standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
 from cfarena.server.sandbox import SandboxLimits, sandbox_problem
+from cfarena.server.standings import standings_rows
 from cfarena.server.storage import StorageError
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
 from cfarena.server.tournament.config import missing_defences

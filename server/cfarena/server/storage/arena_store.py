@@ -23,6 +23,7 @@ from cfarena.server.storage.models import (
     Match,
     MatchSeat,
     MatchStatus,
+    SkillHistory,
     SkillRating,
 )
 from cfarena.server.storage.queries import aware, bot_info
@@ -123,6 +124,17 @@ class ArenaStore:
             for match_id, bot_id, version, rank in s.execute(query):
                 out.setdefault(match_id, []).append(((bot_id, version), int(rank or 0)))
             return list(out.values())
+
+    def skill_history(self, name: str, pool: str) -> list[tuple[str, Skill]]:
+        """(version, online rating) of bot `name` in `pool` after each of its rated
+        matches, oldest first ([] if there is no such bot)."""
+        with self._session() as s:
+            rows = s.execute(
+                select(SkillHistory.version, SkillHistory.mu, SkillHistory.sigma)
+                .join(Bot, Bot.id == SkillHistory.bot_id)
+                .where(Bot.name == name, SkillHistory.pool == pool)
+                .order_by(SkillHistory.id))
+            return [(version, Skill(mu, sigma)) for version, mu, sigma in rows]
 
     # -- what may be shown of a match (the web page) -----------------------------
 
@@ -229,10 +241,11 @@ def _seat_counts(s: Session, pool: str, tournaments: bool) -> dict[Entrant, list
     return out
 
 
-def rate_skill(s: Session, pool: str, seats: Sequence[tuple[Entrant, int]],
+def rate_skill(s: Session, pool: str, match_id: str, seats: Sequence[tuple[Entrant, int]],
                now: datetime) -> None:
-    """Update the online rating of every (bot, version) of a finished match in `pool`
-    from its seats' ranks (inside the match's recording transaction)."""
+    """Update the online rating of every (bot, version) of finished match `match_id` in
+    `pool` from its seats' ranks, and keep each new rating in its history (inside the
+    match's recording transaction)."""
     entrants = sorted({e for e, _ in seats})
     rows = [{"bot_id": b, "version": v, "pool": pool, "mu": INITIAL_MU, "sigma": INITIAL_SIGMA,
              "games": 0, "updated_at": now} for b, v in entrants]
@@ -253,4 +266,6 @@ def rate_skill(s: Session, pool: str, seats: Sequence[tuple[Entrant, int]],
     for entrant, skill in rate_entrants(before, seats).items():
         row = current[entrant]
         row.mu, row.sigma, row.games, row.updated_at = skill.mu, skill.sigma, skill.games, now
+        s.add(SkillHistory(match_id=match_id, bot_id=entrant[0], version=entrant[1], pool=pool,
+                           mu=skill.mu, sigma=skill.sigma))
     s.flush()

@@ -252,3 +252,23 @@ class SkillRating(Base):
     sigma: Mapped[float] = mapped_column(Float)
     games: Mapped[int] = mapped_column(Integer)
     updated_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class SkillHistory(Base):
+    """A (bot, version)'s online rating in one pool after one finished match, written
+    with the rating's update (0006): the bot page's chart. An entrant holding several
+    seats of a match has one row for it."""
+
+    __tablename__ = "skill_history"
+    __table_args__ = (
+        UniqueConstraint("match_id", "bot_id", "version", "pool"),
+        Index("ix_skill_history_bot_pool", "bot_id", "pool"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    match_id: Mapped[str] = mapped_column(ForeignKey("matches.id", ondelete="CASCADE"))
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"))
+    version: Mapped[str] = mapped_column(String(64))
+    pool: Mapped[str] = mapped_column(String(100))
+    mu: Mapped[float] = mapped_column(Float)
+    sigma: Mapped[float] = mapped_column(Float)

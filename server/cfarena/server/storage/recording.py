@@ -117,7 +117,7 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
                     for i in sorted(seats)]
         for pool in dict.fromkeys((m.pool, GLOBAL_POOL)):
             _rate(s, m.id, pool, ranks, now)
-            rate_skill(s, pool, entrants, now)
+            rate_skill(s, pool, m.id, entrants, now)
     return True
 
 

@@ -12,11 +12,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cfarena.server.skill import Skill, rate_entrants
+from cfarena.server.standings import bot_report, leaderboard_rows, rated_games, rating_history
 from cfarena.server.storage import (
     Database,
     MatchDetail,
@@ -73,26 +73,6 @@ def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
 
 
 @dataclass
-class _Replay:
-    """The online rating replayed over a pool's finished matches in finishing order
-    (`skill.rate_entrants`, as the arena rates them), kept and extended as matches
-    finish: each bot's rating after each of its matches, for its chart."""
-
-    done: int = 0  # matches replayed
-    skills: dict[tuple[int, str], Skill] = field(default_factory=dict)
-    history: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
-
-    def extend(self, results: Sequence[Sequence[tuple[tuple[int, str], int]]]) -> None:
-        for seats in results[self.done:]:
-            before = {e: self.skills.get(e, Skill()) for e, _rank in seats}
-            after = rate_entrants(before, seats)
-            self.skills.update(after)
-            for (bot_id, version), skill in after.items():
-                self.history.setdefault(bot_id, []).append((version, skill.elo))
-        self.done = max(self.done, len(results))
-
-
-@dataclass
 class _Cached:
     key: tuple[str, int]
     at: float
@@ -106,7 +86,6 @@ class WebData:
         self.db = db
         self._lock = threading.Lock()
         self._leaderboard: dict[str, _Cached] = {}
-        self._replays: dict[str, _Replay] = {}
         self._replay_pages: OrderedDict[str, str] = OrderedDict()
 
     # ------------------------------------------------------------ leaderboard
@@ -129,67 +108,36 @@ class WebData:
             return {**cached.value, "finished": finished}
 
     def _compute_leaderboard(self, pool: str, finished: int) -> dict[str, Any]:
-        # the CLI's ladder (`cfarena standings --ladder`), imported here: the CLI imports
-        # this module; the per-bot counts are `Database.standings` (without the CLI's
-        # per-bot Bradley-Terry fit, which the page does not show)
-        from cfarena.server.cli.report import ladder_rows
-
-        per_bot = {x.name: x for x in self.db.standings(None, pool)}
-        rows = []
-        for rank, r in enumerate(ladder_rows(self.db, pool), 1):
-            bot = per_bot.get(r["bot"])
-            matches = bot.matches if bot is not None else 0
-            rows.append({
-                "rank": rank, "bot": r["bot"], "version": r["version"],
-                "versions": r["versions"], "rating": round(r["skill_elo"]),
-                "score": r["score"], "mu": r["mu"], "sigma": r["sigma"],
-                "interval": (None if r["ci_low"] is None
-                             else [round(r["ci_low"]), round(r["ci_high"])]),
-                "bt_rating": None if r["bt_elo"] is None else round(r["bt_elo"]),
-                "games": r["games"],
-                "matches": matches,
-                "win_share": round(bot.wins / matches, 3) if bot and matches else None,
-                "points_per_round": (None if bot is None or bot.mean_score is None
-                                     else round(bot.mean_score, 2)),
-                "faults": bot.faults if bot is not None else 0,
-            })
+        rows = [{
+            "rank": rank, "bot": r["bot"], "version": r["version"],
+            "versions": r["versions"], "rating": round(r["skill_elo"]),
+            "score": r["score"], "mu": r["mu"], "sigma": r["sigma"],
+            "interval": (None if r["ci_low"] is None
+                         else [round(r["ci_low"]), round(r["ci_high"])]),
+            "bt_rating": None if r["bt_elo"] is None else round(r["bt_elo"]),
+            "games": r["games"], "matches": r["matches"], "win_share": r["win_share"],
+            "points_per_round": r["points_per_round"], "faults": r["faults"],
+        } for rank, r in enumerate(leaderboard_rows(self.db, pool), 1)]
         return {"pool": pool, "finished": finished, "rows": rows}
 
     # ------------------------------------------------------------------- bots
     def bot(self, name: str, pool: str) -> dict[str, Any]:
         """A bot's page: versions (ratings, latency), its rating after each match,
         recent matches and faults. NotFound if there is no such bot."""
-        from cfarena.server.cli.bot_report import bot_report  # `cfarena bots show`'s
-
         if not any(b.name == name for b in self.db.list_bots()):
             raise NotFound(f"no bot named {name!r}")
         try:
             report = bot_report(self.db, name, pool, FAULTS_SHOWN)
         except StorageError as exc:  # removed meanwhile
             raise NotFound(str(exc)) from None
-        history = [{"version": version, "rating": round(elo, 1)}
-                   for version, elo in self.rating_history(name, pool)]
-        rated = {x.version: x.games for x in self.db.skill_standings(pool) if x.name == name}
+        rated = rated_games(self.db, name, pool)
         for version in report["versions"]:
             version["rated"] = rated.get(version["version"], 0)
         recent = [match_summary(m) for m in self.db.list_matches(bot=name, limit=RECENT_MATCHES)]
         return {"bot": name, "pool": pool, "versions": report["versions"],
-                "faults": report["faults"], "rating_history": history,
+                "faults": report["faults"],
+                "rating_history": rating_history(self.db, name, pool),
                 "recent_matches": recent}
-
-    def rating_history(self, name: str, pool: str) -> list[tuple[str, float]]:
-        """(version, online rating on the Elo-like scale) after each of the bot's
-        finished matches in `pool`, oldest first."""
-        bot_id = next((b.id for b in self.db.list_bots() if b.name == name), None)
-        results = self.db.results_by_version(pool)
-        if bot_id is None or not results:  # nothing to replay: nothing kept (made-up pools)
-            return []
-        with self._lock:
-            replay = self._replays.setdefault(pool, _Replay())
-            if len(results) < replay.done:  # fewer than before (a restore): start over
-                replay = self._replays[pool] = _Replay()
-            replay.extend(results)
-            return list(replay.history.get(bot_id, []))
 
     # ---------------------------------------------------------------- matches
     def matches(self, bot: str | None, status: MatchStatus | None, limit: int

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cfarena.server.standings import standings_rows
 from cfarena.server.storage import Database, MatchStatus, TournamentInfo
 from cfarena.server.web.data import NotFound, iso, match_summary
 
@@ -50,8 +51,6 @@ def tournament(db: Database, tournament_id: int) -> dict[str, Any]:
     """One tournament: its summary, standings (Bradley-Terry with a 95% interval, Elo,
     matches, wins, points per round, faults; as `cfarena standings --tournament`) and
     its latest matches. NotFound if there is none."""
-    from cfarena.server.cli.report import standings_rows  # the CLI imports the web app
-
     found = db.get_tournament(tournament_id)
     if found is None:
         raise NotFound(f"no tournament {tournament_id}")

@@ -1,0 +1,24 @@
+"""Standings: the rows every report shows, computed from storage and the ratings.
+
+The CLI (`cfarena standings`, `bots show`, `run-tournament`'s table) and the web pages
+(leaderboard, bot page, tournament page) only render these rows. One row is a dict of
+JSON values, rounded as shown:
+
+- `table.standings_rows`: per bot, a tournament's or a pool's Bradley-Terry fit with
+  its 95% interval, the sequential Elo, matches, wins, points per round and faults;
+- `ladder.ladder_rows`: `serve`'s ladder, the online rating per bot version;
+  `ladder.leaderboard_rows`: the same with each bot's results in the pool;
+- `bot.bot_report`: what a bot's owner may see (versions, faults, decision times);
+  `bot.rating_history`: its online rating after each rated match, as stored.
+
+It imports storage and the rating code only, never the CLI or the web.
+"""
+
+from __future__ import annotations
+
+from cfarena.server.standings.bot import bot_report, rated_games, rating_history
+from cfarena.server.standings.ladder import ladder_rows, leaderboard_rows
+from cfarena.server.standings.table import standings_rows
+
+__all__ = ["bot_report", "ladder_rows", "leaderboard_rows", "rated_games", "rating_history",
+           "standings_rows"]
