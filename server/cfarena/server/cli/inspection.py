@@ -325,7 +325,7 @@ def show_cmd(
         out.print(table)
     for f in detail.faults:  # the detail is the bot's own input: no markup in it
         out.print(f"[red]fault[/] seat {f.seat} ({escape(f.bot_name)}) {f.kind.value} at turn "
-                  f"{f.at_turn}: {escape(printable(f.detail))}")
+                  f"{f.turn_id}: {escape(printable(f.detail))}")
     names = {s.seat: s.bot_name for s in m.seats}
     if not logs:
         for x in seat_logs:

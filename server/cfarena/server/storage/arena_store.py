@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cfarena.server.skill import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
@@ -27,6 +26,7 @@ from cfarena.server.storage.models import (
 )
 from cfarena.server.storage.queries import aware, bot_info
 from cfarena.server.storage.records import BotInfo, FaultInfo, SkillStanding
+from cfarena.server.storage.upsert import insert_or_ignore
 
 Entrant = tuple[int, str]  # (bot id, version)
 
@@ -172,7 +172,7 @@ class ArenaStore:
                              .order_by(Fault.created_at.desc(), Fault.id.desc()).limit(limit))
             return [FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat, bot_id=f.bot_id,
                               bot_name=bot.name, kind=FaultKind(f.kind), detail=f.detail,
-                              at_turn=f.at_turn, created_at=aware(f.created_at))
+                              turn_id=f.at_turn, created_at=aware(f.created_at))
                     for f in rows]
 
     def decision_times(self, name: str, matches: int = 200) -> dict[str, list[float]]:
@@ -237,13 +237,7 @@ def rate_skill(s: Session, pool: str, seats: Sequence[tuple[Entrant, int]],
     rows = [{"bot_id": b, "version": v, "pool": pool, "mu": INITIAL_MU, "sigma": INITIAL_SIGMA,
              "games": 0, "updated_at": now} for b, v in entrants]
     # a concurrent writer may insert the same rows first: theirs win, then both lock them
-    dialect = s.get_bind().dialect.name
-    if dialect == "postgresql":
-        s.execute(postgresql.insert(SkillRating).values(rows).on_conflict_do_nothing())
-    elif dialect == "sqlite":
-        s.execute(sqlite.insert(SkillRating).values(rows).on_conflict_do_nothing())
-    else:  # pragma: no cover - the two supported backends are above
-        raise StorageError(f"unsupported database {dialect}")
+    insert_or_ignore(s, SkillRating, rows)
     found = s.scalars(
         select(SkillRating).where(SkillRating.pool == pool,
                                   SkillRating.bot_id.in_({b for b, _ in entrants}))

@@ -65,7 +65,7 @@ def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
     out["round_scores"] = detail.round_scores or []
     out["faults"] = [
         {"seat": f.seat, "bot": f.bot_name, "kind": f.kind.value, "detail": f.detail,
-         "turn": f.at_turn, "at": iso(f.created_at)} for f in detail.faults]
+         "turn": f.turn_id, "at": iso(f.created_at)} for f in detail.faults]
     out["revealed"] = revealed
     out["seed"] = str(m.seed) if revealed else None
     out["log"] = f"/api/matches/{m.id}/log" if revealed and detail.log_sha256 else None
