@@ -29,7 +29,7 @@ from cfarena.server.cli.common import (
 from cfarena.server.cli.report import ladder_rows, ladder_table, standings_rows, standings_table
 from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.replay import export_log
-from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog, StorageError
+from cfarena.server.storage import BotNameTaken, MatchStatus, SeatInfo, SeatLog, StorageError
 
 bots_app = typer.Typer(help="Register, list, rotate, revoke and show bots (for `cfarena serve`).",
                        no_args_is_help=True)
@@ -54,21 +54,17 @@ def bots_add(
         fail("--token must be at least 8 characters")
     secret = token or new_token()
     with database(db_url) as db:
-        existing = next((b for b in db.list_bots() if b.name == name), None)
-        if existing is not None and existing.token_hash != hash_token(secret):
-            _bot_exists(name)
         try:
-            bot_id = db.ensure_bot(name, hash_token(secret), command)
-        except StorageError:
-            if any(b.name == name for b in db.list_bots()):  # added meanwhile by another
-                _bot_exists(name)
-            raise
+            registered = db.register_bot(name, hash_token(secret), command)
+        except BotNameTaken:
+            _bot_exists(name)
     if quiet:
         return
-    if existing is not None:  # the same name and --token again: nothing to do
-        out.print(f"bot {name!r} is already registered with this token (id {bot_id}).")
+    if not registered.added:  # the same name and --token again: nothing to do
+        out.print(f"bot {name!r} is already registered with this token "
+                  f"(id {registered.bot_id}).")
         return
-    out.print(f"bot {name!r} registered (id {bot_id}).")
+    out.print(f"bot {name!r} registered (id {registered.bot_id}).")
     if token is None:
         out.print("Its token, shown only now:")
         print(secret)

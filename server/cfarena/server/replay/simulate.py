@@ -1,6 +1,7 @@
 """Play a whole match in-process and return its game log (tests, demos).
 
-No referee, no network: a simple policy decides for every seat, under the
+No referee, no network: a simple policy (the bundled greedy bot, random or
+the first legal move) decides for every seat, under the
 same match law as the referee's (`cfarena.server.law.MatchLaw`: forced moves
 are not decisions, each seat's decisions get its own consecutive turn ids, a
 faulting seat gets the fallback move and, once it forfeits, plays only
@@ -16,41 +17,57 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, ParamSpec
 
-from cfarena.engine import Move, MoveKind, Rules
+from cfarena.bots import make_bot
+from cfarena.engine import Rules, observe, visible_events
 from cfarena.engine.state import MatchState
+from cfarena.sdk.bot import resolve_choice
+from cfarena.sdk.types import Turn
 from cfarena.server.gamelog import record_to_log
 from cfarena.server.law import Answer, Decision, MatchLaw, Reply, TimedOut, play_out
 from cfarena.server.match_record import MatchRecord, TimeControl
 
 P = ParamSpec("P")
-Policy = Callable[[MatchState, Sequence[Move], random.Random], Move]
+# a seat's player: the index of the legal move it picks (-1: none of them)
+Policy = Callable[[MatchState, Decision, random.Random], int]
 
 POLICIES = ("greedy", "random", "first")
 
 
-def _greedy(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
-    """The heaviest play (a just-drawn tile first), like cfarena.bots.greedy."""
-    plays = [m for m in moves if m.kind is MoveKind.PLAY and m.tile is not None]
-    drawn = state.drawn_tile
-    if drawn is not None and any(m.tile == drawn for m in plays):
-        plays = [m for m in plays if m.tile == drawn]
+def _bundled(name: str, match_id: str) -> Policy:
+    """The bundled bot `name` (`cfarena.bots.BUNDLED`) for one seat: each decision
+    reaches its `choose` as the Turn the SDK would have built (no match start or
+    end: the bots used here need neither)."""
+    bot = make_bot(name)
+    seen = 0
 
-    def weight(m: Move) -> tuple[int, int, int]:
-        assert m.tile is not None and m.parent is not None
-        return (m.tile.pips, m.tile.b, -m.parent)
+    def choose(state: MatchState, decision: Decision, rng: random.Random) -> int:
+        nonlocal seen
+        history = tuple(visible_events(state, decision.seat))
+        turn = Turn(match_id=match_id, turn_id=decision.turn_id,
+                    observation=observe(state, decision.seat),
+                    legal_moves=decision.legal_moves, events=history[seen:], history=history,
+                    deadline_ms=decision.deadline_ms, bank_ms=int(decision.bank_ms),
+                    received_at=time.monotonic())
+        seen = len(history)
+        index = resolve_choice(bot.choose(turn), decision.legal_moves)
+        return -1 if index is None else index
 
-    return max(plays, key=weight) if plays else moves[0]
+    return choose
 
 
-def _random(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
-    return moves[rng.randrange(len(moves))]
+def _random(state: MatchState, decision: Decision, rng: random.Random) -> int:
+    return rng.randrange(len(decision.legal_moves))
 
 
-def _first(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
-    return moves[0]
+def _first(state: MatchState, decision: Decision, rng: random.Random) -> int:
+    return 0
 
 
-_POLICY_FUNCS: dict[str, Policy] = {"greedy": _greedy, "random": _random, "first": _first}
+_POLICY_MAKERS: dict[str, Callable[[str], Policy]] = {
+    "greedy": lambda match_id: _bundled("greedy", match_id),
+    "random": lambda match_id: _random,
+    "first": lambda match_id: _first,
+}
 
 
 def simulate_record(
@@ -75,13 +92,14 @@ def simulate_record(
     seat_policies = [policy] * players if isinstance(policy, str) else list(policy)
     if len(seat_policies) != players:
         raise ValueError(f"policy: {len(seat_policies)} policies for {players} players")
-    unknown = [p for p in seat_policies if p not in _POLICY_FUNCS]
+    unknown = [p for p in seat_policies if p not in _POLICY_MAKERS]
     if unknown:
         raise ValueError(f"policy: unknown {unknown[0]!r} (known: {', '.join(POLICIES)})")
-    funcs = [_POLICY_FUNCS[p] for p in seat_policies]
+    match_id = f"sim-{rules.name}-{players}p-{seed}"
+    funcs = [_POLICY_MAKERS[p](match_id) for p in seat_policies]
     tc = TimeControl(move_timeout_ms=1000, strikes=strikes)
     law = MatchLaw(
-        f"sim-{rules.name}-{players}p-{seed}",
+        match_id,
         rules,
         seed,
         list(names) if names is not None else [f"{p}-{s}" for s, p in enumerate(seat_policies)],
@@ -95,10 +113,9 @@ def simulate_record(
         decisions += 1
         if decisions in timeouts:
             return TimedOut()
-        moves = decision.legal_moves
         started = time.perf_counter()
-        move = funcs[decision.seat](law.state, moves, rng)
-        return Answer(moves.index(move), (time.perf_counter() - started) * 1000.0)
+        index = funcs[decision.seat](law.state, decision, rng)
+        return Answer(index, (time.perf_counter() - started) * 1000.0)
 
     return play_out(law, ask)
 

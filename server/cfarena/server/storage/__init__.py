@@ -7,6 +7,7 @@ database and returns the `Database` facade; see docs/STORAGE.md.
 from __future__ import annotations
 
 from cfarena.server.credentials import hash_token
+from cfarena.server.storage.arena_store import BotNameTaken, Registration
 from cfarena.server.storage.connect import DEFAULT_URL, StorageError
 from cfarena.server.storage.database import Database, open_database
 from cfarena.server.storage.queries import GLOBAL_POOL
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_URL",
     "GLOBAL_POOL",
     "BotInfo",
+    "BotNameTaken",
     "Database",
     "FaultInfo",
     "FaultKind",
@@ -45,6 +47,7 @@ __all__ = [
     "MatchPlan",
     "MatchStatus",
     "RatingPoint",
+    "Registration",
     "ScheduledMatch",
     "SeatInfo",
     "SeatLog",

@@ -42,6 +42,18 @@ class VersionHistory:
     last_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A registered bot's id, and whether this registration added it."""
+
+    bot_id: int
+    added: bool
+
+
+class BotNameTaken(StorageError):
+    """The name is registered with another token."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -52,7 +64,31 @@ class ArenaStore:
     def _session(self, write: bool = False) -> AbstractContextManager[Session]:
         raise NotImplementedError
 
-    # -- tokens ---------------------------------------------------------------
+    # -- bots and tokens ------------------------------------------------------
+
+    def register_bot(self, name: str, token_hash: str,
+                     command: str | None = None) -> Registration:
+        """Register bot `name` with a token (its hash). Registering it again with the
+        same token changes nothing (but a given `command`); `BotNameTaken` if the
+        name is held with another token, also when a concurrent registration took
+        it first."""
+        with self._session(write=True) as s:
+            added = insert_or_ignore(s, Bot, [{"name": name, "token_hash": token_hash,
+                                               "command": command, "created_at": _now()}],
+                                     conflict=[Bot.name]) == 1
+            bot = _bot(s, name)
+            if bot.token_hash != token_hash:
+                raise BotNameTaken(f"bot {name!r} already exists")
+            if command is not None:
+                bot.command = command
+            s.flush()
+            return Registration(bot.id, added)
+
+    def bot_by_name(self, name: str) -> BotInfo | None:
+        """Bot `name` (None: no such bot)."""
+        with self._session() as s:
+            bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
+            return None if bot is None else bot_info(bot)
 
     def revoke_bot(self, name: str) -> BotInfo:
         """Revoke bot `name`'s token: it admits no new connection, and a running arena

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import inspect
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from cfarena.server.storage.models import Base
 
@@ -22,8 +23,13 @@ def dialect_insert(s: Session, table: type[Base]) -> postgresql.Insert | sqlite.
     return sqlite.insert(table)
 
 
-def insert_or_ignore(s: Session, table: type[Base], rows: Sequence[Mapping[str, Any]]) -> None:
+def insert_or_ignore(s: Session, table: type[Base], rows: Sequence[Mapping[str, Any]],
+                     conflict: Sequence[InstrumentedAttribute[Any]] | None = None) -> int:
     """Insert `rows` into `table`, skipping each that conflicts with a row already
-    there (a concurrent writer's rows win)."""
-    if rows:
-        s.execute(dialect_insert(s, table).values(list(rows)).on_conflict_do_nothing())
+    there (a concurrent writer's rows win): on the unique columns `conflict` only,
+    or on any. How many rows were inserted."""
+    if not rows:
+        return 0
+    statement = dialect_insert(s, table).values(list(rows)).on_conflict_do_nothing(
+        index_elements=conflict).returning(*inspect(table).primary_key)
+    return len(s.execute(statement).all())
