@@ -150,4 +150,4 @@ def _raise_descriptor_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-__all__ = ["app", "command", "main"]
+__all__ = ["COMMANDS", "app", "command", "main"]
