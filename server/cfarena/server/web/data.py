@@ -161,7 +161,7 @@ class WebData:
         recent matches and faults. NotFound if there is no such bot."""
         from cfarena.server.cli.bot_report import bot_report  # `cfarena bots show`'s
 
-        if not any(b.name == name for b in self.db.list_bots()):
+        if self.db.bot_by_name(name) is None:
             raise NotFound(f"no bot named {name!r}")
         try:
             report = bot_report(self.db, name, pool, FAULTS_SHOWN)
