@@ -3,12 +3,10 @@
     python benchmarks/bot_strength.py --matches 200          # 50 deal seeds x 4 seat rotations
     python benchmarks/bot_strength.py --matches 40 --rounds 2 --preset maltese
 
-No gRPC: the match runs under the referee's own match law
-(`cfarena.server.law`: forced moves, per-seat turn ids, the time control,
-faults and fallbacks), and every decision gets a `Turn` built as the referee
-builds it (observation via `observe`, the events since the seat's previous
-Turn via `visible_events`, the accumulated history as the SDK keeps it);
-`on_match_start`, `on_events` and `on_match_end` are called.
+No gRPC: each match is played by `cfarena.server.replay.simulate.play_match`,
+under the referee's own match law (forced moves, per-seat turn ids, the time
+control, faults and fallbacks), every decision a `Turn` built as the referee
+builds it.
 Each deal seed is played in all four seat rotations, so every bot gets every
 seat's hands (duplicate play). Ratings: a Bradley-Terry fit over all pairwise
 results with a 95% bootstrap interval (`cfarena.server.ratings.fit_ratings`)
@@ -22,114 +20,14 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cfarena.bots import BUNDLED, make_bot
-from cfarena.engine import Event, MatchState, Rules, observe, visible_events
-from cfarena.sdk import Bot, Fault, MatchInfo, MatchResult, TimeControl, Turn
-from cfarena.sdk.bot import resolve_choice
-from cfarena.server.law import Answer, Decision, MatchLaw, Reply, play_out
-from cfarena.server.match_record import MatchRecord
+from cfarena.engine import Rules
+from cfarena.server.replay.simulate import play_match
 
 BOT_NAMES: tuple[str, ...] = tuple(BUNDLED)  # weakest to strongest, as registered
-
-
-class IllegalChoiceError(RuntimeError):
-    """A bot answered with something that was not offered."""
-
-
-@dataclass
-class PlayedMatch:
-    """What one in-process match produced."""
-
-    state: MatchState
-    record: MatchRecord
-    decisions: list[list[float]] = field(default_factory=list)  # per seat: seconds per choose()
-    chosen: list[list[str]] = field(default_factory=list)  # per seat: move keys chosen
-
-
-def play_match(
-    bots: Sequence[Bot],
-    rules: Rules,
-    seed: int,
-    match_id: str,
-    deadline_ms: int = 1000,
-    names: Sequence[str] | None = None,
-    on_turn: Callable[[Turn, object], None] | None = None,
-) -> PlayedMatch:
-    """Play one match in-process under the referee's match law.
-
-    Raises IllegalChoiceError if a bot returns a move that was not offered. A
-    bot slower than `deadline_ms` times out as it would at the referee (a fault,
-    the fallback move). `on_turn(turn, choice)` (for tests) sees every Turn and
-    the bot's raw answer.
-    """
-    players = len(bots)
-    seat_names = tuple(names) if names is not None else tuple(type(b).__name__ for b in bots)
-    tc = TimeControl(move_timeout_ms=deadline_ms)
-    law = MatchLaw(match_id, rules, seed, seat_names, tc)
-    state = law.state
-    for i, bot in enumerate(bots):
-        bot.on_match_start(MatchInfo(match_id, i, state.rules, seat_names, tc))
-    sent = [0] * players
-    history: list[list[Event]] = [[] for _ in range(players)]
-    played = PlayedMatch(state, law.record, [[] for _ in range(players)],
-                         [[] for _ in range(players)])
-
-    def ask(decision: Decision) -> Reply:
-        seat, moves = decision.seat, decision.legal_moves
-        events = visible_events(state, seat, sent[seat])
-        sent[seat] += len(events)
-        history[seat].extend(events)
-        bot = bots[seat]
-        turn = Turn(
-            match_id=match_id,
-            turn_id=decision.turn_id,
-            observation=observe(state, seat),
-            legal_moves=moves,
-            events=tuple(events),
-            history=tuple(history[seat]),
-            deadline_ms=decision.deadline_ms,
-            bank_ms=int(decision.bank_ms),
-            received_at=time.monotonic(),
-        )
-        if events:
-            bot.on_events(match_id, turn.events)
-        start = time.perf_counter()
-        choice = bot.choose(turn)
-        elapsed = time.perf_counter() - start
-        played.decisions[seat].append(elapsed)
-        if on_turn is not None:
-            on_turn(turn, choice)
-        index = resolve_choice(choice, moves)
-        if index is None:
-            raise IllegalChoiceError(
-                f"{seat_names[seat]} (seat {seat}) chose {choice!r}, not among "
-                f"{[m.key for m in moves]} in match {match_id}"
-            )
-        played.chosen[seat].append(moves[index].key)
-        return Answer(index, elapsed * 1000.0)
-
-    record = play_out(law, ask)
-    faults = tuple(Fault(f.seat, f.kind, f.detail, f.turn_id) for f in record.faults)
-    for i, bot in enumerate(bots):
-        events = visible_events(state, i, sent[i])
-        if events:
-            bot.on_events(match_id, events)
-        bot.on_match_end(
-            MatchResult(
-                match_id=match_id,
-                totals=tuple(record.totals),
-                ranks=tuple(record.ranks),
-                round_scores=tuple(tuple(r) for r in record.round_scores),
-                faults=faults,
-                forfeited=tuple(record.forfeited),
-                reason=record.reason,
-                seat=i,
-            )
-        )
-    return played
 
 
 # ------------------------------------------------------------------ benchmark

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from cfarena.bots.smart import SmartBot
 from cfarena.engine import Move, MoveKind, Rules
 from cfarena.sdk import Bot, Turn
 from cfarena.sdk.cli import load_bot_class
+from cfarena.server.replay.simulate import play_match
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "standard": {},
@@ -43,7 +43,7 @@ def _lineup(players: int) -> list[Bot]:
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("players", range(2, 9))
-def test_bots_only_choose_offered_moves(bench: ModuleType, variant: str, players: int) -> None:
+def test_bots_only_choose_offered_moves(variant: str, players: int) -> None:
     rules = _rules(variant)
     asked = {"SmartBot": 0, "MonteCarloBot": 0}
     passes_offered = 0
@@ -59,7 +59,7 @@ def test_bots_only_choose_offered_moves(bench: ModuleType, variant: str, players
         bots = _lineup(players)
         # rotate the lineup with the seed so every bot meets several seats
         bots = bots[seed % players :] + bots[: seed % players]
-        played = bench.play_match(
+        played = play_match(
             bots, rules, seed=1000 * players + seed, match_id=f"legal-{variant}-{players}-{seed}",
             on_turn=check,
         )
@@ -76,7 +76,7 @@ def test_bots_only_choose_offered_moves(bench: ModuleType, variant: str, players
         assert passes_offered == 0
 
 
-def test_keeping_a_drawn_tile_is_possible_under_may(bench: ModuleType) -> None:
+def test_keeping_a_drawn_tile_is_possible_under_may() -> None:
     """Under play_drawn=may the bots are offered PASS and still pick only offered moves."""
     rules = Rules.preset("maltese").with_options(rounds=3)
     seen = 0
@@ -89,7 +89,7 @@ def test_keeping_a_drawn_tile_is_possible_under_may(bench: ModuleType) -> None:
             assert choice in turn.legal_moves
 
     for seed in range(3):
-        bench.play_match(
+        play_match(
             [SmartBot(), MonteCarloBot(budget_ms=3, max_samples=4), SmartBot(), GreedyBot()],
             rules, seed=seed, match_id=f"may-{seed}", on_turn=check,
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from types import ModuleType
 
 import pytest
 
@@ -13,9 +12,10 @@ from cfarena.bots.montecarlo import BUDGET_ENV, DEFAULT_BUDGET_MS, MonteCarloBot
 from cfarena.bots.smart import SmartBot
 from cfarena.engine import Rules
 from cfarena.sdk import Turn
+from cfarena.server.replay.simulate import play_match
 
 
-def test_budget_is_respected_with_a_generous_deadline(bench: ModuleType) -> None:
+def test_budget_is_respected_with_a_generous_deadline() -> None:
     bot = MonteCarloBot(budget_ms=30)
     samples: list[int] = []
 
@@ -24,7 +24,7 @@ def test_budget_is_respected_with_a_generous_deadline(bench: ModuleType) -> None
             samples.append(bot.last_samples)
 
     for preset, players in (("standard", 4), ("maltese", 8)):
-        played = bench.play_match(
+        played = play_match(
             [bot, SmartBot(), GreedyBot(), SmartBot(), *[GreedyBot() for _ in range(players - 4)]],
             Rules.preset(preset).with_options(rounds="single"),
             seed=7, match_id=f"budget-{preset}", deadline_ms=1000, on_turn=record,
@@ -36,7 +36,7 @@ def test_budget_is_respected_with_a_generous_deadline(bench: ModuleType) -> None
 
 
 @pytest.mark.parametrize("deadline_ms", [100, 20])
-def test_deadline_below_budget_is_respected(bench: ModuleType, deadline_ms: int) -> None:
+def test_deadline_below_budget_is_respected(deadline_ms: int) -> None:
     bot = MonteCarloBot(budget_ms=2000)
     late: list[float] = []
 
@@ -44,7 +44,7 @@ def test_deadline_below_budget_is_respected(bench: ModuleType, deadline_ms: int)
         if turn.observation.seat == 1:
             late.append(time.monotonic() - turn.received_at)
 
-    bench.play_match(
+    play_match(
         [SmartBot(), bot, GreedyBot(), SmartBot()],
         Rules.preset("standard").with_options(rounds="single"),
         seed=11, match_id=f"deadline-{deadline_ms}", deadline_ms=deadline_ms, on_turn=check,
@@ -53,13 +53,13 @@ def test_deadline_below_budget_is_respected(bench: ModuleType, deadline_ms: int)
     assert max(late) < deadline_ms / 1000.0, f"answered after {max(late) * 1000:.1f} ms"
 
 
-def test_same_match_and_seat_give_the_same_choices(bench: ModuleType) -> None:
+def test_same_match_and_seat_give_the_same_choices() -> None:
     rules = Rules.preset("standard").with_options(rounds=2)
 
     def run(match_id: str) -> list[list[str]]:
         bots = [MonteCarloBot(budget_ms=5000, max_samples=6), SmartBot(),
                 MonteCarloBot(budget_ms=5000, max_samples=6), GreedyBot()]
-        played = bench.play_match(bots, rules, seed=5, match_id=match_id, deadline_ms=5000)
+        played = play_match(bots, rules, seed=5, match_id=match_id, deadline_ms=5000)
         return [played.chosen[0], played.chosen[2]]
 
     first = run("det-a")
@@ -69,7 +69,7 @@ def test_same_match_and_seat_give_the_same_choices(bench: ModuleType) -> None:
     assert match_seed("det-a", 0) != match_seed("det-b", 0) != match_seed("det-b", 1)
 
 
-def test_single_legal_move_is_answered_without_search(bench: ModuleType) -> None:
+def test_single_legal_move_is_answered_without_search() -> None:
     bot = MonteCarloBot(budget_ms=200)
     single: list[float] = []
 
@@ -80,7 +80,7 @@ def test_single_legal_move_is_answered_without_search(bench: ModuleType) -> None
             assert choice is turn.legal_moves[0]
 
     for seed in range(3):
-        bench.play_match(
+        play_match(
             [bot, GreedyBot(), GreedyBot(), GreedyBot()],
             Rules.preset("standard").with_options(rounds="single"),
             seed=seed, match_id=f"single-{seed}", on_turn=check,

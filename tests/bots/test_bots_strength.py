@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from cfarena.bots._features import TableView, read_voids
 from cfarena.bots.random_bot import RandomBot
 from cfarena.bots.smart import SmartBot, SmartPolicy
@@ -22,9 +20,10 @@ from cfarena.engine import (
     visible_events,
 )
 from cfarena.sdk import Bot
+from cfarena.server.replay.simulate import play_match
 
 
-def test_smart_beats_random(bench: ModuleType) -> None:
+def test_smart_beats_random() -> None:
     """40 single-round 4-player matches, two SmartBots against two RandomBots, seats rotated."""
     rules = Rules.preset("standard").with_options(rounds="single")
     per_round: dict[str, list[int]] = {"smart": [], "random": []}
@@ -33,7 +32,7 @@ def test_smart_beats_random(bench: ModuleType) -> None:
         if seed % 2:
             names = names[1:] + names[:1]
         bots: list[Bot] = [SmartBot() if n == "smart" else RandomBot() for n in names]
-        played = bench.play_match(bots, rules, seed=seed, match_id=f"strength-{seed}")
+        played = play_match(bots, rules, seed=seed, match_id=f"strength-{seed}")
         for r in played.state.round_outcomes:
             for seat, name in enumerate(names):
                 per_round[name].append(r.scores[seat])

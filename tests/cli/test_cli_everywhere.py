@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from cfarena.server.match_record import Fault, FaultKind
 from cfarena.server.replay import simulate_log
-from cfarena.server.storage import FaultRecord, MatchPlan, StoredMatch, hash_token, open_database
+from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
 from tests.pg import PgCluster
 
 from .helpers import CFARENA, run_cli, run_json
@@ -90,7 +91,7 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                 key, reason=game["reason"], round_scores=res["round_scores"],
                 totals=res["totals"], ranks=res["ranks"], forfeited=res["forfeited"],
                 log=game, log_format=game["format"],
-                faults=[FaultRecord(f["seat"], f["kind"], f["detail"], f["turn_id"])
+                faults=[Fault(f["seat"], FaultKind(f["kind"]), f["detail"], f["turn_id"])
                         for f in game["faults"]]))
     finally:
         db.close()

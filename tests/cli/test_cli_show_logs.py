@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from cfarena.server.match_record import Fault
 from cfarena.server.storage import (
     FaultKind,
-    FaultRecord,
     MatchPlan,
     MatchStatus,
     SeatLog,
@@ -41,7 +41,7 @@ def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ])
         assert db.record_match(StoredMatch(
             "m1", round_scores=[[0, 7, 30]], totals=[0, 7, 30], ranks=[1, 2, 3],
-            forfeited=[2], faults=[FaultRecord(2, FaultKind.LIMIT, LIMIT, 4)],
+            forfeited=[2], faults=[Fault(2, FaultKind.LIMIT, LIMIT, 4)],
             seat_logs=[
                 SeatLog(0, ALPHA_OUT, len(ALPHA_OUT), "exited with code 0"),
                 SeatLog(2, GAMMA_OUT, 2 * 2**20, LIMIT),

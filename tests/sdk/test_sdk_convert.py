@@ -280,7 +280,7 @@ def test_match_start_and_end_round_trip() -> None:
         totals=(3, 70),
         ranks=(1, 2),
         round_scores=((3, 20), (0, 50)),
-        faults=(Fault(1, FaultKind.TIMEOUT, "late by 20 ms", 17),),
+        faults=(Fault(1, FaultKind.TIMEOUT, "late by 20 ms", 17, forfeit=True),),
         forfeited=(1,),
         reason="aborted",
         seat=0,

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
+from cfarena.server.match_record import Fault, FaultKind
 from cfarena.server.skill import INITIAL_MU, Skill, rate_match
-from cfarena.server.storage import Database, FaultRecord, MatchPlan, StorageError, hash_token
+from cfarena.server.storage import Database, MatchPlan, StorageError, hash_token
 
 from .helpers import STANDARD, bots, result
 
@@ -81,13 +82,13 @@ def test_faults_and_decision_times_for_the_owner(db: Database) -> None:
                        {"seat": 0, "move": "pass"},
                        {"seat": 0, "turn_id": 3, "move": "pass", "ms": None}]}
     stored = replace(result("m1", [[0, 5]], [1, 2]),
-                     faults=[FaultRecord(0, "timeout", "no answer within 1000 ms", 3)],
+                     faults=[Fault(0, FaultKind.TIMEOUT, "no answer within 1000 ms", 3)],
                      log=log)
     assert db.record_match(stored)
     assert db.decision_times("alice") == {"1": [3.5, 1.5]}
     assert db.decision_times("bob") == {"": [90.0]}
     [fault] = db.bot_faults("alice")
-    assert (fault.match_id, fault.kind.value, fault.detail, fault.at_turn) == (
+    assert (fault.match_id, fault.kind.value, fault.detail, fault.turn_id) == (
         "m1", "timeout", "no answer within 1000 ms", 3)
     assert db.bot_faults("bob") == []
 

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from cfarena.server.storage import (
+    BotNameTaken,
     Database,
     MatchPlan,
     MatchStatus,
@@ -33,6 +34,19 @@ def test_bot_token_is_stored_only_as_its_sha256(db: Database) -> None:
     assert found.command == "python -m alice"
     with pytest.raises(ValueError, match="sha256"):
         db.ensure_bot("bob", token)  # a raw token is refused
+
+
+def test_register_bot_adds_once_and_refuses_a_taken_name(db: Database) -> None:
+    first = db.register_bot("alice", hash_token("a"))
+    assert first.added
+    again = db.register_bot("alice", hash_token("a"), command="./alice")
+    assert (again.bot_id, again.added) == (first.bot_id, False)
+    with pytest.raises(BotNameTaken, match="'alice' already exists"):
+        db.register_bot("alice", hash_token("b"))
+    found = db.bot_by_name("alice")
+    assert found is not None and (found.id, found.command) == (first.bot_id, "./alice")
+    assert found.token_hash == hash_token("a")
+    assert db.bot_by_name("bob") is None
 
 
 def test_ensure_bot_is_idempotent_and_checks_the_token(db: Database) -> None:

@@ -12,7 +12,8 @@ import dataclasses
 
 import pytest
 
-from cfarena.server.storage import Database, FaultRecord, LeaseLost, StoredMatch
+from cfarena.server.match_record import Fault, FaultKind
+from cfarena.server.storage import Database, LeaseLost, StoredMatch
 
 from .helpers import bots, count, plan, result, snapshot
 from .test_arena_fleet import _age
@@ -35,7 +36,7 @@ def test_the_copy_played_under_the_current_lease_wins(db: Database) -> None:
     replayed = db.mark_running(mid)  # its job was retried: another worker plays it
     assert frozen != replayed
     faulted = dataclasses.replace(_played(mid, frozen, [90, 0]),
-                                  faults=[FaultRecord(0, "timeout", "no answer")])
+                                  faults=[Fault(0, FaultKind.TIMEOUT, "no answer")])
     before = snapshot(db)
     with pytest.raises(LeaseLost, match="held by another process"):
         db.record_match(faulted)  # first: refused, nothing written
@@ -97,7 +98,7 @@ def test_a_stale_arenas_match_stays_aborted_and_unrated(db: Database) -> None:
     _age(db, "B", STALE_S * 2)
     assert sorted(db.arena_beat("A", STALE_S).died) == ["b1", "b2"]
     faulted = dataclasses.replace(_played("b1", lease, [0, 60]), faults=[
-        FaultRecord(1, "timeout", "no answer"), FaultRecord(0, "disconnect", "gone")])
+        Fault(1, FaultKind.TIMEOUT, "no answer"), Fault(0, FaultKind.DISCONNECT, "gone")])
     before = snapshot(db)
     with pytest.raises(LeaseLost, match="revoked"):
         db.record_match(faulted)

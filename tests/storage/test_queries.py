@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
+from cfarena.server.match_record import Fault, FaultKind
 from cfarena.server.ratings import elo_update
 from cfarena.server.storage import (
     Database,
-    FaultRecord,
     MatchStatus,
     Standing,
     StoredMatch,
@@ -26,10 +26,10 @@ def _tournament(db: Database) -> tuple[int, list[int], list[str]]:
                                     plan("g3", [c, a, b]), plan("g4", [a, b, c])])
     assert db.record_match(result(ids[0], [[0, 5, 9], [4, 0, 2]], [1, 2, 3]))
     assert db.record_match(result(ids[1], [[3, 3, 0]], [2, 2, 1],
-                                  faults=[FaultRecord(1, "timeout", "slow")]))
+                                  faults=[Fault(1, FaultKind.TIMEOUT, "slow")]))
     assert db.record_match(result(ids[2], [[1, 1, 6], [1, 1, 0]], [1, 1, 3]))
     assert db.record_match(StoredMatch(ids[3], status=MatchStatus.ABORTED, reason="crash",
-                                       faults=[FaultRecord(1, "disconnect")]))
+                                       faults=[Fault(1, FaultKind.DISCONNECT)]))
     return tid, [a, b, c], ids
 
 

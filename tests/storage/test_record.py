@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from cfarena.server.match_record import Fault
 from cfarena.server.replay import simulate_log, verify_logs
 from cfarena.server.storage import (
     Database,
     FaultKind,
-    FaultRecord,
     MatchStatus,
     StorageError,
     StoredMatch,
@@ -42,8 +42,8 @@ def test_a_finished_match_is_stored_whole(db: Database) -> None:
     [mid] = db.schedule_matches(None, [plan("m1", [a, b, c])])
     db.mark_running(mid)
     log = _big_log()
-    faults = [FaultRecord(1, FaultKind.TIMEOUT, "no answer in 1000 ms", at_turn=12),
-              FaultRecord(1, "illegal", "played 6|6 on a closed train", at_turn=30)]
+    faults = [Fault(1, FaultKind.TIMEOUT, "no answer in 1000 ms", turn_id=12),
+              Fault(1, FaultKind.ILLEGAL, "played 6|6 on a closed train", turn_id=30)]
     assert db.record_match(result(mid, [[0, 5, 9], [4, 0, 2]], [1, 3, 2], reason="rounds_played",
                                   forfeited=[1], faults=faults, log=log, duration_s=12.5))
     detail = db.get_match(mid)
@@ -55,7 +55,7 @@ def test_a_finished_match_is_stored_whole(db: Database) -> None:
     assert detail.round_scores == [[0, 5, 9], [4, 0, 2]]
     assert [(s.total, s.rank, s.forfeited, s.faults) for s in m.seats] == [
         (4, 1, False, 0), (5, 3, True, 2), (11, 2, False, 0)]
-    assert [(f.seat, f.bot_id, f.kind, f.detail, f.at_turn) for f in detail.faults] == [
+    assert [(f.seat, f.bot_id, f.kind, f.detail, f.turn_id) for f in detail.faults] == [
         (1, b, FaultKind.TIMEOUT, "no answer in 1000 ms", 12),
         (1, b, FaultKind.ILLEGAL, "played 6|6 on a closed train", 30)]
     assert db.get_log(mid) == log
@@ -69,10 +69,10 @@ def test_a_finished_match_is_stored_whole(db: Database) -> None:
 def test_recording_twice_is_a_no_op(db: Database) -> None:
     a, b = bots(db, "a", "b")
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
-    assert db.record_match(result(mid, [[0, 7]], [1, 2], faults=[FaultRecord(0, "protocol")]))
+    assert db.record_match(result(mid, [[0, 7]], [1, 2], faults=[Fault(0, FaultKind.PROTOCOL)]))
     before = snapshot(db)
     # the same result again, or a different one: nothing is written, nothing re-rated
-    assert not db.record_match(result(mid, [[0, 7]], [1, 2], faults=[FaultRecord(0, "protocol")]))
+    assert not db.record_match(result(mid, [[0, 7]], [1, 2], faults=[Fault(0, FaultKind.PROTOCOL)]))
     assert not db.record_match(result(mid, [[9, 0]], [2, 1], log={"x": 1}))
     assert not db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="late"))
     assert snapshot(db) == before
@@ -106,7 +106,7 @@ def test_a_constraint_violation_midway_writes_nothing(db: Database) -> None:
     before = snapshot(db)
     # the match and seat updates succeed, then the fault of a seat that is not at the
     # table violates the faults -> match_seats constraint: all of it is rolled back
-    bad = result(mid, [[4, 0]], [2, 1], faults=[FaultRecord(0, "timeout"), FaultRecord(5,
+    bad = result(mid, [[4, 0]], [2, 1], faults=[Fault(0, FaultKind.TIMEOUT), Fault(5,
                  "illegal")], log={"big": "x" * 1000})
     with pytest.raises(StorageError):
         db.record_match(bad)
@@ -124,7 +124,7 @@ def test_a_failure_after_the_rows_are_flushed_writes_nothing(db: Database) -> No
     before = snapshot(db)
     # NaN is no JSON: the log fails after the match, seats and faults went to the DB
     with pytest.raises(ValueError):
-        db.record_match(result(mid, [[4, 0]], [2, 1], faults=[FaultRecord(1, "disconnect")],
+        db.record_match(result(mid, [[4, 0]], [2, 1], faults=[Fault(1, FaultKind.DISCONNECT)],
                                log={"x": float("nan")}))
     assert snapshot(db) == before
 
@@ -135,7 +135,7 @@ def test_an_aborted_match_is_not_rated_and_can_be_replayed(db: Database) -> None
     [mid] = db.schedule_matches(tid, [plan("g0", [a, b])])
     db.mark_running(mid)
     assert db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="referee stopped",
-                                       faults=[FaultRecord(0, "disconnect", "EOF")],
+                                       faults=[Fault(0, FaultKind.DISCONNECT, "EOF")],
                                        log={"attempt": 1}))
     assert count(db, "ratings") == 0
     assert [m.id for m in db.pending_matches(tid)] == [mid]
@@ -186,7 +186,7 @@ def test_a_played_game_log_is_stored_whole_to_its_last_action(db: Database) -> N
     assert db.record_match(StoredMatch(
         mid, round_scores=res["round_scores"], totals=res["totals"], ranks=res["ranks"],
         forfeited=res["forfeited"], log=log, log_format=log["format"],
-        faults=[FaultRecord(f["seat"], f["kind"], f["detail"], f["turn_id"])
+        faults=[Fault(f["seat"], FaultKind(f["kind"]), f["detail"], f["turn_id"])
                 for f in log["faults"]]))
     stored = db.get_log(mid)
     assert stored is not None
@@ -213,7 +213,7 @@ def test_a_played_log_reads_back_whole_from_a_reopened_database(db_url: str) -> 
         assert writer.record_match(StoredMatch(
             mid, round_scores=res["round_scores"], totals=res["totals"], ranks=res["ranks"],
             forfeited=res["forfeited"], log=log, log_format=log["format"],
-            faults=[FaultRecord(f["seat"], f["kind"], f["detail"], f["turn_id"])
+            faults=[Fault(f["seat"], FaultKind(f["kind"]), f["detail"], f["turn_id"])
                     for f in log["faults"]]))
     finally:
         writer.close()

@@ -6,10 +6,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from cfarena.server.match_record import Fault
 from cfarena.server.storage import (
     Database,
     FaultKind,
-    FaultRecord,
     MatchStatus,
     SeatLog,
     StorageError,
@@ -28,7 +28,7 @@ LIMIT = "memory limit 512 MiB exceeded"
 def _faults(db: Database, mid: str) -> list[tuple[int, FaultKind, str, int | None]]:
     detail = db.get_match(mid)
     assert detail is not None
-    return [(f.seat, f.kind, f.detail, f.at_turn) for f in detail.faults]
+    return [(f.seat, f.kind, f.detail, f.turn_id) for f in detail.faults]
 
 
 def test_seat_logs_and_a_limit_fault_are_stored_and_read_back(db: Database) -> None:
@@ -41,7 +41,7 @@ def test_seat_logs_and_a_limit_fault_are_stored_and_read_back(db: Database) -> N
     ]
     assert db.record_match(result(
         mid, [[0, 5, 9]], [1, 2, 3], forfeited=[2], seat_logs=logs,
-        faults=[FaultRecord(2, FaultKind.LIMIT, LIMIT, at_turn=7)]))
+        faults=[Fault(2, FaultKind.LIMIT, LIMIT, turn_id=7)]))
     assert db.seat_logs(mid) == logs  # seat 1 printed nothing: no row
     assert _faults(db, mid) == [(2, FaultKind.LIMIT, LIMIT, 7)]
     detail = db.get_match(mid)
@@ -54,9 +54,9 @@ def test_limit_is_a_fault_kind_by_its_value_too(db: Database) -> None:
     a, b = bots(db, "a", "b")
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
     assert db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="stopped",
-                                       faults=[FaultRecord(1, "limit", "CPU time limit 60 s "
+                                       faults=[Fault(1, "limit", "CPU time limit 60 s "
                                                            "exceeded")]))
-    assert _faults(db, mid) == [(1, FaultKind.LIMIT, "CPU time limit 60 s exceeded", None)]
+    assert _faults(db, mid) == [(1, FaultKind.LIMIT, "CPU time limit 60 s exceeded", 0)]
     assert db.seat_logs(mid) == []
 
 
@@ -64,7 +64,7 @@ def test_the_faults_table_still_refuses_unknown_kinds(db: Database) -> None:
     a, b = bots(db, "a", "b")
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
     with pytest.raises(ValueError, match="bogus"):
-        db.record_match(result(mid, [[0, 1]], [1, 2], faults=[FaultRecord(0, "bogus")]))
+        db.record_match(result(mid, [[0, 1]], [1, 2], faults=[Fault(0, "bogus")]))
     # the check constraint itself (0002 rewrote it) admits "limit" and nothing new
     insert = text("INSERT INTO faults (match_id, seat, bot_id, kind, detail, created_at) "
                   "VALUES (:m, 0, :b, :k, '', CURRENT_TIMESTAMP)")
@@ -81,10 +81,10 @@ def test_text_neither_backend_can_store_is_replaced(db: Database) -> None:
     a, b = bots(db, "a", "b")
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
     assert db.record_match(result(
-        mid, [[0, 1]], [1, 2], faults=[FaultRecord(1, "illegal", "move '\x00'")],
+        mid, [[0, 1]], [1, 2], faults=[Fault(1, FaultKind.ILLEGAL, "move '\x00'")],
         seat_logs=[SeatLog(1, "a\x00b \udcff c\n", 9, "exited with code 1: \x00")]))
     assert db.seat_logs(mid) == [SeatLog(1, "a\ufffdb ? c\n", 9, "exited with code 1: \ufffd")]
-    assert _faults(db, mid) == [(1, FaultKind.ILLEGAL, "move '\ufffd'", None)]
+    assert _faults(db, mid) == [(1, FaultKind.ILLEGAL, "move '\ufffd'", 0)]
 
 
 @pytest.mark.parametrize("logs", [
@@ -110,15 +110,15 @@ def test_a_replayed_match_keeps_only_the_last_attempts_rows(db: Database) -> Non
     db.mark_running(mid)
     assert db.record_match(StoredMatch(
         mid, status=MatchStatus.ABORTED, reason="aborted: referee shutting down",
-        faults=[FaultRecord(0, "disconnect", "stream ended", 3),
-                FaultRecord(1, "timeout", "no answer within 1000 ms", 4)],
+        faults=[Fault(0, FaultKind.DISCONNECT, "stream ended", 3),
+                Fault(1, FaultKind.TIMEOUT, "no answer within 1000 ms", 4)],
         seat_logs=[SeatLog(0, "attempt 1, seat 0\n", 18, "killed by SIGKILL"),
                    SeatLog(1, "attempt 1, seat 1\n", 18, None)],
         log={"attempt": 1}))
     assert count(db, "faults") == 2 and count(db, "seat_logs") == 2
     # resumed: the same match id is played again and finishes
     db.mark_running(mid)
-    second_faults = [FaultRecord(1, FaultKind.LIMIT, LIMIT, 9)]
+    second_faults = [Fault(1, FaultKind.LIMIT, LIMIT, 9)]
     second_logs = [SeatLog(1, "attempt 2, seat 1\n", 18, LIMIT)]
     assert db.record_match(result(mid, [[0, 4]], [1, 2], forfeited=[1], faults=second_faults,
                                   seat_logs=second_logs, log={"attempt": 2}))
@@ -140,7 +140,7 @@ def test_an_attempt_without_a_log_or_seat_logs_leaves_none_of_the_earlier_one(db
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
     assert db.record_match(StoredMatch(
         mid, status=MatchStatus.ABORTED, reason="first", log={"attempt": 1},
-        faults=[FaultRecord(0, "protocol")], seat_logs=[SeatLog(0, "one\n", 4)]))
+        faults=[Fault(0, FaultKind.PROTOCOL)], seat_logs=[SeatLog(0, "one\n", 4)]))
     assert db.record_match(StoredMatch(mid, status=MatchStatus.ABORTED, reason="second"))
     assert db.get_log(mid) is None
     assert db.seat_logs(mid) == []
@@ -155,11 +155,11 @@ def test_a_refused_replay_keeps_the_earlier_attempt(db: Database) -> None:
     [mid] = db.schedule_matches(None, [plan("m", [a, b])])
     assert db.record_match(StoredMatch(
         mid, status=MatchStatus.ABORTED, reason="first", log={"attempt": 1},
-        faults=[FaultRecord(0, "protocol")], seat_logs=[SeatLog(0, "one\n", 4)]))
+        faults=[Fault(0, FaultKind.PROTOCOL)], seat_logs=[SeatLog(0, "one\n", 4)]))
     before = snapshot(db)
     # the earlier rows are deleted first, then a fault of a seat not at the table fails
     with pytest.raises(StorageError):
-        db.record_match(result(mid, [[0, 1]], [1, 2], faults=[FaultRecord(7, "timeout")],
+        db.record_match(result(mid, [[0, 1]], [1, 2], faults=[Fault(7, FaultKind.TIMEOUT)],
                                seat_logs=[SeatLog(1, "two\n", 4)], log={"attempt": 2}))
     assert snapshot(db) == before
     assert db.seat_logs(mid) == [SeatLog(0, "one\n", 4)]

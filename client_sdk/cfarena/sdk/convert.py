@@ -343,21 +343,30 @@ def match_start_from_proto(msg: pb.MatchStart) -> MatchInfo:
 # ------------------------------------------------------------------- match end
 
 
-def fault_from_proto(msg: pb.Fault) -> Fault:
+def fault_from_proto(msg: pb.Fault, forfeit: bool = False) -> Fault:
     kind = _FAULT_KIND_FROM_PB.get(msg.kind)
     if kind is None:
         raise ProtocolError(f"fault: unknown or unspecified FaultKind {msg.kind}")
-    return Fault(seat=msg.seat, kind=kind, detail=msg.detail, turn_id=msg.turn_id)
+    return Fault(seat=msg.seat, kind=kind, detail=msg.detail, turn_id=msg.turn_id,
+                 forfeit=forfeit)
+
+
+def _forfeiting(msg: pb.MatchEnd) -> set[int]:
+    """Indexes of the faults that forfeited: each forfeited seat's last one (a
+    forfeited seat commits no more faults)."""
+    last = {f.seat: i for i, f in enumerate(msg.faults)}
+    return {last[seat] for seat in msg.forfeited if seat in last}
 
 
 def match_end_from_proto(msg: pb.MatchEnd, seat: int | None = None) -> MatchResult:
     """The MatchResult of a message (its events are decoded with `events_from_proto`)."""
+    forfeiting = _forfeiting(msg)
     return MatchResult(
         match_id=msg.match_id,
         totals=tuple(msg.totals),
         ranks=tuple(msg.ranks),
         round_scores=tuple(tuple(r.scores) for r in msg.round_scores),
-        faults=tuple(fault_from_proto(f) for f in msg.faults),
+        faults=tuple(fault_from_proto(f, i in forfeiting) for i, f in enumerate(msg.faults)),
         forfeited=tuple(msg.forfeited),
         reason=msg.reason,
         seat=seat,

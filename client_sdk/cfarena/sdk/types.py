@@ -109,12 +109,20 @@ class FaultKind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """A fault a seat committed."""
+    """A fault a seat committed: which seat, what kind, the offending input (or
+    what went wrong), when, and whether it forfeited the match.
+
+    The one fault type: the referee's match record, the protocol's `MatchEnd` and
+    storage all hold these.
+    """
 
     seat: int
     kind: FaultKind
-    detail: str
-    turn_id: int  # that seat's own turn id (0 = before its first Turn)
+    detail: str = ""
+    turn_id: int = 0  # that seat's own turn id (0 = before its first Turn)
+    # whether this fault forfeited the match (a forfeited seat's last fault; the
+    # protocol sends the forfeited seats, not this flag)
+    forfeit: bool = False
 
 
 @dataclass(frozen=True, slots=True)

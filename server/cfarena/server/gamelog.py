@@ -41,7 +41,7 @@ from cfarena.engine import (
 from cfarena.engine.dealing import RoundDeal, deal_round
 from cfarena.engine.state import MatchState
 from cfarena.server.law_replay import decision_differences
-from cfarena.server.match_record import MatchRecord, MatchStatus
+from cfarena.server.match_record import MatchRecord, MatchStatus, fault_to_dict
 
 LOG_FORMAT = 2  # the format written
 READABLE_FORMATS = (1, 2)  # 1: turn ids count the match's decisions; 2: each seat's own
@@ -152,7 +152,7 @@ def record_to_log(record: MatchRecord) -> dict[str, Any]:
         "started_at": record.started_at,
         "finished_at": record.finished_at,
         "actions": [a.to_dict() for a in record.actions],
-        "faults": [f.to_dict() for f in record.faults],
+        "faults": [fault_to_dict(f) for f in record.faults],
         "events": [event_to_dict(e) for e in record.events],
         "deals": [deal_to_dict(d) for d in record.deals],
         "result": {

@@ -16,7 +16,9 @@ from typing import Any
 from cfarena.engine import Event, Rules
 from cfarena.engine.dealing import RoundDeal
 
-# the wire's fault kinds (cfarena.v1.FaultKind): one enum for bots, referee and storage
+# the wire's fault kinds (cfarena.v1.FaultKind) and the one fault type, for bots,
+# referee and storage
+from cfarena.sdk.types import Fault as Fault
 from cfarena.sdk.types import FaultKind as FaultKind
 from cfarena.sdk.types import TimeControl as TimeControl
 
@@ -36,24 +38,15 @@ class MatchStatus(enum.StrEnum):
 LOG_STATUSES = (MatchStatus.FINISHED, MatchStatus.ABORTED, MatchStatus.RUNNING)
 
 
-@dataclass(frozen=True, slots=True)
-class Fault:
-    """A fault: which seat, what kind, the offending input and when (turn id)."""
-
-    seat: int
-    kind: FaultKind
-    detail: str
-    turn_id: int  # the seat's decision it happened at; 0 = before its first one
-    forfeit: bool  # whether this fault forfeited the match
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "seat": self.seat,
-            "kind": self.kind.value,
-            "detail": self.detail,
-            "turn_id": self.turn_id,
-            "forfeit": self.forfeit,
-        }
+def fault_to_dict(fault: Fault) -> dict[str, object]:
+    """A fault as the game log writes it."""
+    return {
+        "seat": fault.seat,
+        "kind": fault.kind.value,
+        "detail": fault.detail,
+        "turn_id": fault.turn_id,
+        "forfeit": fault.forfeit,
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,29 +3,114 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import resource
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import typer
 import typer.main
+from typer._click.core import Command, Context
+from typer.core import TyperCommand, TyperGroup
 
-from cfarena.server.cli import inspection, replay, serve, tournament, worker
 from cfarena.server.cli.common import OneLineErrors
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One command of `cfarena`: the modules of `cfarena.server.cli` whose `register`
+    makes it, and the first paragraph of its help (what `cfarena --help` lists)."""
+
+    modules: tuple[str, ...]
+    summary: str
+
+
+# every command, in the order `cfarena --help` lists them (tests/cli check each
+# summary against the command's own help)
+COMMANDS: dict[str, Entry] = {
+    "run-tournament": Entry(("tournament",), "Run a round-robin between bots on a local "
+                            "referee and print the standings."),
+    "serve": Entry(("serve",), "Run the competition ladder for bots registered with "
+                   "`cfarena bots add`."),
+    "standings": Entry(("inspection",), "Standings: the ladder (`serve`'s online rating per "
+                       "bot version, which ranks) and\nper bot the Bradley-Terry fit and Elo, "
+                       "matches, wins, points per round, faults."),
+    "matches": Entry(("inspection",), "List matches, newest first."),
+    "show": Entry(("inspection",), "One match: result, scores per round, faults; each "
+                  "seat's output with --logs."),
+    "export": Entry(("inspection",), "Write a match's game log as JSON (format: "
+                    "docs/gamelog.md), or as HTML/text."),
+    "replay": Entry(("replay",), "Step through a logged game: n/space next, p previous, r/R "
+                    "next/previous round, q quit."),
+    "verify": Entry(("replay",), "Re-simulate logged matches from seed, rules and "
+                    "decisions; report any difference."),
+    "worker": Entry(("worker",), "Play tournament matches from a PostgreSQL database, on "
+                    "this machine's referee with\nits own sandboxed bot processes (the "
+                    "bots' commands must exist here). Start as many\nas you like, on any "
+                    "machines; kill one and its matches are played again by another."),
+    "bots": Entry(("inspection",), "Register, list, rotate, revoke and show bots (for "
+                  "`cfarena serve`)."),
+    # `tournaments create` is registered by the tournament module
+    "tournaments": Entry(("inspection", "tournament"), "List tournaments with their "
+                         "progress (`create`: schedule one for workers)."),
+}
+
+
+class LazyCommands(OneLineErrors):
+    """The `cfarena` group, which imports a command's module only when that command
+    runs or shows its help: its own help lists the commands from `COMMANDS`, so
+    `cfarena --help` loads none of them (nor SQLAlchemy, gRPC, uvicorn)."""
+
+    listing = False  # True while the group's own help is written
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # stand-ins: what the help lists, and the names a typo is matched against
+        self.commands = {name: TyperCommand(name, help=entry.summary)
+                         for name, entry in COMMANDS.items()}
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None or self.listing:
+            return self.commands.get(cmd_name)
+        return _loaded(entry.modules).commands[cmd_name]
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
+
+@cache
+def _loaded(modules: tuple[str, ...]) -> TyperGroup:
+    """The click group of the commands `modules` register, their flags shown bare."""
+    sub = typer.Typer()
+    sub.callback()(_nothing)  # a group even for a module with one command
+    for name in modules:
+        importlib.import_module(f"cfarena.server.cli.{name}").register(sub)
+    group = typer.main.get_command(sub)
+    assert isinstance(group, TyperGroup)
+    _bare_flags(group)
+    return group
+
+
+def _nothing() -> None:
+    """A group's callback that does nothing."""
+
 
 app = typer.Typer(
     name="cfarena",
-    cls=OneLineErrors,
+    cls=LazyCommands,
     help="cfarena: an arena where Chicken Foot bots play each other and get ranked.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-tournament.register(app)
-serve.register(app)
-inspection.register(app)
-replay.register(app)
-worker.register(app)
+app.callback()(_nothing)  # the commands come from LazyCommands, not from typer
 
 
 def command() -> Any:
@@ -65,4 +150,4 @@ def _raise_descriptor_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-__all__ = ["app", "command", "main"]
+__all__ = ["COMMANDS", "app", "command", "main"]

@@ -9,7 +9,7 @@ import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -18,7 +18,10 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from cfarena.engine import Rules, RulesError
-from cfarena.server.storage import DEFAULT_URL, Database, StorageError, open_database
+from cfarena.server.database_url import DEFAULT_URL
+
+if TYPE_CHECKING:
+    from cfarena.server.storage import Database
 
 USAGE_ERROR = 2
 out = Console(highlight=False)
@@ -73,6 +76,9 @@ def database(url: str, *, create: bool = True) -> Iterator[Database]:
     Commands that only read pass `create=False`: a database that does not exist
     is then an error ("no database at PATH"), not a new empty one.
     """
+    # loaded here, not above: SQLAlchemy and Alembic would slow every `--help`
+    from cfarena.server.storage import StorageError, open_database
+
     try:
         db = open_database(url, create=create)
     except StorageError as exc:

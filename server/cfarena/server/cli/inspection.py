@@ -30,7 +30,7 @@ from cfarena.server.cli.report import ladder_table, standings_table
 from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.replay import export_log
 from cfarena.server.standings import bot_report, ladder_rows, standings_rows
-from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog, StorageError
+from cfarena.server.storage import BotNameTaken, MatchStatus, SeatInfo, SeatLog, StorageError
 
 bots_app = typer.Typer(help="Register, list, rotate, revoke and show bots (for `cfarena serve`).",
                        no_args_is_help=True)
@@ -55,21 +55,17 @@ def bots_add(
         fail("--token must be at least 8 characters")
     secret = token or new_token()
     with database(db_url) as db:
-        existing = next((b for b in db.list_bots() if b.name == name), None)
-        if existing is not None and existing.token_hash != hash_token(secret):
-            _bot_exists(name)
         try:
-            bot_id = db.ensure_bot(name, hash_token(secret), command)
-        except StorageError:
-            if any(b.name == name for b in db.list_bots()):  # added meanwhile by another
-                _bot_exists(name)
-            raise
+            registered = db.register_bot(name, hash_token(secret), command)
+        except BotNameTaken:
+            _bot_exists(name)
     if quiet:
         return
-    if existing is not None:  # the same name and --token again: nothing to do
-        out.print(f"bot {name!r} is already registered with this token (id {bot_id}).")
+    if not registered.added:  # the same name and --token again: nothing to do
+        out.print(f"bot {name!r} is already registered with this token "
+                  f"(id {registered.bot_id}).")
         return
-    out.print(f"bot {name!r} registered (id {bot_id}).")
+    out.print(f"bot {name!r} registered (id {registered.bot_id}).")
     if token is None:
         out.print("Its token, shown only now:")
         print(secret)
@@ -326,7 +322,7 @@ def show_cmd(
         out.print(table)
     for f in detail.faults:  # the detail is the bot's own input: no markup in it
         out.print(f"[red]fault[/] seat {f.seat} ({escape(f.bot_name)}) {f.kind.value} at turn "
-                  f"{f.at_turn}: {escape(printable(f.detail))}")
+                  f"{f.turn_id}: {escape(printable(f.detail))}")
     names = {s.seat: s.bot_name for s in m.seats}
     if not logs:
         for x in seat_logs:

@@ -24,7 +24,6 @@ from cfarena.server.replay import (
     verify_logs,
     write_html,
 )
-from cfarena.server.storage import StorageError
 
 
 def _load(match_id: str | None, file: Path | None, db_url: str) -> dict[str, Any]:
@@ -100,6 +99,8 @@ def verify_cmd(
             except LogFileError as exc:
                 broken[str(path)] = str(exc)
     else:
+        from cfarena.server.storage import StorageError  # loaded only for a database
+
         with database(db_url, create=False) as db:
             if match_id is not None:
                 ids = [match_id]

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from cfarena.engine import Rules, observe, visible_events
 from cfarena.engine.state import MatchState
-from cfarena.sdk.types import Fault as SdkFault
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
@@ -184,10 +183,7 @@ class MatchRunner:
         what the rules reveal at the end (no seed, no deals: in a duplicate
         tournament other matches are dealt the same hands)."""
         rec = self.record
-        faults = [
-            encode.fault_to_proto(SdkFault(f.seat, f.kind, f.detail, f.turn_id))
-            for f in rec.faults
-        ]
+        faults = [encode.fault_to_proto(f) for f in rec.faults]
         for seat, conn in enumerate(self.seats):
             if conn.closed:
                 continue

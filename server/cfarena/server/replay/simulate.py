@@ -1,10 +1,16 @@
-"""Play a whole match in-process and return its game log (tests, demos).
+"""Play a whole match in-process, no referee and no network (tests, demos,
+benchmarks/bot_strength.py).
 
-No referee, no network: a simple policy decides for every seat, under the
-same match law as the referee's (`cfarena.server.law.MatchLaw`: forced moves
-are not decisions, each seat's decisions get its own consecutive turn ids, a
-faulting seat gets the fallback move and, once it forfeits, plays only
-fallbacks); its `MatchRecord` is turned into a log by `record_to_log`.
+`play_match` seats `Bot`s under the referee's own match law
+(`cfarena.server.law.MatchLaw`: forced moves are not decisions, each seat's
+decisions get its own consecutive turn ids, a faulting seat gets the fallback
+move and, once it forfeits, plays only fallbacks); every decision gets a `Turn`
+built as the referee builds it (observation via `observe`, the events since
+the seat's previous Turn via `visible_events`, the accumulated history as the
+SDK keeps it), and `on_match_start`, `on_events` and `on_match_end` are called.
+`simulate_record` and `simulate_log` play it with a simple policy per seat (the
+bundled greedy bot, a random or the first legal move); `record_to_log` makes
+the log.
 
     log = simulate_log({"preset": "maltese"}, players=3, seed=7)
 """
@@ -14,43 +20,152 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ParamSpec
 
-from cfarena.engine import Move, MoveKind, Rules
-from cfarena.engine.state import MatchState
+from cfarena.bots import make_bot
+from cfarena.engine import Event, MatchState, Rules, observe, visible_events
+from cfarena.sdk import Bot, MatchInfo, MatchResult, TimeControl, Turn
+from cfarena.sdk.bot import resolve_choice
 from cfarena.server.gamelog import record_to_log
 from cfarena.server.law import Answer, Decision, MatchLaw, Reply, TimedOut, play_out
-from cfarena.server.match_record import MatchRecord, TimeControl
+from cfarena.server.match_record import MatchRecord
 
 P = ParamSpec("P")
-Policy = Callable[[MatchState, Sequence[Move], random.Random], Move]
 
 POLICIES = ("greedy", "random", "first")
 
 
-def _greedy(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
-    """The heaviest play (a just-drawn tile first), like cfarena.bots.greedy."""
-    plays = [m for m in moves if m.kind is MoveKind.PLAY and m.tile is not None]
-    drawn = state.drawn_tile
-    if drawn is not None and any(m.tile == drawn for m in plays):
-        plays = [m for m in plays if m.tile == drawn]
-
-    def weight(m: Move) -> tuple[int, int, int]:
-        assert m.tile is not None and m.parent is not None
-        return (m.tile.pips, m.tile.b, -m.parent)
-
-    return max(plays, key=weight) if plays else moves[0]
+class IllegalChoiceError(RuntimeError):
+    """A bot answered with something that was not offered."""
 
 
-def _random(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
-    return moves[rng.randrange(len(moves))]
+@dataclass
+class PlayedMatch:
+    """What one in-process match produced."""
+
+    state: MatchState
+    record: MatchRecord
+    decisions: list[list[float]] = field(default_factory=list)  # per seat: seconds per choose()
+    chosen: list[list[str]] = field(default_factory=list)  # per seat: move keys chosen
 
 
-def _first(state: MatchState, moves: Sequence[Move], rng: random.Random) -> Move:
-    return moves[0]
+def play_match(
+    bots: Sequence[Bot],
+    rules: Rules,
+    seed: int,
+    match_id: str,
+    deadline_ms: int = 1000,
+    names: Sequence[str] | None = None,
+    on_turn: Callable[[Turn, object], None] | None = None,
+    *,
+    strikes: int = 1,
+    timeouts: Collection[int] = (),
+) -> PlayedMatch:
+    """Play one match in-process under the referee's match law.
+
+    Raises IllegalChoiceError if a bot returns a move that was not offered. A
+    bot slower than `deadline_ms` times out as it would at the referee (a fault,
+    the fallback move); a seat forfeits after `strikes` faults. `timeouts` are
+    decision numbers (the match's decisions counted from 1 over all seats, not
+    turn ids, which count per seat) at which the deciding bot is not asked but
+    times out. `on_turn(turn, choice)` (for tests) sees every Turn and the
+    bot's raw answer.
+    """
+    players = len(bots)
+    seat_names = tuple(names) if names is not None else tuple(type(b).__name__ for b in bots)
+    tc = TimeControl(move_timeout_ms=deadline_ms, strikes=strikes)
+    law = MatchLaw(match_id, rules, seed, seat_names, tc)
+    state = law.state
+    for i, bot in enumerate(bots):
+        bot.on_match_start(MatchInfo(match_id, i, state.rules, seat_names, tc))
+    sent = [0] * players
+    history: list[list[Event]] = [[] for _ in range(players)]
+    played = PlayedMatch(state, law.record, [[] for _ in range(players)],
+                         [[] for _ in range(players)])
+
+    decisions = 0
+
+    def ask(decision: Decision) -> Reply:
+        nonlocal decisions
+        decisions += 1
+        if decisions in timeouts:
+            return TimedOut()
+        seat, moves = decision.seat, decision.legal_moves
+        events = visible_events(state, seat, sent[seat])
+        sent[seat] += len(events)
+        history[seat].extend(events)
+        bot = bots[seat]
+        turn = Turn(
+            match_id=match_id,
+            turn_id=decision.turn_id,
+            observation=observe(state, seat),
+            legal_moves=moves,
+            events=tuple(events),
+            history=tuple(history[seat]),
+            deadline_ms=decision.deadline_ms,
+            bank_ms=int(decision.bank_ms),
+            received_at=time.monotonic(),
+        )
+        if events:
+            bot.on_events(match_id, turn.events)
+        start = time.perf_counter()
+        choice = bot.choose(turn)
+        elapsed = time.perf_counter() - start
+        played.decisions[seat].append(elapsed)
+        if on_turn is not None:
+            on_turn(turn, choice)
+        index = resolve_choice(choice, moves)
+        if index is None:
+            raise IllegalChoiceError(
+                f"{seat_names[seat]} (seat {seat}) chose {choice!r}, not among "
+                f"{[m.key for m in moves]} in match {match_id}"
+            )
+        played.chosen[seat].append(moves[index].key)
+        return Answer(index, elapsed * 1000.0)
+
+    record = play_out(law, ask)
+    faults = tuple(record.faults)
+    for i, bot in enumerate(bots):
+        events = visible_events(state, i, sent[i])
+        if events:
+            bot.on_events(match_id, events)
+        bot.on_match_end(
+            MatchResult(
+                match_id=match_id,
+                totals=tuple(record.totals),
+                ranks=tuple(record.ranks),
+                round_scores=tuple(tuple(r) for r in record.round_scores),
+                faults=faults,
+                forfeited=tuple(record.forfeited),
+                reason=record.reason,
+                seat=i,
+            )
+        )
+    return played
 
 
-_POLICY_FUNCS: dict[str, Policy] = {"greedy": _greedy, "random": _random, "first": _first}
+class _RandomMove(Bot):
+    """A uniformly random legal move from the match's one generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def choose(self, turn: Turn) -> int:
+        return self.rng.randrange(len(turn.legal_moves))
+
+
+class _FirstMove(Bot):
+    """The first legal move."""
+
+    def choose(self, turn: Turn) -> int:
+        return 0
+
+
+def _policy_bot(policy: str, rng: random.Random) -> Bot:
+    if policy == "greedy":
+        return make_bot("greedy")
+    return _RandomMove(rng) if policy == "random" else _FirstMove()
 
 
 def simulate_record(
@@ -69,38 +184,22 @@ def simulate_record(
     `first`). `timeouts` are decision numbers (the match's decisions counted
     from 1 over all seats, not turn ids, which count per seat) at which the
     deciding bot "times out": a TIMEOUT fault is recorded and the fallback move
-    is played; the seat forfeits after `strikes` faults.
+    is played; the seat forfeits after `strikes` faults (see `play_match`).
     """
     rules = Rules.from_options(rules_options)
     seat_policies = [policy] * players if isinstance(policy, str) else list(policy)
     if len(seat_policies) != players:
         raise ValueError(f"policy: {len(seat_policies)} policies for {players} players")
-    unknown = [p for p in seat_policies if p not in _POLICY_FUNCS]
+    unknown = [p for p in seat_policies if p not in POLICIES]
     if unknown:
         raise ValueError(f"policy: unknown {unknown[0]!r} (known: {', '.join(POLICIES)})")
-    funcs = [_POLICY_FUNCS[p] for p in seat_policies]
-    tc = TimeControl(move_timeout_ms=1000, strikes=strikes)
-    law = MatchLaw(
-        f"sim-{rules.name}-{players}p-{seed}",
-        rules,
-        seed,
-        list(names) if names is not None else [f"{p}-{s}" for s, p in enumerate(seat_policies)],
-        tc,
-    )
     rng = random.Random(seed)
-    decisions = 0
-
-    def ask(decision: Decision) -> Reply:
-        nonlocal decisions
-        decisions += 1
-        if decisions in timeouts:
-            return TimedOut()
-        moves = decision.legal_moves
-        started = time.perf_counter()
-        move = funcs[decision.seat](law.state, moves, rng)
-        return Answer(moves.index(move), (time.perf_counter() - started) * 1000.0)
-
-    return play_out(law, ask)
+    if names is None:
+        names = [f"{p}-{s}" for s, p in enumerate(seat_policies)]
+    played = play_match([_policy_bot(p, rng) for p in seat_policies], rules, seed,
+                        f"sim-{rules.name}-{players}p-{seed}", names=names,
+                        strikes=strikes, timeouts=timeouts)
+    return played.record
 
 
 def _as_log(simulate: Callable[P, MatchRecord]) -> Callable[P, dict[str, Any]]:

@@ -12,11 +12,13 @@ from typing import Any
 
 from cfarena.server.gamelog import verify_log
 from cfarena.server.replay.schema import validate_log
-from cfarena.server.storage import canonical_sha256
 
 
 def log_sha256(log: Mapping[str, Any]) -> str:
     """The digest the database stores for a log (sha256 of its canonical JSON)."""
+    # loaded here, not above: the storage package loads SQLAlchemy (slow for `--help`)
+    from cfarena.server.storage import canonical_sha256
+
     return canonical_sha256(log)
 
 

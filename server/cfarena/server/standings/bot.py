@@ -48,7 +48,7 @@ def bot_report(db: Database, name: str, pool: str, faults: int) -> dict[str, Any
         "pool": pool,
         "versions": versions,
         "faults": [
-            {"match": f.match_id, "seat": f.seat, "turn": f.at_turn, "kind": f.kind.value,
+            {"match": f.match_id, "seat": f.seat, "turn": f.turn_id, "kind": f.kind.value,
              "detail": f.detail, "at": f.created_at.isoformat(timespec="seconds")}
             for f in db.bot_faults(name, faults)
         ],

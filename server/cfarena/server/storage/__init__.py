@@ -7,7 +7,8 @@ database and returns the `Database` facade; see docs/STORAGE.md.
 from __future__ import annotations
 
 from cfarena.server.credentials import hash_token
-from cfarena.server.storage.connect import DEFAULT_URL, StorageError
+from cfarena.server.storage.arena_store import BotNameTaken, Registration
+from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.database import Database, open_database
 from cfarena.server.storage.queries import GLOBAL_POOL
 from cfarena.server.storage.recording import LeaseLost
@@ -15,7 +16,6 @@ from cfarena.server.storage.records import (
     BotInfo,
     FaultInfo,
     FaultKind,
-    FaultRecord,
     MatchDetail,
     MatchInfo,
     MatchPlan,
@@ -34,19 +34,19 @@ from cfarena.server.storage.scheduling import default_pool
 from cfarena.server.storage.stored_values import canonical_json, canonical_sha256, config_hash
 
 __all__ = [
-    "DEFAULT_URL",
     "GLOBAL_POOL",
     "BotInfo",
+    "BotNameTaken",
     "Database",
     "FaultInfo",
     "FaultKind",
-    "FaultRecord",
     "LeaseLost",
     "MatchDetail",
     "MatchInfo",
     "MatchPlan",
     "MatchStatus",
     "RatingPoint",
+    "Registration",
     "ScheduledMatch",
     "SeatInfo",
     "SeatLog",

@@ -32,7 +32,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cfarena.server.storage import scheduling
@@ -40,6 +39,7 @@ from cfarena.server.storage.models import Arena, Bot, Match, MatchSeat, MatchSta
 from cfarena.server.storage.queries import aware
 from cfarena.server.storage.records import MatchPlan
 from cfarena.server.storage.stored_values import storable_text, utc_now
+from cfarena.server.storage.upsert import dialect_insert
 
 _OPEN = (MatchStatus.SCHEDULED.value, MatchStatus.RUNNING.value)
 
@@ -181,9 +181,7 @@ def _upsert(s: Session, arena_id: str, now: datetime, host: str | None = None,
     changed: dict[str, Any] = {"heartbeat_at": now, "stopped_at": None}
     if host is not None and address is not None:
         changed.update(host=host, address=address, started_at=now)
-    dialect = s.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(Arena).values(values)
+    statement = dialect_insert(s, Arena).values(values)
     s.execute(statement.on_conflict_do_update(index_elements=[Arena.id], set_=changed))
 
 

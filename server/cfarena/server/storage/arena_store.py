@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cfarena.server.skill import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
@@ -28,6 +27,7 @@ from cfarena.server.storage.models import (
 )
 from cfarena.server.storage.queries import aware, bot_info
 from cfarena.server.storage.records import BotInfo, FaultInfo, SkillStanding
+from cfarena.server.storage.upsert import insert_or_ignore
 
 Entrant = tuple[int, str]  # (bot id, version)
 
@@ -43,6 +43,18 @@ class VersionHistory:
     last_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A registered bot's id, and whether this registration added it."""
+
+    bot_id: int
+    added: bool
+
+
+class BotNameTaken(StorageError):
+    """The name is registered with another token."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -53,7 +65,31 @@ class ArenaStore:
     def _session(self, write: bool = False) -> AbstractContextManager[Session]:
         raise NotImplementedError
 
-    # -- tokens ---------------------------------------------------------------
+    # -- bots and tokens ------------------------------------------------------
+
+    def register_bot(self, name: str, token_hash: str,
+                     command: str | None = None) -> Registration:
+        """Register bot `name` with a token (its hash). Registering it again with the
+        same token changes nothing (but a given `command`); `BotNameTaken` if the
+        name is held with another token, also when a concurrent registration took
+        it first."""
+        with self._session(write=True) as s:
+            added = insert_or_ignore(s, Bot, [{"name": name, "token_hash": token_hash,
+                                               "command": command, "created_at": _now()}],
+                                     conflict=[Bot.name]) == 1
+            bot = _bot(s, name)
+            if bot.token_hash != token_hash:
+                raise BotNameTaken(f"bot {name!r} already exists")
+            if command is not None:
+                bot.command = command
+            s.flush()
+            return Registration(bot.id, added)
+
+    def bot_by_name(self, name: str) -> BotInfo | None:
+        """Bot `name` (None: no such bot)."""
+        with self._session() as s:
+            bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
+            return None if bot is None else bot_info(bot)
 
     def revoke_bot(self, name: str) -> BotInfo:
         """Revoke bot `name`'s token: it admits no new connection, and a running arena
@@ -184,7 +220,7 @@ class ArenaStore:
                              .order_by(Fault.created_at.desc(), Fault.id.desc()).limit(limit))
             return [FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat, bot_id=f.bot_id,
                               bot_name=bot.name, kind=FaultKind(f.kind), detail=f.detail,
-                              at_turn=f.at_turn, created_at=aware(f.created_at))
+                              turn_id=f.at_turn, created_at=aware(f.created_at))
                     for f in rows]
 
     def decision_times(self, name: str, matches: int = 200) -> dict[str, list[float]]:
@@ -250,13 +286,7 @@ def rate_skill(s: Session, pool: str, match_id: str, seats: Sequence[tuple[Entra
     rows = [{"bot_id": b, "version": v, "pool": pool, "mu": INITIAL_MU, "sigma": INITIAL_SIGMA,
              "games": 0, "updated_at": now} for b, v in entrants]
     # a concurrent writer may insert the same rows first: theirs win, then both lock them
-    dialect = s.get_bind().dialect.name
-    if dialect == "postgresql":
-        s.execute(postgresql.insert(SkillRating).values(rows).on_conflict_do_nothing())
-    elif dialect == "sqlite":
-        s.execute(sqlite.insert(SkillRating).values(rows).on_conflict_do_nothing())
-    else:  # pragma: no cover - the two supported backends are above
-        raise StorageError(f"unsupported database {dialect}")
+    insert_or_ignore(s, SkillRating, rows)
     found = s.scalars(
         select(SkillRating).where(SkillRating.pool == pool,
                                   SkillRating.bot_id.in_({b for b, _ in entrants}))

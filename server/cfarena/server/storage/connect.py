@@ -18,7 +18,6 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-DEFAULT_URL = "sqlite:///cfarena.db"
 SQLITE_BUSY_TIMEOUT_S = 30.0
 PG_CONNECT_TIMEOUT_S = 10
 # execution option naming the SQLite BEGIN mode ("IMMEDIATE" for writers)

@@ -17,11 +17,11 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from cfarena.server.database_url import DEFAULT_URL
 from cfarena.server.storage import queries, recording, scheduling
 from cfarena.server.storage.arena_fleet import FleetStore
 from cfarena.server.storage.arena_store import ArenaStore
 from cfarena.server.storage.connect import (
-    DEFAULT_URL,
     SQLITE_BEGIN,
     StorageError,
     check_current,

@@ -202,7 +202,7 @@ def match_detail(s: Session, match_id: str) -> MatchDetail | None:
         return None
     faults = tuple(
         FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat, bot_id=f.bot_id, bot_name=name,
-                  kind=FaultKind(f.kind), detail=f.detail, at_turn=f.at_turn,
+                  kind=FaultKind(f.kind), detail=f.detail, turn_id=f.at_turn,
                   created_at=aware(f.created_at))
         for f, name in s.execute(select(Fault, Bot.name).join(Bot, Bot.id == Fault.bot_id)
                                  .where(Fault.match_id == match_id).order_by(Fault.id)))

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from cfarena.server.ratings import INITIAL_ELO, elo_update
@@ -28,6 +27,7 @@ from cfarena.server.storage.models import (
 from cfarena.server.storage.queries import GLOBAL_POOL, aware
 from cfarena.server.storage.records import StoredMatch
 from cfarena.server.storage.stored_values import canonical_sha256, storable_text, utc_now
+from cfarena.server.storage.upsert import insert_or_ignore
 
 
 class LeaseLost(StorageError):
@@ -95,7 +95,7 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
         s.add(Fault(
             match_id=m.id, seat=f.seat,
             bot_id=seat_row.bot_id if seat_row is not None else None,
-            kind=_fault_kind(f.kind), detail=storable_text(f.detail), at_turn=f.at_turn,
+            kind=_fault_kind(f.kind), detail=storable_text(f.detail), at_turn=f.turn_id,
             created_at=now,
         ))
     s.flush()
@@ -122,7 +122,8 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
 
 
 def _fault_kind(kind: FaultKind | str) -> str:
-    return kind.value if isinstance(kind, FaultKind) else FaultKind(kind).value
+    """The stored kind; a kind given by its value is taken, anything else refused."""
+    return FaultKind(kind).value
 
 
 
@@ -160,17 +161,8 @@ def _insert_missing_ratings(s: Session, pool: str, bot_ids: Sequence[int], now: 
                                                       Rating.bot_id.in_(bot_ids))))
     rows = [{"bot_id": b, "pool": pool, "elo": INITIAL_ELO, "games": 0, "updated_at": now}
             for b in bot_ids if b not in have]
-    if not rows:
-        return
     # a concurrent writer may insert the same rows first: theirs win, then both lock them
-    dialect = s.get_bind().dialect.name
-    if dialect == "postgresql":
-        s.execute(postgresql.insert(Rating).values(rows).on_conflict_do_nothing())
-    elif dialect == "sqlite":
-        s.execute(sqlite.insert(Rating).values(rows).on_conflict_do_nothing())
-    else:
-        s.add_all(Rating(**r) for r in rows)
-        s.flush()
+    insert_or_ignore(s, Rating, rows)
 
 
 def _rate(s: Session, match_id: str, pool: str, ranks: list[tuple[int, int]],

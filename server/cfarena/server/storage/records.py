@@ -8,13 +8,13 @@ from datetime import datetime
 from typing import Any
 
 from cfarena.server.gamelog import LOG_FORMAT
+from cfarena.server.match_record import Fault
 from cfarena.server.storage.models import FaultKind, MatchStatus, TournamentStatus
 
 __all__ = [
     "BotInfo",
     "FaultInfo",
     "FaultKind",
-    "FaultRecord",
     "MatchDetail",
     "MatchInfo",
     "MatchPlan",
@@ -87,19 +87,6 @@ class ScheduledMatch:
 
 
 @dataclass(frozen=True, slots=True)
-class FaultRecord:
-    """A fault of the bot in `seat`: `detail` is the offending input (or what went wrong).
-
-    `kind` is a `FaultKind` or its value.
-    """
-
-    seat: int
-    kind: FaultKind | str
-    detail: str = ""
-    at_turn: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class SeatLog:
     """What the bot process in `seat` printed during one match (stdout and stderr together).
 
@@ -144,7 +131,7 @@ class StoredMatch:
     totals: Sequence[int] = ()
     ranks: Sequence[int] = ()
     forfeited: Sequence[int] = ()
-    faults: Sequence[FaultRecord] = ()
+    faults: Sequence[Fault] = ()
     log: Mapping[str, Any] | None = None
     log_format: int = LOG_FORMAT  # the format `log` is written in
     duration_s: float | None = None
@@ -190,7 +177,7 @@ class FaultInfo:
     bot_name: str
     kind: FaultKind
     detail: str
-    at_turn: int | None
+    turn_id: int | None  # the seat's turn id it happened at (None: not recorded)
     created_at: datetime
 
 

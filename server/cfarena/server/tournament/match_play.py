@@ -20,7 +20,6 @@ from cfarena.server.match_writer import MatchWriter, is_outage
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
 from cfarena.server.referee.match_runner import VOIDED_BY_STALL
 from cfarena.server.storage import (
-    FaultRecord,
     MatchStatus,
     ScheduledMatch,
     SeatLog,
@@ -46,7 +45,7 @@ def to_stored(record: MatchRecord) -> StoredMatch:
         totals=record.totals,
         ranks=record.ranks,
         forfeited=record.forfeited,
-        faults=[FaultRecord(f.seat, f.kind, f.detail, f.turn_id) for f in record.faults],
+        faults=list(record.faults),
         log=record_to_log(record),
         log_format=LOG_FORMAT,
         duration_s=max(0.0, record.finished_at - record.started_at)

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from sse_starlette.sse import EventSourceResponse
 
 from cfarena.server.credentials import hash_token, new_token
-from cfarena.server.storage import MatchStatus, StorageError
+from cfarena.server.storage import BotNameTaken, MatchStatus, StorageError
 from cfarena.server.web import schemas
 from cfarena.server.web import tournaments as tournament_view
 from cfarena.server.web.data import NotFound
@@ -165,10 +165,10 @@ def make_router() -> APIRouter:
     async def add_bot(site: Admin, body: schemas.BotName) -> dict[str, str]:
         """Register a bot; its token is in this answer only."""
         token = new_token()
-        names = {b.name for b in await site.read(site.db.list_bots)}
-        if body.name in names:
-            raise HTTPException(409, f"bot {body.name!r} already exists")
-        await site.read(site.db.ensure_bot, body.name, hash_token(token))
+        try:
+            await site.read(site.db.register_bot, body.name, hash_token(token))
+        except BotNameTaken as exc:
+            raise HTTPException(409, str(exc)) from None
         return {"name": body.name, "token": token}
 
     @api.post("/admin/bots/{name}/rotate", response_model=schemas.NewToken,
@@ -226,8 +226,7 @@ def _ladder(site: WebSite) -> Any:
 
 
 async def _bot_call(site: WebSite, fn: Any, name: str, *args: Any) -> None:
-    names = {b.name for b in await site.read(site.db.list_bots)}
-    if name not in names:
+    if await site.read(site.db.bot_by_name, name) is None:
         raise HTTPException(404, f"no bot named {name!r}")
     try:
         await site.read(fn, name, *args)

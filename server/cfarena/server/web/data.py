@@ -65,7 +65,7 @@ def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
     out["round_scores"] = detail.round_scores or []
     out["faults"] = [
         {"seat": f.seat, "bot": f.bot_name, "kind": f.kind.value, "detail": f.detail,
-         "turn": f.at_turn, "at": iso(f.created_at)} for f in detail.faults]
+         "turn": f.turn_id, "at": iso(f.created_at)} for f in detail.faults]
     out["revealed"] = revealed
     out["seed"] = str(m.seed) if revealed else None
     out["log"] = f"/api/matches/{m.id}/log" if revealed and detail.log_sha256 else None
@@ -124,7 +124,7 @@ class WebData:
     def bot(self, name: str, pool: str) -> dict[str, Any]:
         """A bot's page: versions (ratings, latency), its rating after each match,
         recent matches and faults. NotFound if there is no such bot."""
-        if not any(b.name == name for b in self.db.list_bots()):
+        if self.db.bot_by_name(name) is None:
             raise NotFound(f"no bot named {name!r}")
         try:
             report = bot_report(self.db, name, pool, FAULTS_SHOWN)

@@ -1,0 +1,44 @@
+"""`cfarena` loads a command's module only when that command runs or shows its help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import typer.main
+from typer.testing import CliRunner
+
+from cfarena.server.cli import COMMANDS, app, command
+
+
+def test_each_listed_summary_is_the_first_paragraph_of_the_commands_help() -> None:
+    group = command()
+    assert group.list_commands(None) == list(COMMANDS)
+    for name, entry in COMMANDS.items():
+        loaded = group.get_command(None, name)
+        assert loaded is not None and loaded.name == name
+        assert (loaded.help or "").split("\n\n")[0] == entry.summary, name
+
+
+def test_the_group_help_lists_every_command_and_loads_none() -> None:
+    code = ("import sys\n"
+            "from cfarena.server.cli import command\n"
+            "try:\n"
+            "    command().main(['--help'], prog_name='cfarena', standalone_mode=False)\n"
+            "finally:\n"
+            "    print(sorted(m for m in sys.modules if m.startswith('cfarena.server.cli.')"
+            " and m != 'cfarena.server.cli.common'"
+            " or m.split('.')[0] in ('sqlalchemy', 'alembic', 'grpc', 'uvicorn')),"
+            " file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert out.stderr.strip() == "[]"
+    for name in COMMANDS:
+        assert f" {name} " in out.stdout
+
+
+def test_a_mistyped_command_is_still_matched_against_every_name() -> None:
+    result = CliRunner().invoke(app, ["standing"])
+    assert result.exit_code == 2
+    assert "Did you mean 'standings'?" in result.output
+    assert typer.main.get_command(app).get_command(None, "nosuch") is None
