@@ -8,10 +8,13 @@ steady one) and the wait itself: `await backoff.wait(wake)` sleeps the next dela
 less if `wake` (an `asyncio.Event`: the database was seen back, the loop stops) is set
 first; `reset()` after a call that worked starts again from `first`. There is no jitter:
 each loop is one process's own, and the processes that share a database (arenas,
-workers) do not fail in step. Giving up and the lines that say why stay with each loop:
-the writer keeps a refused record for the unsaved-records file and says one line when
-storage goes away and one when it is back, the worker says why it cannot join its
-queue, and so on.
+workers) do not fail in step.
+
+An `Outage` is when a service went away: the writer (storage) and the queue worker's
+link (the job queue) each say one line when it goes (`begin` is True once) and one when
+it is back (`end` gives how long it was away). Giving up and the words of those lines
+stay with each loop: the writer keeps a refused record for the unsaved-records file,
+the worker says why it cannot join its queue, and so on.
 
 Why not `tenacity` or `backoff`: both retry one call, wrapped by a decorator or an
 iterator of attempts. Two of these loops do not retry one call: the arena gives a
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
 
 
@@ -54,3 +58,30 @@ class Backoff:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), delay)
+
+
+class Outage:
+    """Whether a service is away, and since when (`time.monotonic()`)."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    @property
+    def away(self) -> bool:
+        return self.since is not None
+
+    def begin(self) -> bool:
+        """A call failed because the service is away: True if that starts an outage
+        (say so once), False if it was away already."""
+        if self.since is not None:
+            return False
+        self.since = time.monotonic()
+        return True
+
+    def end(self) -> float | None:
+        """A call worked: the seconds the service was away if that ends an outage (say
+        so once), else None."""
+        if self.since is None:
+            return None
+        away, self.since = time.monotonic() - self.since, None
+        return away

@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import enum
 import json
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from cfarena.server.backoff import Backoff
+from cfarena.server.backoff import Backoff, Outage
 from cfarena.server.gamelog import LOG_FORMAT, record_to_log
 from cfarena.server.match_record import MatchRecord
 from cfarena.server.storage import Database, FaultRecord, LeaseLost, StorageError, StoredMatch
@@ -109,7 +108,7 @@ class MatchWriter:
         self._task: asyncio.Task[None] | None = None
         self._nudge = asyncio.Event()
         self._closing = False
-        self._outage_since: float | None = None
+        self._outage = Outage()
         self._settled: dict[str, asyncio.Future[StoreOutcome]] = {}
         # told of every record once it is stored (on the loop; must return at once)
         self.on_written: list[Callable[[StoredMatch], None]] = []
@@ -123,18 +122,16 @@ class MatchWriter:
     @property
     def outage(self) -> bool:
         """Whether the last storage call failed because the database was away."""
-        return self._outage_since is not None
+        return self._outage.away
 
     def _failing(self, exc: BaseException) -> None:
-        if self._outage_since is None:
-            self._outage_since = time.monotonic()
+        if self._outage.begin():
             self.say(f"storage unavailable ({exc}); retrying, {self.waiting} "
                      f"match{'' if self.waiting == 1 else 'es'} waiting")
 
     def _working(self, just_written: int = 0) -> None:
-        if self._outage_since is not None:
-            away = time.monotonic() - self._outage_since
-            self._outage_since = None
+        away = self._outage.end()
+        if away is not None:
             left = self.waiting - just_written
             self.say(f"storage available again after {away:.0f} s; writing "
                      f"{left} waiting match{'' if left == 1 else 'es'}")

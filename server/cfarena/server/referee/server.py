@@ -249,12 +249,6 @@ class RefereeServer:
     def connection_count(self, bot_name: str) -> int:
         return len(self._connections.get(bot_name, []))
 
-    def connected_bots(self) -> dict[str, int]:
-        """Bot name -> free match slots over its live connections."""
-        return {
-            name: sum(c.free for c in conns) for name, conns in self._connections.items() if conns
-        }
-
     def seating_changed(self) -> None:
         """A connection may be seated again (it answers again): `seat` looks again."""
         self._notify()

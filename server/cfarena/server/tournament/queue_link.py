@@ -35,7 +35,7 @@ from procrastinate import exceptions, jobs
 from procrastinate.manager import JobManager
 from psycopg_pool import AsyncNullConnectionPool
 
-from cfarena.server.backoff import Backoff
+from cfarena.server.backoff import Backoff, Outage
 from cfarena.server.storage.connect import one_line
 
 # a worker's row is removed when it has not beaten for this long (procrastinate's prune at
@@ -80,13 +80,13 @@ class SteadyJobManager(JobManager):
         self.retry_s = retry_s
         self.give_up = give_up
         self.on_back: list[Callable[[], None]] = []
-        self._away_since: float | None = None
+        self._outage = Outage()
         self._in_touch_since = time.monotonic()
 
     # ------------------------------------------------------------ the state
     @property
     def away(self) -> bool:
-        return self._away_since is not None
+        return self._outage.away
 
     @property
     def in_touch_s(self) -> float:
@@ -97,8 +97,7 @@ class SteadyJobManager(JobManager):
         """Note a failed call; True if it was an outage (said once, when it starts)."""
         if not is_outage(exc):
             return False
-        if self._away_since is None:
-            self._away_since = time.monotonic()
+        if self._outage.begin():
             cause = exc.__cause__ or exc
             self.say(f"job queue unavailable ({one_line(cause)}); the matches in play go "
                      "on, and their jobs are acknowledged once it is back")
@@ -106,10 +105,9 @@ class SteadyJobManager(JobManager):
 
     def answered(self) -> None:
         """Note a call that worked (the end of an outage is said once)."""
-        if self._away_since is None:
+        away = self._outage.end()
+        if away is None:
             return
-        away = time.monotonic() - self._away_since
-        self._away_since = None
         self._in_touch_since = time.monotonic()
         self.say(f"job queue available again after {away:.0f} s")
         for hook in self.on_back:
