@@ -131,7 +131,7 @@ class Arena:
         self._seeds: set[int] = set()
         self._ids: dict[str, int] = {}  # bot name -> id (from the poll)
         self._skills: dict[EntrantKey, Skill] = {}
-        self._seats: dict[EntrantKey, list[int]] = {}
+        self._seat_counts: dict[EntrantKey, list[int]] = {}
         self._last_start: dict[EntrantKey, float] = {}
         self._first_seen: dict[EntrantKey, float] = {}
         self._busy_elsewhere: dict[int, int] = {}  # bot id -> its matches on other arenas
@@ -271,11 +271,12 @@ class Arena:
         self._skills = {(x.name, x.version): Skill(x.mu, x.sigma, x.games) for x in standings}
         # the database counts every match scheduled so far (the ones started since
         # this poll's query began are counted again in the next)
-        self._seats = {(x.name, x.version): list(x.seats) for x in standings}
+        self._seat_counts = {(x.name, x.version): list(x.seats) for x in standings}
 
     # ------------------------------------------------------------ the ladder
     @property
     def seats(self) -> Seats:
+        """The referee's connections as seats (once `run` has started the referee)."""
         assert self.server is not None
         return self.server.seats
 
@@ -290,7 +291,7 @@ class Arena:
             slots = min(here, left.get(key[0], 0))
             since = max(self._last_start.get(key, 0.0), self._first_seen.setdefault(key, now))
             skill = self._skills.get(key, Skill())
-            seats = self._seats.get(key, [])
+            seats = self._seat_counts.get(key, [])
             out.append(Entrant(bot=key[0], version=key[1], free=slots, games=sum(seats),
                                mu=skill.mu, sigma=skill.sigma, seats=tuple(seats),
                                waiting_s=now - since))
@@ -328,7 +329,7 @@ class Arena:
     def _started(self, table: Sequence[Entrant]) -> None:
         now = time.monotonic()
         for seat, entrant in enumerate(table):
-            counts = self._seats.setdefault(entrant.key, [])
+            counts = self._seat_counts.setdefault(entrant.key, [])
             counts.extend([0] * (seat + 1 - len(counts)))
             counts[seat] += 1
             self._last_start[entrant.key] = now
