@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from cfarena.engine import Rules
+from cfarena.server.abort_reason import AbortReason
 from cfarena.server.match_record import MatchRecord, MatchStatus, TimeControl
 from cfarena.server.referee.lag import LoopLag
-from cfarena.server.referee.match_runner import VOIDED_BY_STALL
 from cfarena.v1 import arena_pb2 as pb
 
 from .harness import table
@@ -73,7 +73,7 @@ def test_an_answer_that_came_during_a_stall_is_in_time(tmp_path: Path) -> None:
 def test_a_connection_ended_during_a_stall_voids_the_match(tmp_path: Path) -> None:
     record = asyncio.run(_stalled_match(tmp_path, "slow", "--delay-ms", "200", kill=True))
     assert record.status is MatchStatus.ABORTED
-    assert record.reason is not None and record.reason.startswith(VOIDED_BY_STALL)
+    assert record.reason is not None and record.reason.startswith(AbortReason.REFEREE_STALLED)
     assert record.faults == []
 
 

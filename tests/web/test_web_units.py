@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from cfarena.engine import Rules, apply_move, legal_moves, needs_decision, new_match
-from cfarena.server.credentials import hash_token
+from cfarena.server.credentials import AdminTokenError, hash_token, read_admin_token
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.storage import MatchStatus, StoredMatch, open_database
-from cfarena.server.web import AdminTokenError, LiveHub, read_admin_token
+from cfarena.server.web import LiveHub
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.data import WebData
 from cfarena.server.web.disclosure import deal_revealed, is_over

@@ -1,10 +1,13 @@
 """Storing finished matches off the event loop, in order, through database outages.
 
+`to_stored` turns the referee's `MatchRecord` into the `StoredMatch` storage keeps
+(with its game log); every match, of a tournament or of the arena, goes this way.
+
 `cfarena serve` hands every match record to a `MatchWriter`: an asyncio queue
 drained by one task that calls the synchronous `Database.record_match` in a
 worker thread. While the database cannot be reached the writer retries the
-record at the head of the queue with exponential back-off (0.5 s doubling to
-30 s), keeping the order; `record_match` is a no-op for a match already
+record at the head of the queue with exponential back-off (`backoff.Backoff`: 0.5 s
+doubling to 30 s), keeping the order; `record_match` is a no-op for a match already
 finished, so a retried write never stores (or rates) a match twice. One line
 says when storage starts failing, one when it is back. A record whose lease the
 match no longer holds (`storage.LeaseLost`: this process was taken for dead and the
@@ -22,7 +25,6 @@ import contextlib
 import dataclasses
 import enum
 import json
-import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +32,9 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from cfarena.server.backoff import Backoff, Outage
+from cfarena.server.gamelog import LOG_FORMAT, record_to_log
+from cfarena.server.match_record import MatchRecord
 from cfarena.server.storage import Database, LeaseLost, StorageError, StoredMatch
 
 FIRST_DELAY_S = 0.5
@@ -38,6 +43,31 @@ MAX_DELAY_S = 30.0
 CLOSING_DELAY_S = 0.5
 
 _T = TypeVar("_T")
+
+
+def to_stored(record: MatchRecord, lease: str | None = None) -> StoredMatch:
+    """The storage form of a referee match record (with its game log), to be stored
+    under `lease` (`Database.mark_running`'s; None: a match played without one)."""
+    return StoredMatch(
+        match_id=record.match_id,
+        status=record.status,
+        reason=record.reason or None,
+        round_scores=record.round_scores,
+        totals=record.totals,
+        ranks=record.ranks,
+        forfeited=record.forfeited,
+        faults=list(record.faults),
+        log=record_to_log(record),
+        log_format=LOG_FORMAT,
+        duration_s=max(0.0, record.finished_at - record.started_at)
+        if record.started_at
+        else None,
+        # when it ended, not when it was written (writes may wait for the database)
+        finished_at=datetime.fromtimestamp(record.finished_at, UTC)
+        if record.finished_at
+        else None,
+        lease=lease,
+    )
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -78,7 +108,7 @@ class MatchWriter:
         self._task: asyncio.Task[None] | None = None
         self._nudge = asyncio.Event()
         self._closing = False
-        self._outage_since: float | None = None
+        self._outage = Outage()
         self._settled: dict[str, asyncio.Future[StoreOutcome]] = {}
         # told of every record once it is stored (on the loop; must return at once)
         self.on_written: list[Callable[[StoredMatch], None]] = []
@@ -92,18 +122,16 @@ class MatchWriter:
     @property
     def outage(self) -> bool:
         """Whether the last storage call failed because the database was away."""
-        return self._outage_since is not None
+        return self._outage.away
 
     def _failing(self, exc: BaseException) -> None:
-        if self._outage_since is None:
-            self._outage_since = time.monotonic()
+        if self._outage.begin():
             self.say(f"storage unavailable ({exc}); retrying, {self.waiting} "
                      f"match{'' if self.waiting == 1 else 'es'} waiting")
 
     def _working(self, just_written: int = 0) -> None:
-        if self._outage_since is not None:
-            away = time.monotonic() - self._outage_since
-            self._outage_since = None
+        away = self._outage.end()
+        if away is not None:
             left = self.waiting - just_written
             self.say(f"storage available again after {away:.0f} s; writing "
                      f"{left} waiting match{'' if left == 1 else 'es'}")
@@ -194,8 +222,13 @@ class MatchWriter:
             self._current = None
             self._queue.task_done()
 
+    def backoff(self) -> Backoff:
+        """The writer's delays between tries while the database is away (for other
+        loops that wait for it the same way)."""
+        return Backoff(self.first_delay, self.max_delay)
+
     async def _write(self, record: StoredMatch) -> None:
-        delay = self.first_delay
+        backoff = self.backoff()
         while True:
             self._nudge.clear()  # set from now on: the database is back, or closing
             try:
@@ -213,10 +246,8 @@ class MatchWriter:
                     self.failed.append((record, why))
                     self._settle(record.match_id, StoreOutcome.REFUSED)
                     return
-                wait = min(delay, CLOSING_DELAY_S) if self._closing else delay
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._nudge.wait(), wait)
-                delay = min(delay * 2, self.max_delay)
+                await backoff.wait(self._nudge,
+                                   at_most=CLOSING_DELAY_S if self._closing else None)
                 continue
             self.written += 1
             self._settle(record.match_id, StoreOutcome.STORED)

@@ -18,7 +18,7 @@ Nothing a bot or a fault does stops it or loses a match:
   stream is ended with the shutdown status; what could not be stored within 10 s
   is written to `cfarena-unsaved-<timestamp>.jsonl` in the working directory;
 - on start, matches outside any tournament left `running` by a referee that was
-  killed are marked aborted ("referee stopped");
+  killed are marked aborted (`AbortReason.REFEREE_STOPPED`);
 - `pause()` (the web API's admin action) starts no new table until `resume()`;
   running matches play on.
 
@@ -39,7 +39,6 @@ games, seat counts and ratings are read from the database, so they are shared.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import secrets
 import signal
@@ -52,14 +51,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cfarena.server.abort_reason import AbortReason
 from cfarena.server.arena.config import ArenaConfig
 from cfarena.server.arena.ladder import Entrant, pick_table
 from cfarena.server.arena.tokens import LiveTokens
+from cfarena.server.backoff import Backoff
 from cfarena.server.match_record import MatchRecord
-from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage
-from cfarena.server.referee import RefereeServer
+from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage, to_stored
+from cfarena.server.referee import RefereeServer, ShuttingDown
 from cfarena.server.referee.connection import BotConnection
-from cfarena.server.referee.server import ShuttingDown
+from cfarena.server.referee.seats import Seats
 from cfarena.server.skill import Skill
 from cfarena.server.storage import (
     BotInfo,
@@ -71,9 +72,7 @@ from cfarena.server.storage import (
     StoredMatch,
 )
 from cfarena.server.storage.arena_fleet import ArenaBeat
-from cfarena.server.tournament import to_stored
 
-STOPPED = "referee stopped"  # the reason of matches a stopped referee could not finish
 STOP_GRACE_S = 5.0  # running matches get this long to finish on SIGINT/SIGTERM
 FLUSH_TIMEOUT_S = 10.0  # then the writer gets this long to store what is queued
 IDLE_POLL_S = 0.1  # no table to start: look again after this long
@@ -132,7 +131,7 @@ class Arena:
         self._seeds: set[int] = set()
         self._ids: dict[str, int] = {}  # bot name -> id (from the poll)
         self._skills: dict[EntrantKey, Skill] = {}
-        self._seats: dict[EntrantKey, list[int]] = {}
+        self._seat_counts: dict[EntrantKey, list[int]] = {}
         self._last_start: dict[EntrantKey, float] = {}
         self._first_seen: dict[EntrantKey, float] = {}
         self._busy_elsewhere: dict[int, int] = {}  # bot id -> its matches on other arenas
@@ -177,13 +176,14 @@ class Arena:
             try:
                 # only once it holds the port: a `serve` refused for a port in use
                 # (another one, maybe on this database) must not touch matches in play
+                stopped = AbortReason.REFEREE_STOPPED.text()
                 start = await asyncio.to_thread(self.db.arena_started, self.id,
                                                 socket.gethostname(), server.address,
-                                                config.stale_s, STOPPED)
+                                                config.stale_s, stopped)
                 if start.aborted:
                     stale = len(start.aborted)
                     self.report(f"{stale} match{'' if stale == 1 else 'es'} left running by "
-                                f"a stopped referee marked aborted ({STOPPED!r})")
+                                f"a stopped referee marked aborted ({stopped!r})")
                 self._report_died(start.died)
                 self.report(f"referee listening on {server.address} ({len(self._ids)} "
                             f"registered bots; arena {self.id}); Ctrl-C stops it")
@@ -271,25 +271,27 @@ class Arena:
         self._skills = {(x.name, x.version): Skill(x.mu, x.sigma, x.games) for x in standings}
         # the database counts every match scheduled so far (the ones started since
         # this poll's query began are counted again in the next)
-        self._seats = {(x.name, x.version): list(x.seats) for x in standings}
+        self._seat_counts = {(x.name, x.version): list(x.seats) for x in standings}
 
     # ------------------------------------------------------------ the ladder
+    @property
+    def seats(self) -> Seats:
+        """The referee's connections as seats (once `run` has started the referee)."""
+        assert self.server is not None
+        return self.server.seats
+
     def entrants(self, now: float | None = None) -> list[Entrant]:
         """The connected (bot, version)s as the ladder sees them."""
-        assert self.server is not None
         now = time.monotonic() if now is None else now
-        free: dict[EntrantKey, int] = {}
-        for conn in self.server.connections():
-            if conn.seat_pass is None and not conn.closed and conn.bot_name in self._ids:
-                key = (conn.bot_name, conn.version)
-                free[key] = free.get(key, 0) + conn.free
         left = self._slots_left()
         out = []
-        for key, here in free.items():
+        for key, here in self.seats.free().items():
+            if key[0] not in self._ids:
+                continue
             slots = min(here, left.get(key[0], 0))
             since = max(self._last_start.get(key, 0.0), self._first_seen.setdefault(key, now))
             skill = self._skills.get(key, Skill())
-            seats = self._seats.get(key, [])
+            seats = self._seat_counts.get(key, [])
             out.append(Entrant(bot=key[0], version=key[1], free=slots, games=sum(seats),
                                mu=skill.mu, sigma=skill.sigma, seats=tuple(seats),
                                waiting_s=now - since))
@@ -298,35 +300,20 @@ class Arena:
     def _slots_left(self) -> dict[str, int]:
         """Bot name -> matches it can still take across the arenas: its capacity here
         (its connections' summed) less its matches here and on the other arenas."""
-        assert self.server is not None
-        left: dict[str, int] = {}
-        for conn in self.server.connections():
-            if conn.seat_pass is None and not conn.closed:
-                left[conn.bot_name] = left.get(conn.bot_name, 0) + conn.free
-        for name in left:
-            left[name] -= self._busy_elsewhere.get(self._ids.get(name, -1), 0)
-        return left
+        return {name: free - self._busy_elsewhere.get(self._ids.get(name, -1), 0)
+                for name, free in self.seats.free_by_bot().items()}
 
     def _capacities(self, table: Sequence[Entrant]) -> dict[int, int]:
         """Bot id -> its capacity here (summed over its open connections), for the
         table's bots: what `Database.schedule_seated` checks across the arenas."""
-        assert self.server is not None
-        names = {e.bot for e in table}
-        out: dict[int, int] = {}
-        for conn in self.server.connections():
-            if conn.seat_pass is None and not conn.closed and conn.bot_name in names:
-                bot_id = self._ids[conn.bot_name]
-                out[bot_id] = out.get(bot_id, 0) + conn.capacity
-        return out
+        capacity = self.seats.capacity()
+        return {self._ids[name]: capacity[name] for name in {e.bot for e in table}
+                if name in capacity}
 
     def _refused(self, table: Sequence[Entrant], open_counts: dict[int, int]) -> None:
         """`schedule_seated` refused the table: count each bot's unfinished matches the
         database knows of beyond those it plays here as busy elsewhere, until the poll."""
-        assert self.server is not None
-        here: dict[str, int] = {}
-        for conn in self.server.connections():
-            if conn.seat_pass is None:
-                here[conn.bot_name] = here.get(conn.bot_name, 0) + len(conn.matches)
+        here = self.seats.playing()
         for entrant in table:
             bot_id = self._ids[entrant.bot]
             elsewhere = open_counts.get(bot_id, 0) - here.get(entrant.bot, 0)
@@ -335,21 +322,14 @@ class Arena:
 
     def _reserve(self, key: str, table: Sequence[Entrant]) -> list[BotConnection]:
         """One connection per seat (the freest of that bot and version), reserved."""
-        assert self.server is not None
-        chosen: list[BotConnection] = []
-        for seat, entrant in enumerate(table):
-            conn = max((c for c in self.server.connections()
-                        if c.bot_name == entrant.bot and c.version == entrant.version
-                        and c.seat_pass is None and c.free > 0),
-                       key=lambda c: c.free)
-            conn.matches[key] = seat
-            chosen.append(conn)
-        return chosen
+        conns = self.seats.take(key, [(e.bot, e.version) for e in table])
+        assert conns is not None, "the ladder picked a table without free seats"
+        return conns
 
     def _started(self, table: Sequence[Entrant]) -> None:
         now = time.monotonic()
         for seat, entrant in enumerate(table):
-            counts = self._seats.setdefault(entrant.key, [])
+            counts = self._seat_counts.setdefault(entrant.key, [])
             counts.extend([0] * (seat + 1 - len(counts)))
             counts[seat] += 1
             self._last_start[entrant.key] = now
@@ -373,13 +353,14 @@ class Arena:
         stopping = loop.create_task(self._stop.wait())
         options = config.rules.to_options()
         running = self._running
-        retry = SCHEDULE_RETRY_S[0]
+        release = self.seats.release
+        retry = Backoff(*SCHEDULE_RETRY_S)
 
         def on_record(record: MatchRecord) -> None:  # every match, finished or aborted, once
             lease = self._leases.pop(record.match_id, None)
             if record.match_id in self._lost:  # stopped for its lost lease: said so
                 return
-            writer.submit(dataclasses.replace(to_stored(record), lease=lease))
+            writer.submit(to_stored(record, lease))
             if record.status is MatchStatus.FINISHED:
                 result.finished += 1
                 self.stats.finished += 1
@@ -403,10 +384,11 @@ class Arena:
                     task.uncancel()  # stopped for its lost lease (`_stop_lost`)
                 # the stop cut the match off: on_record has queued it as aborted
             except ShuttingDown:  # never seated: store it as not played
-                _release(conns, key)
+                release(key, conns)
                 result.aborted += 1
                 self.stats.aborted += 1
-                writer.submit(StoredMatch(key, status=MatchStatus.ABORTED, reason=STOPPED,
+                writer.submit(StoredMatch(key, status=MatchStatus.ABORTED,
+                                          reason=AbortReason.REFEREE_STOPPED.text(),
                                           lease=self._leases.pop(key, None)))
             except Exception as exc:  # a referee bug: on_record has queued it as aborted
                 report(f"error: match {key}: {type(exc).__name__}: {exc}")
@@ -442,30 +424,29 @@ class Arena:
                     refused = await writer.call(self.db.schedule_seated, plan, self.id,
                                                 self._capacities(table))
                 except Exception as exc:  # the database away (or refusing): not started
-                    _release(conns, key)
+                    release(key, conns)
                     if not is_outage(exc):
                         report(f"error: cannot schedule a match: {exc}")
-                    await pause(retry)
-                    retry = min(retry * 2, SCHEDULE_RETRY_S[1])
+                    await retry.wait(self._stop)
                     continue
-                retry = SCHEDULE_RETRY_S[0]
+                retry.reset()
                 if refused is not None:  # a bot is busy on other arenas: pick again
-                    _release(conns, key)
+                    release(key, conns)
                     self._refused(table, refused)
                     continue
                 try:
                     self._leases[key] = await writer.call(self._start_fresh, key)
                 except LeaseLost as exc:  # aborted by another arena while this one slept
-                    _release(conns, key)
+                    release(key, conns)
                     report(str(exc))
                     continue
                 except Exception as exc:  # stored, but not as started: not played at all
-                    _release(conns, key)
+                    release(key, conns)
                     if not is_outage(exc):
                         report(f"error: cannot start match {key}: {exc}")
                     writer.submit(StoredMatch(key, status=MatchStatus.ABORTED,
-                                              reason=f"not started: {exc}"))
-                    await pause(retry)
+                                              reason=AbortReason.NOT_STARTED.text(str(exc))))
+                    await retry.wait(self._stop)
                     continue
                 self._started(table)
                 task = loop.create_task(play(key, [e.bot for e in table], match_seed, conns))
@@ -503,12 +484,6 @@ class Arena:
             return path
         self.report(f"error: could not store {what}, nor write them to a file: {problem}")
         return directory
-
-
-def _release(conns: Sequence[BotConnection], key: str) -> None:
-    """Give back seats reserved for a match that is not going to be played."""
-    for conn in conns:
-        conn.matches.pop(key, None)
 
 
 def describe(record: MatchRecord) -> str:

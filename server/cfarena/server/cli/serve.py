@@ -1,8 +1,9 @@
 """`cfarena serve`: the competition arena (`cfarena.server.arena`) from the command line.
 
 The arena itself (ladder, token polling, storage off the event loop, shutdown) is
-`cfarena.server.arena.Arena`; this module only turns options into an
-`ArenaConfig` and results into lines and an exit status.
+`cfarena.server.arena.Arena`, wired to its operations side and the web page by
+`cfarena.server.serve_assembly`; this module only turns options into an `ArenaConfig`
+and an `OpsConfig`, and results into lines and an exit status.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import errno
 import ipaddress
 import socket
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cfarena.server.arena import Arena, ArenaConfig, LadderPolicy
-from cfarena.server.arena.service import ServeResult, say
+from cfarena.server.arena import ArenaConfig, LadderPolicy
+from cfarena.server.arena.service import say
 from cfarena.server.cli.common import (
     DbOption,
     build_rules,
@@ -28,11 +28,12 @@ from cfarena.server.cli.common import (
     database,
     fail,
 )
-from cfarena.server.ops import OpsConfig, operations
+from cfarena.server.credentials import AdminTokenError, read_admin_token
+from cfarena.server.ops import OpsConfig
 from cfarena.server.referee import TimeControl
 from cfarena.server.referee.transport import ServerTls, TlsError
-from cfarena.server.storage import Database, StorageError
-from cfarena.server.web import AdminTokenError, LiveHub, WebSite, read_admin_token
+from cfarena.server.serve_assembly import run_serve
+from cfarena.server.storage import StorageError
 
 
 def _port_problem(host: str, port: int) -> str | None:
@@ -154,7 +155,7 @@ def serve_cmd(
                 fail(f"cannot listen on {ops_config.http_host}:{ops_config.http_port}: "
                      f"{problem}")
         try:
-            result = asyncio.run(_run_arena(db, config, ops_config, admin_token))
+            result = asyncio.run(run_serve(db, config, ops_config, admin_token))
         except (OSError, StorageError) as exc:
             fail(str(exc))
     aborted = f" ({result.aborted} aborted)" if result.aborted else ""
@@ -162,25 +163,6 @@ def serve_cmd(
         f"{aborted}")
     if result.unsaved is not None:
         raise typer.Exit(1)
-
-
-async def _run_arena(db: Database, config: ArenaConfig, ops_config: OpsConfig,
-                     admin_token: str | None = None) -> ServeResult:
-    """The arena, with its operations side (metrics, the HTTP server with the web page
-    and JSON API, TLS) around it."""
-    web = None
-    if ops_config.http_port is not None:
-        web = WebSite(db, config.pool, LiveHub(), admin_token=admin_token)
-    try:
-        async with operations(ops_config, say, web) as ops:
-            arena = Arena(db, replace(config, referee_options=ops.referee_options()))
-            if web is not None:
-                web.ladder = arena
-                arena.on_stored.append(web.hub.stored)
-            return await arena.run()
-    finally:
-        if web is not None:
-            web.close()
 
 
 def _ops_config(tls_cert: Path | None, tls_key: Path | None, http_host: str,

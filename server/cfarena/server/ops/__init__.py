@@ -3,25 +3,24 @@
 gRPC server itself (`cfarena.server.referee`).
 
 `operations(config)` is what a long-running arena wraps itself in: it starts the
-metrics and, with an HTTP port, the HTTP server on the running loop (with a
-`WebSite`: the web page and JSON API of `cfarena.server.web` too), and gives the
-`RefereeServer` options (`referee_options()`) that wire them together.
+metrics and, with an HTTP port, the HTTP server on the running loop (serving the app
+it is given: `make_app`'s /metrics alone by default; `cfarena serve` gives it the web
+page's, `cfarena.server.serve_assembly`), and gives the `RefereeServer` options
+(`referee_options()`) that report to the metrics.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from starlette.types import ASGIApp
 
 from cfarena.server.ops.http import HttpServer, make_app
 from cfarena.server.ops.metrics import ArenaMetrics
 from cfarena.server.referee.transport import ServerTls
-
-if TYPE_CHECKING:
-    from cfarena.server.web import WebSite
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,44 +43,29 @@ class Operations:
     config: OpsConfig
     metrics: ArenaMetrics
     http: HttpServer | None = None
-    web: WebSite | None = None
 
     def referee_options(self) -> dict[str, Any]:
-        """Keyword arguments for `RefereeServer(...)`: TLS, the metrics observer and
-        (with the web page) the live hub as the match watcher."""
-        options: dict[str, Any] = {"tls": self.config.tls, "observer": self.metrics}
-        if self.web is not None and self.config.http_port is not None:
-            options["watcher"] = self.web.hub
-        return options
+        """Keyword arguments for `RefereeServer(...)`: TLS and the metrics observer."""
+        return {"tls": self.config.tls, "observer": self.metrics}
 
 
 @contextlib.asynccontextmanager
 async def operations(config: OpsConfig, report: Callable[[str], None],
-                     web: WebSite | None = None) -> AsyncIterator[Operations]:
-    """Metrics, and the HTTP server if a port was given (with `web`: the web page and
-    JSON API on it too), for as long as the block runs; OSError (one line) if the
-    HTTP port cannot be listened on."""
-    ops = Operations(config, ArenaMetrics(), web=web)
+                     app: Callable[[ArenaMetrics], ASGIApp] = make_app
+                     ) -> AsyncIterator[Operations]:
+    """Metrics, and the HTTP server if a port was given (serving `app(metrics)`, which
+    serves the metrics at /metrics), for as long as the block runs; OSError (one line)
+    if the HTTP port cannot be listened on."""
+    ops = Operations(config, ArenaMetrics())
     if config.http_port is not None:
-        if web is not None:
-            from cfarena.server.web.app import make_web_app  # it imports ops.metrics
-
-            app: Any = make_web_app(web, ops.metrics)
-        else:
-            app = make_app(ops.metrics)
-        ops.http = HttpServer(app, config.http_host, config.http_port,
+        ops.http = HttpServer(app(ops.metrics), config.http_host, config.http_port,
                               trusted_proxies=config.trusted_proxies)
         await ops.http.start()
         report(f"metrics on {ops.http.address}/metrics")
-        if web is not None:
-            report(f"web page on {ops.http.address}/")
     try:
         yield ops
     finally:
         if ops.http is not None:
-            if web is not None:
-                web.hub.close_all()  # the live streams end, so their responses finish
-                await asyncio.sleep(0)
             await ops.http.stop()
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from cfarena.engine import Rules, observe, visible_events
 from cfarena.engine.state import MatchState
+from cfarena.server.abort_reason import AbortReason
 from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
 from cfarena.server.match_record import FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
@@ -23,10 +24,6 @@ from cfarena.server.referee.observer import MatchWatcher
 from cfarena.server.wire import encode
 from cfarena.server.wire.turn_encoder import TurnEncoder
 from cfarena.v1 import arena_pb2 as pb
-
-# the reason of a match aborted because the referee stalled (a runner of a tournament
-# plays it again; the arena stores it aborted, unrated)
-VOIDED_BY_STALL = "aborted: the referee stalled"
 
 
 class MatchRunner:
@@ -80,13 +77,13 @@ class MatchRunner:
             law.finish()
             await self._send_end()
         except RefereeStalled as stalled:  # void: the match is not the bots' to lose
-            law.abort(f"{VOIDED_BY_STALL}: {stalled}")
+            law.abort(AbortReason.REFEREE_STALLED.text(str(stalled)))
             await self._send_end()
         except asyncio.CancelledError:
-            law.abort("aborted: referee shutting down")
+            law.abort(AbortReason.SHUTDOWN.text())
             raise
         except Exception as exc:  # a referee bug must not leave the match half-written
-            law.abort(f"aborted: internal error {type(exc).__name__}: {exc}")
+            law.abort(AbortReason.INTERNAL_ERROR.text(f"{type(exc).__name__}: {exc}"))
             raise
         finally:
             for conn in self.seats:
@@ -173,10 +170,10 @@ class MatchRunner:
         )
 
     # ----------------------------------------------------------------- ending
-    def abort(self, reason: str) -> None:
+    def abort(self, reason: AbortReason) -> None:
         """Mark the record aborted (if it has not ended): for a match cancelled before
         `run` ever started, which therefore could not mark it itself."""
-        self.law.abort(reason)
+        self.law.abort(reason.text())
 
     async def _send_end(self) -> None:
         """MatchEnd to every seat still connected: results and faults, and only
@@ -208,7 +205,8 @@ class MatchRunner:
 
 class RefereeStalled(Exception):
     """A seat's connection ended during (or just after) a stall of the referee: the
-    stall may have ended it, so the match is aborted (`VOIDED_BY_STALL`), not faulted."""
+    stall may have ended it, so the match is aborted (`AbortReason.REFEREE_STALLED`),
+    not faulted."""
 
 
 class _NoAnswer(Exception):

@@ -17,12 +17,14 @@ from grpc_reflection.v1alpha import reflection
 
 from cfarena.engine import Rules
 from cfarena.engine.state import MatchState
+from cfarena.server.abort_reason import AbortReason
 from cfarena.server.match_record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.gate import GateLimits, SocketGate
 from cfarena.server.referee.lag import LoopLag
 from cfarena.server.referee.match_runner import MatchRunner
 from cfarena.server.referee.observer import MatchWatcher, RefereeObserver
+from cfarena.server.referee.seats import Seats
 from cfarena.server.referee.service import GRPC_RECEIVE_LIMIT, ArenaService, method_handlers
 from cfarena.server.referee.tokens import PassRegistry, SeatPass, TokenRegistry
 from cfarena.server.referee.transport import DEFAULT_KEEPALIVE, Keepalive, ServerTls
@@ -89,6 +91,9 @@ class RefereeServer:
         # grpc.health.v1: SERVING from start() until stop() begins, then NOT_SERVING
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]  # grpc-stubs
         self._connections: dict[str, list[BotConnection]] = {}
+        # the dial-in connections as seats (free, capacity, reserving), for the arena
+        # and `seat`
+        self.seats = Seats(self.connections)
         self._changed: asyncio.Condition | None = None
         self._server: grpc.aio.Server | None = None
         self._matches: set[asyncio.Task[MatchRecord]] = set()
@@ -244,12 +249,6 @@ class RefereeServer:
     def connection_count(self, bot_name: str) -> int:
         return len(self._connections.get(bot_name, []))
 
-    def connected_bots(self) -> dict[str, int]:
-        """Bot name -> free match slots over its live connections."""
-        return {
-            name: sum(c.free for c in conns) for name, conns in self._connections.items() if conns
-        }
-
     def seating_changed(self) -> None:
         """A connection may be seated again (it answers again): `seat` looks again."""
         self._notify()
@@ -265,21 +264,6 @@ class RefereeServer:
 
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(_wake())
-
-    def _try_seat(self, match_id: str, seat_bots: Sequence[str]) -> list[BotConnection] | None:
-        """Reserve one connection per seat (distinct connections for one bot), or None."""
-        chosen: list[BotConnection] = []
-        for bot in seat_bots:
-            candidates = [
-                c for c in self._connections.get(bot, [])
-                if c.free > 0 and c not in chosen and c.seat_pass is None
-            ]
-            if not candidates:
-                return None
-            chosen.append(max(candidates, key=lambda c: c.free))
-        for seat, conn in enumerate(chosen):
-            conn.matches[match_id] = seat
-        return chosen
 
     async def wait_for_bots(self, names: Sequence[str], timeout: float) -> None:
         """Wait until every named bot has at least one live connection."""
@@ -312,7 +296,7 @@ class RefereeServer:
 
         def ready() -> bool:
             nonlocal result
-            result = self._try_seat(match_id, seat_bots)
+            result = self.seats.take(match_id, [(bot, None) for bot in seat_bots])
             return result is not None
 
         try:
@@ -386,7 +370,7 @@ class RefereeServer:
                 with contextlib.suppress(BaseException):
                     await task
             # cancelled before its first step, `run` never saw the cancellation
-            runner.abort("aborted: referee shutting down")
+            runner.abort(AbortReason.SHUTDOWN)
             if on_record is not None:
                 on_record(runner.record)
             raise

@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -16,11 +16,8 @@ from cfarena.engine import PRESETS
 from cfarena.server.credentials import hash_token
 from cfarena.server.match_record import FaultKind
 from cfarena.server.referee.connection import BotConnection, SeatFault
-from cfarena.server.referee.tokens import PassUsed
+from cfarena.server.referee.tokens import PassRegistry, PassUsed, TokenRegistry
 from cfarena.v1 import arena_pb2 as pb
-
-if TYPE_CHECKING:
-    from cfarena.server.referee.server import RefereeServer
 
 log = logging.getLogger("cfarena.referee")
 
@@ -79,10 +76,40 @@ def parse_bot_message(data: bytes, limit: int = GRPC_RECEIVE_LIMIT
 Incoming = pb.BotMessage | Malformed | Oversized
 
 
-class ArenaService:
-    """Implements cfarena.v1.Arena for a RefereeServer."""
+class StreamHost(Protocol):
+    """What the Arena service needs of the referee it serves (`RefereeServer`): the
+    credentials a Hello is checked against, the limits, and where a connection is
+    registered once it has said Hello."""
 
-    def __init__(self, server: RefereeServer) -> None:
+    @property
+    def passes(self) -> PassRegistry: ...
+
+    @property
+    def tokens(self) -> TokenRegistry: ...
+
+    @property
+    def max_message_bytes(self) -> int: ...
+
+    @property
+    def hello_timeout_s(self) -> float: ...
+
+    @property
+    def max_connections_per_bot(self) -> int: ...
+
+    def connection_count(self, bot_name: str) -> int: ...
+
+    def register(self, conn: BotConnection) -> None: ...
+
+    def unregister(self, conn: BotConnection) -> None: ...
+
+    def seating_changed(self) -> None:
+        """A connection answers again: it may be seated."""
+
+
+class ArenaService:
+    """Implements cfarena.v1.Arena for a referee (`StreamHost`)."""
+
+    def __init__(self, server: StreamHost) -> None:
         self.server = server
         self._handshaking = 0
         self._closing = asyncio.Event()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from cfarena.server.tournament.config import BotSpec, TournamentConfig, TournamentError
-from cfarena.server.tournament.match_play import to_stored
 from cfarena.server.tournament.runner import TournamentRun, run_tournament
 from cfarena.server.tournament.schedule import PlannedMatch, round_robin, seats_needed
 
@@ -16,5 +15,4 @@ __all__ = [
     "round_robin",
     "run_tournament",
     "seats_needed",
-    "to_stored",
 ]

@@ -11,14 +11,12 @@ import hmac
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from cfarena.engine import Rules
-from cfarena.server.gamelog import LOG_FORMAT, record_to_log
-from cfarena.server.match_writer import MatchWriter, is_outage
+from cfarena.server.abort_reason import AbortReason
+from cfarena.server.match_writer import MatchWriter, is_outage, to_stored
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
-from cfarena.server.referee.match_runner import VOIDED_BY_STALL
 from cfarena.server.storage import (
     MatchStatus,
     ScheduledMatch,
@@ -35,29 +33,6 @@ STALL_REPLAYS = 3  # plays of a match the referee's stalls voided, at most
 _EXIT_GRACE_S = 2.0
 
 
-def to_stored(record: MatchRecord) -> StoredMatch:
-    """The storage form of a referee match record (with its game log)."""
-    return StoredMatch(
-        match_id=record.match_id,
-        status=record.status,
-        reason=record.reason or None,
-        round_scores=record.round_scores,
-        totals=record.totals,
-        ranks=record.ranks,
-        forfeited=record.forfeited,
-        faults=list(record.faults),
-        log=record_to_log(record),
-        log_format=LOG_FORMAT,
-        duration_s=max(0.0, record.finished_at - record.started_at)
-        if record.started_at
-        else None,
-        # when it ended, not when it was written (writes may wait for the database)
-        finished_at=datetime.fromtimestamp(record.finished_at, UTC)
-        if record.finished_at
-        else None,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class MatchRoom:
     """Where a tournament's matches are played, one `play` each: its referee, its pool
@@ -72,7 +47,7 @@ class MatchRoom:
 
     async def play(self, match: ScheduledMatch, seat_bots: list[str]) -> MatchRecord:
         """One match: fresh processes for its seats, played, explained, stored, stopped.
-        A match the referee's own stall voided (`VOIDED_BY_STALL`) is played again from
+        A match the referee's own stall voided (`AbortReason.REFEREE_STALLED`) is played again from
         its seed with fresh processes (up to STALL_REPLAYS times; then stored aborted)."""
         attempt = 1
         while True:
@@ -143,7 +118,7 @@ class MatchRoom:
         """Queue the match, with each seat's captured output, for storing under `lease`
         (and write the output to `log_dir`); the writer keeps retrying while the
         database is away."""
-        stored = dataclasses.replace(to_stored(record), lease=lease)
+        stored = to_stored(record, lease)
         for seat, warm in enumerate(warms):
             process = warm.process
             exit_line = warm.written_off or process.breach or (
@@ -193,8 +168,8 @@ def write_seat_log(path: Path, text: str) -> None:
 
 def _voided(record: MatchRecord) -> bool:
     """Whether the referee's own stall voided the match (see MatchRunner.run)."""
-    return record.status is MatchStatus.ABORTED and (record.reason or "").startswith(
-        VOIDED_BY_STALL)
+    return record.status is MatchStatus.ABORTED and AbortReason.REFEREE_STALLED.marks(
+        record.reason)
 
 
 async def _mark_running(writer: MatchWriter, match_id: str) -> str:
@@ -203,7 +178,7 @@ async def _mark_running(writer: MatchWriter, match_id: str) -> str:
     never the referee's loop, on which the other matches' deadlines run. Interrupted, it
     waits for the call in flight to end (at most the busy timeout) and queues the match
     as aborted."""
-    delay = writer.first_delay
+    backoff = writer.backoff()
     while True:
         call = asyncio.ensure_future(writer.call(writer.db.mark_running, match_id))
         try:
@@ -217,17 +192,16 @@ async def _mark_running(writer: MatchWriter, match_id: str) -> str:
             writer.submit(_not_started(match_id))
             raise
         try:
-            await asyncio.sleep(delay)
+            await backoff.wait()
         except BaseException:
             writer.submit(_not_started(match_id))
             raise
-        delay = min(delay * 2, writer.max_delay)
 
 
 def _not_started(match_id: str) -> StoredMatch:
     """The record of a match interrupted before it started (it may be marked running)."""
     return StoredMatch(match_id, status=MatchStatus.ABORTED,
-                       reason="aborted: interrupted before it started")
+                       reason=AbortReason.INTERRUPTED.text())
 
 
 async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:

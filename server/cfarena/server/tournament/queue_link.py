@@ -8,11 +8,11 @@ records wait in its `MatchWriter`), so its `JobManager` is this one:
 - taking a job: an outage is "no job now" (the worker looks again at its next poll);
 - the heartbeat: a failure is skipped (the next beat renews it); the beat re-creates
   the worker's row if it was pruned meanwhile, under the same id;
-- acknowledging a job (`finish_job`, `retry_job`): tried again every `retry_s` until
-  the database is back, or until `give_up()` (the worker was halted), and only while
-  the job is still this worker's (running, taken by it): one put back in the queue
-  while this worker was silent, maybe taken by another since, is left to whoever has
-  it now, with one line;
+- acknowledging a job (`finish_job`, `retry_job`): tried again every `retry_s` (a steady
+  `backoff.Backoff`) until the database is back, or until `give_up()` (the worker was
+  halted), and only while the job is still this worker's (running, taken by it): one
+  put back in the queue while this worker was silent, maybe taken by another since, is
+  left to whoever has it now, with one line;
 - leaving the queue: an outage leaves the row behind (pruned later).
 
 One line says when the queue becomes unavailable, one when it is back (`on_back` is
@@ -25,7 +25,6 @@ an outage, and a call while the database is away fails at once.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -36,6 +35,7 @@ from procrastinate import exceptions, jobs
 from procrastinate.manager import JobManager
 from psycopg_pool import AsyncNullConnectionPool
 
+from cfarena.server.backoff import Backoff, Outage
 from cfarena.server.storage.connect import one_line
 
 # a worker's row is removed when it has not beaten for this long (procrastinate's prune at
@@ -80,13 +80,13 @@ class SteadyJobManager(JobManager):
         self.retry_s = retry_s
         self.give_up = give_up
         self.on_back: list[Callable[[], None]] = []
-        self._away_since: float | None = None
+        self._outage = Outage()
         self._in_touch_since = time.monotonic()
 
     # ------------------------------------------------------------ the state
     @property
     def away(self) -> bool:
-        return self._away_since is not None
+        return self._outage.away
 
     @property
     def in_touch_s(self) -> float:
@@ -97,8 +97,7 @@ class SteadyJobManager(JobManager):
         """Note a failed call; True if it was an outage (said once, when it starts)."""
         if not is_outage(exc):
             return False
-        if self._away_since is None:
-            self._away_since = time.monotonic()
+        if self._outage.begin():
             cause = exc.__cause__ or exc
             self.say(f"job queue unavailable ({one_line(cause)}); the matches in play go "
                      "on, and their jobs are acknowledged once it is back")
@@ -106,10 +105,9 @@ class SteadyJobManager(JobManager):
 
     def answered(self) -> None:
         """Note a call that worked (the end of an outage is said once)."""
-        if self._away_since is None:
+        away = self._outage.end()
+        if away is None:
             return
-        away = time.monotonic() - self._away_since
-        self._away_since = None
         self._in_touch_since = time.monotonic()
         self.say(f"job queue available again after {away:.0f} s")
         for hook in self.on_back:
@@ -159,6 +157,7 @@ class SteadyJobManager(JobManager):
             new_queue_name=queue, new_lock=lock))
 
     async def _acknowledge(self, job: jobs.Job, call: Callable[[], Any]) -> None:
+        steady = Backoff(self.retry_s, self.retry_s)
         while True:
             try:
                 held = await call()
@@ -168,7 +167,7 @@ class SteadyJobManager(JobManager):
                     return
                 if self.give_up():
                     return  # stopped: the job is put back by heartbeat, its match stored
-                await asyncio.sleep(self.retry_s)
+                await steady.wait()
                 continue
             self.answered()
             if not held:

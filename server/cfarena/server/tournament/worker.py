@@ -54,6 +54,8 @@ from typing import Protocol
 import procrastinate
 from procrastinate.worker import Worker
 
+from cfarena.server.abort_reason import AbortReason
+from cfarena.server.backoff import Backoff
 from cfarena.server.match_writer import dump_unsaved, is_outage
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
@@ -232,12 +234,12 @@ class QueueWorker:
         queue is joined once; if joining fails (the database away), it is tried again
         with a short back-off (at most `_REJOIN_MAX_S`)."""
         watcher = asyncio.create_task(self._watch(until)) if until is not None else None
-        delay = _REJOIN_FIRST_S
+        rejoin = Backoff(_REJOIN_FIRST_S, _REJOIN_MAX_S)
         try:
             while not self._stop.is_set():
                 try:
                     await self._run_once()
-                    delay = _REJOIN_FIRST_S
+                    rejoin.reset()
                 except Exception as exc:
                     if self._stop.is_set():
                         break
@@ -245,9 +247,7 @@ class QueueWorker:
                     if not self.queue.failed(exc):  # an outage is said once, by the link
                         log.warning("cannot join the job queue (%s); trying again",
                                     one_line(exc.__cause__ or exc))
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stop.wait(), delay)
-                    delay = min(delay * 2, _REJOIN_MAX_S)
+                    await rejoin.wait(self._stop)
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -370,7 +370,7 @@ class QueueWorker:
         log.error("match %s failed for good: %s", match_id, why)
         with contextlib.suppress(StorageError):
             await asyncio.to_thread(self.db.abort_unplayed, match_id,
-                                    f"not played: its job failed for good ({why})")
+                                    AbortReason.JOB_FAILED.text(why))
 
     def unfinished(self) -> list[str]:
         """Once no job is waiting or running: the tournaments this worker took jobs of

@@ -17,6 +17,6 @@ from its module: the CLI imports this package, and the app imports the CLI's rep
 from __future__ import annotations
 
 from cfarena.server.web.hub import LiveHub
-from cfarena.server.web.site import AdminTokenError, WebSite, read_admin_token
+from cfarena.server.web.site import WebSite
 
-__all__ = ["AdminTokenError", "LiveHub", "WebSite", "read_admin_token"]
+__all__ = ["LiveHub", "WebSite"]

@@ -8,7 +8,6 @@ import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, TypeVar
 
 from cfarena.server.storage import Database
@@ -28,25 +27,6 @@ class Ladder(Protocol):
     def pause(self) -> None: ...
 
     def resume(self) -> None: ...
-
-
-class AdminTokenError(Exception):
-    """The admin token file cannot be used (one line)."""
-
-
-def read_admin_token(path: Path) -> str:
-    """The admin token in `path` (surrounding whitespace dropped): at least 16
-    characters. AdminTokenError otherwise."""
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        raise AdminTokenError(f"--admin-token-file {path}: no such file") from None
-    except (OSError, UnicodeError) as exc:
-        raise AdminTokenError(f"--admin-token-file {path}: {exc}") from None
-    if len(token) < 16:
-        raise AdminTokenError(f"--admin-token-file {path}: the token must be at least 16 "
-                              "characters")
-    return token
 
 
 @dataclass
