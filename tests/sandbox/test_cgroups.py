@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from cfarena.server.sandbox import BotProcess, LimitWatch, SandboxLimits, cgroups, python_paths
+from cfarena.server.sandbox import (
+    BotProcess,
+    LimitWatch,
+    SandboxLimits,
+    cgroups,
+    keeper,
+    python_paths,
+)
 
 MIB = 1024 * 1024
 
@@ -36,7 +43,7 @@ def test_a_sandbox_cgroup_is_made_limited_read_and_removed() -> None:
     dirs = dict(group.dirs)
     try:
         # below this referee's own parent, named by its PID and start time
-        me = f"cfarena-{os.getpid()}-{cgroups._start_time(os.getpid())}"
+        me = f"cfarena-{os.getpid()}-{keeper.start_time(os.getpid())}"
         assert {d.parent.name for d in dirs.values()} == {me}
         mem = group.dirs["memory"]
         hard = 64 * MIB + cgroups.headroom(64 * MIB)
