@@ -113,15 +113,26 @@ def test_the_leftovers_of_a_referee_that_is_gone_are_removed() -> None:
     assert group is not None
     ours = {d.parent for d in group.dirs.values()}
     assert group.remove()
-    for parent in ours:
-        own = parent.parent  # the referee's own cgroup in this controller
-        gone = own / "cfarena-999999999-1"  # no process has this PID
-        reused = own / f"cfarena-{os.getpid()}-1"  # our PID, another start time
-        for stale in (gone, reused):
-            (stale / "sandbox-1").mkdir(parents=True)
-        cgroups._remove_stale(own)
-        assert not gone.exists() and not reused.exists()
-        assert parent.exists()  # ours: this referee runs
+    # a process left in a sandbox of a referee that is gone (its keeper gone too)
+    left = subprocess.Popen(["sleep", "60"])
+    try:
+        for parent in ours:
+            own = parent.parent  # the referee's own cgroup in this controller
+            gone = own / "cfarena-999999999-1"  # no process has this PID
+            reused = own / f"cfarena-{os.getpid()}-1"  # our PID, another start time
+            for stale in (gone, reused):
+                (stale / "sandbox-1").mkdir(parents=True)
+            (gone / "sandbox-1" / "cgroup.procs").write_text(str(left.pid))
+        for parent in ours:
+            own = parent.parent
+            cgroups._remove_stale(own)
+            assert not (own / "cfarena-999999999-1").exists()
+            assert not (own / f"cfarena-{os.getpid()}-1").exists()
+            assert parent.exists()  # ours: this referee runs
+        assert left.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        left.kill()
+        left.wait()
 
 
 def test_without_cgroups_the_run_says_so() -> None:

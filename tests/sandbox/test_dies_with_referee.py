@@ -93,7 +93,7 @@ def test_a_child_dies_when_its_referee_is_killed() -> None:
 
 # A referee that starts SANDBOXES sandboxes at once and waits: killed while they start,
 # some bwrap is killed while it sets its sandbox up (before bwrap's child has asked to die
-# with it: 9 of 30 such kills left a sandbox running without the keeper, 0 of 30 with it)
+# with it: 13 of 60 such kills left a sandbox running without the keeper, 0 of 60 with it)
 SANDBOXES = 6
 SETUP = """
 import asyncio, sys

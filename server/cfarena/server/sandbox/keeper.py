@@ -78,12 +78,18 @@ def sweep(parent: Path, seconds: float = SWEEP_SECONDS) -> bool:
 def _kill_all_in(cgroup: Path) -> bool:
     """SIGKILL the processes in `cgroup`; whether there were any. Each is signalled
     through a pidfd opened while it was listed there and only if it still is, so a PID
-    freed and reused meanwhile is never hit."""
+    freed and reused meanwhile is never hit (by its PID where the kernel has no pidfds)."""
+    listed = _procs(cgroup)
     pidfds: dict[int, int] = {}
     try:
-        for pid in _procs(cgroup):
-            with contextlib.suppress(OSError):
+        for pid in listed:
+            try:
                 pidfds[pid] = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            except OSError:  # no pidfds (Linux before 5.3): by PID
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         still = _procs(cgroup)
         for pid, fd in pidfds.items():
             if pid in still:
@@ -92,7 +98,7 @@ def _kill_all_in(cgroup: Path) -> bool:
     finally:
         for fd in pidfds.values():
             os.close(fd)
-    return bool(pidfds)
+    return bool(listed)
 
 
 def _procs(cgroup: Path) -> set[int]:
@@ -106,8 +112,12 @@ def _wait_for_exit(pid: int, started: str) -> None:
     """Return once process `pid` (started at `started`) has exited."""
     try:
         fd = os.pidfd_open(pid)
-    except OSError:
+    except ProcessLookupError:
         return  # gone already
+    except OSError:  # no pidfds (Linux before 5.3): look now and then
+        while start_time(pid) == started:
+            time.sleep(1.0)
+        return
     try:
         if start_time(pid) != started:
             return  # the PID is another process's now: the referee is gone
