@@ -197,3 +197,16 @@ def test_the_watchdog_outlives_a_referee_out_of_descriptors(
 
     proc = asyncio.run(run())
     assert proc.breach == "CPU time limit 1 s exceeded"
+
+
+def test_the_keeper_of_a_referee_that_ended_normally_ends_with_it() -> None:
+    code = ("from cfarena.server.sandbox import cgroups; cgroups.available(); "
+            "print(cgroups._keepers[0].pid, *cgroups._support().parents.values())")
+    keeper_pid, *parents = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                          text=True, check=True).stdout.split()
+    # the referee has exited: its keeper finds nothing to kill, and ends
+    deadline = time.monotonic() + 5
+    while keeper.start_time(int(keeper_pid)) is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert time.monotonic() < deadline, "the keeper outlived its referee by 5 s"
+    assert not any(Path(parent).exists() for parent in parents)

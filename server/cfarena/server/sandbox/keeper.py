@@ -64,14 +64,15 @@ def sweep(parent: Path, seconds: float = SWEEP_SECONDS) -> bool:
                 if not _kill_all_in(cgroup):
                     with contextlib.suppress(OSError):
                         cgroup.rmdir()
-        with contextlib.suppress(FileNotFoundError):
-            try:
-                parent.rmdir()
-            except OSError:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.01)
-                continue
+        try:
+            parent.rmdir()
+        except FileNotFoundError:
+            pass  # removed already (by the referee at its exit)
+        except OSError:  # EBUSY: a cgroup below it still holds processes
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+            continue
         return True
 
 
