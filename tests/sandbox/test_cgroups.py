@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from cfarena.server.sandbox import BotProcess, LimitWatch, SandboxLimits, cgroups, python_paths
+from cfarena.server.sandbox import (
+    BotProcess,
+    LimitWatch,
+    SandboxLimits,
+    cgroups,
+    keeper,
+    python_paths,
+)
 
 MIB = 1024 * 1024
 
@@ -36,7 +43,7 @@ def test_a_sandbox_cgroup_is_made_limited_read_and_removed() -> None:
     dirs = dict(group.dirs)
     try:
         # below this referee's own parent, named by its PID and start time
-        me = f"cfarena-{os.getpid()}-{cgroups._start_time(os.getpid())}"
+        me = f"cfarena-{os.getpid()}-{keeper.start_time(os.getpid())}"
         assert {d.parent.name for d in dirs.values()} == {me}
         mem = group.dirs["memory"]
         hard = 64 * MIB + cgroups.headroom(64 * MIB)
@@ -106,15 +113,26 @@ def test_the_leftovers_of_a_referee_that_is_gone_are_removed() -> None:
     assert group is not None
     ours = {d.parent for d in group.dirs.values()}
     assert group.remove()
-    for parent in ours:
-        own = parent.parent  # the referee's own cgroup in this controller
-        gone = own / "cfarena-999999999-1"  # no process has this PID
-        reused = own / f"cfarena-{os.getpid()}-1"  # our PID, another start time
-        for stale in (gone, reused):
-            (stale / "sandbox-1").mkdir(parents=True)
-        cgroups._remove_stale(own)
-        assert not gone.exists() and not reused.exists()
-        assert parent.exists()  # ours: this referee runs
+    # a process left in a sandbox of a referee that is gone (its keeper gone too)
+    left = subprocess.Popen(["sleep", "60"])
+    try:
+        for parent in ours:
+            own = parent.parent  # the referee's own cgroup in this controller
+            gone = own / "cfarena-999999999-1"  # no process has this PID
+            reused = own / f"cfarena-{os.getpid()}-1"  # our PID, another start time
+            for stale in (gone, reused):
+                (stale / "sandbox-1").mkdir(parents=True)
+            (gone / "sandbox-1" / "cgroup.procs").write_text(str(left.pid))
+        for parent in ours:
+            own = parent.parent
+            cgroups._remove_stale(own)
+            assert not (own / "cfarena-999999999-1").exists()
+            assert not (own / f"cfarena-{os.getpid()}-1").exists()
+            assert parent.exists()  # ours: this referee runs
+        assert left.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        left.kill()
+        left.wait()
 
 
 def test_without_cgroups_the_run_says_so() -> None:
@@ -179,3 +197,16 @@ def test_the_watchdog_outlives_a_referee_out_of_descriptors(
 
     proc = asyncio.run(run())
     assert proc.breach == "CPU time limit 1 s exceeded"
+
+
+def test_the_keeper_of_a_referee_that_ended_normally_ends_with_it() -> None:
+    code = ("from cfarena.server.sandbox import cgroups; cgroups.available(); "
+            "print(cgroups._keepers[0].pid, *cgroups._support().parents.values())")
+    keeper_pid, *parents = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                          text=True, check=True).stdout.split()
+    # the referee has exited: its keeper finds nothing to kill, and ends
+    deadline = time.monotonic() + 5
+    while keeper.start_time(int(keeper_pid)) is not None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert time.monotonic() < deadline, "the keeper outlived its referee by 5 s"
+    assert not any(Path(parent).exists() for parent in parents)

@@ -26,7 +26,8 @@ Its modules: `bubblewrap` (the command line, seccomp, limits), `shown_paths`
 `bot_process` (`BotProcess`: starting, reading and stopping one), `output`
 (captured output, exit summaries), `cgroups` (the kernel's count of a
 sandbox; `cgroups.available()` and `cgroups.defences()` say what holds on this
-machine) and `limit_watch` (the watchdog).
+machine), `keeper` (a process that outlives the referee to kill what is left in
+its sandboxes' cgroups) and `limit_watch` (the watchdog).
 """
 
 from __future__ import annotations

@@ -30,8 +30,11 @@ The cgroups of one referee process live below a parent of its own,
 in the referee's own cgroup, so that whatever bounds the referee (a service
 manager's limit) bounds its bots too, and named so that leftovers can be told
 apart. A sandbox's cgroups are removed when it is stopped (`remove`), the parent
-when the referee exits; a parent left by a referee that is gone (no process with
-that PID and start time) is removed when the next referee starts.
+when the referee exits. Whatever a referee that died leaves in them (a sandbox
+that bwrap was setting up when it died: see `keeper`) is killed, and the cgroups
+removed, by the referee's keeper, a process that outlives it for that alone; or,
+were the keeper gone too, by the next referee that starts (a parent whose referee
+is gone: no process with that PID and start time).
 
 Where cgroups cannot be used (not root, a controller missing or read-only,
 cgroup v2 only: not supported yet, or `CFARENA_CGROUPS=off` in the environment)
@@ -47,8 +50,11 @@ import contextlib
 import functools
 import itertools
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from cfarena.server.sandbox import keeper
 
 CONTROLLERS = ("memory", "pids", "cpuacct")
 # the processes of a sandbox that are not the bot's: bwrap as the referee started
@@ -58,6 +64,8 @@ MIB = 1024 * 1024
 # shell run before bwrap: join each cgroup named before "--", then exec the rest
 _JOIN = 'for f; do shift; [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; done; exec "$@"'
 _names = itertools.count(1)
+# the keeper of this referee's cgroups (started with them; it outlives the referee)
+_keepers: list[subprocess.Popen[bytes]] = []
 
 
 def headroom(limit_bytes: int) -> int:
@@ -251,6 +259,7 @@ def _support() -> Support:
         parents[controller] = parent
     if parents:
         atexit.register(_remove_parents, list(parents.values()))
+        _keepers.append(keeper.start(list(parents.values())))
     return Support(parents, ", ".join(problems))
 
 
@@ -284,30 +293,21 @@ def _own_cgroups() -> dict[str, str]:
     return own
 
 
-def _start_time(pid: int) -> str | None:
-    """The start time of process `pid` (clock ticks since boot), None if there is none."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return None
-
-
 def _referee_name(pid: int) -> str:
-    return f"cfarena-{pid}-{_start_time(pid)}"
+    return f"cfarena-{pid}-{keeper.start_time(pid)}"
 
 
 def _remove_stale(mine: Path) -> None:
     """Remove the parents (and their sandboxes' cgroups) of referees that are gone: no
-    process has their PID and start time. A cgroup that still holds a process stays."""
+    process has their PID and start time. What still runs in them is killed first."""
     with contextlib.suppress(OSError):
         for entry in mine.iterdir():
             parts = entry.name.split("-")
             if len(parts) != 3 or parts[0] != "cfarena" or not parts[1].isdigit():
                 continue
-            if _start_time(int(parts[1])) == parts[2]:
+            if keeper.start_time(int(parts[1])) == parts[2]:
                 continue  # that referee runs
-            _remove_parents([entry])
+            keeper.sweep(entry, seconds=1.0)
 
 
 def _remove_parents(parents: list[Path]) -> None:
