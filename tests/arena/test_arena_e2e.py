@@ -23,7 +23,7 @@ from sqlalchemy import text
 
 from cfarena.server.storage import MatchStatus, open_database
 from tests.cli.helpers import CFARENA, run_cli, run_json
-from tests.pg import PgCluster, postgres_cluster
+from tests.harness.postgres import PgCluster
 
 PLAYERS = "4"
 POOL = "standard/4p"
@@ -92,13 +92,6 @@ class Procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-
-
-@pytest.fixture(scope="module")
-def own_pg() -> Iterator[PgCluster]:
-    """A cluster of this module's own: the test restarts it."""
-    with postgres_cluster() as cluster:
-        yield cluster
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from sqlalchemy import text
 from cfarena.server.storage import open_database
 from tests.arena.test_arenas_e2e import ARENA_ID, FINISHED, Fleet, _free_port
 from tests.cli.helpers import CFARENA, run_cli
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
 DEAD_AFTER_S = 3
 BOTS = {"greedy": "cfarena.bots.greedy", "smart": "cfarena.bots.smart"}

@@ -25,7 +25,7 @@ from sqlalchemy import text
 
 from cfarena.server.storage import open_database
 from tests.cli.helpers import CFARENA, run_cli
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
 PLAYERS = "3"
 POOL = "standard/3p"

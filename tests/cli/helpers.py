@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tests.harness.sandboxes import run_sandboxes
+
 CFARENA = shutil.which("cfarena") or str(Path(sys.executable).with_name("cfarena"))
 
 
@@ -68,34 +70,14 @@ def processes_with_marker(mark: str) -> list[int]:
     return found
 
 
-SANDBOX_UIDS = 1_000_000  # sandboxed bot processes run under a random uid at least this
-
-
-def sandboxed_processes(cwd: Path | None = None) -> list[int]:
-    """PIDs of live processes running as a sandbox uid (bot processes); with `cwd`, only
-    those of a tournament run in that directory (a sandbox starts in the run's cwd)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            uid = entry.stat().st_uid
-            stat = (entry / "stat").read_text()
-            where = os.readlink(entry / "cwd") if cwd is not None else ""
-        except OSError:
-            continue
-        if uid >= SANDBOX_UIDS and ") Z " not in stat and (cwd is None or where == str(cwd)):
-            found.append(int(entry.name))
-    return found
-
-
-def wait_no_processes(mark: str, cwd: Path | None = None, timeout: float = 15.0) -> list[int]:
+def wait_no_processes(mark: str, cwd: Path, timeout: float = 15.0) -> list[int]:
     """Wait until no process carries the marker (the cfarena command and anything that
-    inherited its environment) and no sandboxed bot process (of the run in `cwd`, or of
-    any run) is alive; those left."""
+    inherited its environment) and no sandboxed bot process of the run in `cwd` is alive
+    (`tests.harness.sandboxes`); the PIDs of those left."""
     deadline = time.monotonic() + timeout
     while True:
-        left = processes_with_marker(mark) + sandboxed_processes(cwd)
+        left = processes_with_marker(mark) + [
+            p.pid for p in run_sandboxes(cwd, zombies=False)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)

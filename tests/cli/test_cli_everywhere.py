@@ -18,7 +18,7 @@ import pytest
 
 from cfarena.server.replay import simulate_log
 from cfarena.server.storage import FaultRecord, MatchPlan, StoredMatch, hash_token, open_database
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
 from .helpers import CFARENA, run_cli, run_json
 

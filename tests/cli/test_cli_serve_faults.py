@@ -25,7 +25,7 @@ from cfarena.server.storage import (
     hash_token,
     open_database,
 )
-from tests.pg import PgCluster, postgres_cluster
+from tests.harness.postgres import PgCluster
 
 from .helpers import CFARENA, run_cli
 
@@ -127,13 +127,6 @@ def arena_factory(tmp_path: Path) -> Iterator[Callable[[str], Arena]]:
     yield make
     for arena in made:
         arena.close()
-
-
-@pytest.fixture(scope="module")
-def own_pg() -> Iterator[PgCluster]:
-    """A cluster of this module's own, so that stopping it disturbs no other test."""
-    with postgres_cluster() as cluster:
-        yield cluster
 
 
 def _no_traceback(stderr: str) -> None:

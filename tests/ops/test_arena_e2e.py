@@ -18,7 +18,7 @@ import pytest
 
 from tests.cli.helpers import CFARENA, run_json
 from tests.cli.test_cli_serve import _free_port, _stop
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
 from .metrics_text import scrape, value
 
