@@ -52,15 +52,13 @@ class Arena(Processes):
         super().wait(what, condition, timeout, names)
 
     def serve(self, *args: str, name: str = "serve", http: bool = False,
-              port: int = 0, wait: bool = True, stdout: bool = False) -> Ports | None:
-        """Start `cfarena serve --db DB ARGS` on `port` (and an HTTP port, both 0 unless
-        told); with `wait`, wait until it listens and return the ports it bound."""
+              port: int = 0, stdout: bool = False) -> Ports:
+        """Start `cfarena serve --db DB ARGS` on `port` (0 unless told; and on HTTP port 0
+        with `http`), wait until it listens and return the ports it bound."""
         http_args = ["--http-port", "0"] if http else []
         self.serves.append(name)
         self.start(name, [CFARENA, "serve", "--port", str(port), *http_args,
                           "--db", self.db, *args], stdout=stdout)
-        if not wait:
-            return None
         return self.listening(name, http)
 
     def listening(self, name: str = "serve", http: bool = False,
