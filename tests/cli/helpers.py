@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,25 @@ def run_cli(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | N
             os.killpg(proc.pid, 9)
             proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None
+                   ) -> subprocess.CompletedProcess[str]:
+    """`run_cli` in this process (typer's CliRunner, in `cwd`): for what starts no process
+    and where no process behaviour is under test (usage errors, help). A traceback is
+    a `returncode` of 1 with the exception in `stderr`, as the real command would show."""
+    from typer.testing import CliRunner
+
+    from cfarena.server.cli import app
+
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(app, list(args), prog_name="cfarena",
+                                    env={"COLUMNS": "120", **(env or {})})
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["cfarena", *args], result.exit_code, result.stdout,
+                                       stderr)
 
 
 def run_json(*args: str, cwd: Path, timeout: float = 240) -> dict[str, Any]:
