@@ -11,7 +11,7 @@ import pytest
 
 from tests.harness.serve import Arena
 
-from .helpers import run_cli, run_json
+from .helpers import run_cli, run_in_process, run_json
 
 BOTS = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
         "smart": "cfarena.bots.smart", "rnd2": "cfarena.bots.random_bot"}
@@ -68,7 +68,7 @@ def test_serve_pairs_registered_bots_and_stops_cleanly(
 
 
 def test_serve_without_bots_is_a_usage_error(tmp_path: Path) -> None:
-    result = run_cli("serve", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
+    result = run_in_process("serve", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
     assert result.returncode == 2 and "no registered bots" in result.stderr
     with sqlite3.connect(tmp_path / "x.db") as conn:
         assert conn.execute("select count(*) from matches").fetchone()[0] == 0

@@ -26,7 +26,7 @@ from cfarena.server.storage import (
 from tests.harness.postgres import PgCluster
 from tests.harness.serve import Arena as ServeArena
 
-from .helpers import run_cli
+from .helpers import run_in_process
 
 # 2-player matches of 1-2 s with random bots: long enough to be in play across a fault
 LONG_MATCHES = ["--players", "2", "--rule", "set=12", "--rule", "hand_size=25"]
@@ -265,7 +265,7 @@ def test_port_in_use_is_one_line(tmp_path: Path, arena_factory: Callable[[str], 
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        result = run_cli("serve", "--port", str(port), "--db", db, cwd=tmp_path)
+        result = run_in_process("serve", "--port", str(port), "--db", db, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [
         f"error: cannot listen on 127.0.0.1:{port}: address already in use"], result.stderr

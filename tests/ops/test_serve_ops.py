@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.cli.helpers import run_cli, run_json
+from tests.cli.helpers import run_cli, run_in_process, run_json
 from tests.harness.serve import Arena
 
 from .metrics_text import scrape, value
@@ -117,7 +117,8 @@ def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> 
 
 def test_tls_and_http_option_errors_are_one_line(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'arena.db'}"
-    assert run_cli("bots", "add", "a", "--db", db, "--quiet", cwd=tmp_path).returncode == 0
+    assert run_in_process("bots", "add", "a", "--db", db, "--quiet",
+                          cwd=tmp_path).returncode == 0
     cert, key = self_signed(tmp_path)
     (tmp_path / "not-pem.txt").write_text("hello\n")
     unreadable = tmp_path / "secret.pem"
@@ -139,16 +140,16 @@ def test_tls_and_http_option_errors_are_one_line(tmp_path: Path) -> None:
         cases.append((["--tls-cert", str(cert), "--tls-key", str(unreadable)],
                       ["--tls-key", "cannot read it: permission denied"]))
     for args, needles in cases:
-        _one_line_error(run_cli("serve", "--port", "0", *args, "--db", db, cwd=tmp_path),
-                        *needles)
+        _one_line_error(run_in_process("serve", "--port", "0", *args, "--db", db,
+                                       cwd=tmp_path), *needles)
     # the HTTP port in use
     import socket
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         used = busy.getsockname()[1]
-        _one_line_error(run_cli("serve", "--port", "0", "--http-port", str(used), "--db", db,
-                                cwd=tmp_path),
+        _one_line_error(run_in_process("serve", "--port", "0", "--http-port", str(used),
+                                       "--db", db, cwd=tmp_path),
                         f"cannot listen on 127.0.0.1:{used}: address already in use")
 
 
