@@ -33,18 +33,21 @@ TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """xdist groups (see the module docstring): what must run on one worker together."""
+    """xdist groups (see the module docstring): what must run on one worker together.
+    A module with a module-scoped fixture goes whole (a worker that ran out of tests
+    tears its fixtures down: sent in parts, the fixture could be set up twice)."""
+    whole: set[Path] = set()
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is not None and any(d.scope == "module" for defs in
+                                    info.name2fixturedefs.values() for d in defs):
+            whole.add(item.path)
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
         if TESTS / "fairplay" in item.path.parents:
             item.add_marker(pytest.mark.xdist_group("fairplay"))
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        scopes = {d.scope for defs in info.name2fixturedefs.values() for d in defs}
-        if "module" in scopes:
+        elif item.path in whole:
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS).as_posix()))
 
 

@@ -38,15 +38,16 @@ def run_cli(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | N
 
 def run_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None
                    ) -> subprocess.CompletedProcess[str]:
-    """`run_cli` in this process (typer's CliRunner, in `cwd`): for what starts no process
-    and where no process behaviour is under test (usage errors, help). A traceback is
-    a `returncode` of 1 with the exception in `stderr`, as the real command would show."""
-    from typer.testing import CliRunner
+    """`run_cli` in this process (click's CliRunner on the command `cfarena` runs, in
+    `cwd`): for what starts no process and where no process behaviour is under test
+    (usage errors, help, reading a database). A traceback is a `returncode` of 1 with
+    the exception in `stderr`, as the real command would show."""
+    from click.testing import CliRunner
 
-    from cfarena.server.cli import app
+    from cfarena.server.cli import command
 
     with contextlib.chdir(cwd):
-        result = CliRunner().invoke(app, list(args), prog_name="cfarena",
+        result = CliRunner().invoke(command(), list(args), prog_name="cfarena",
                                     env={"COLUMNS": "120", **(env or {})})
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
