@@ -35,14 +35,17 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness
 from typing import Any
+
+from tests.harness.ports import free_port
 
 HERE = Path(__file__).resolve()
 CFARENA = str(Path(sys.executable).with_name("cfarena"))
@@ -103,12 +106,6 @@ def _token(name: str) -> str:
 
 
 # ------------------------------------------------------------------ the driver
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _register(names: list[str], db: str) -> None:
     """`cfarena bots add NAME --token T --quiet` for every name, in one process."""
@@ -180,7 +177,7 @@ def _finished_logs(db: str, seen: set[str]) -> list[dict[str, Any]]:
 
 def _level(args: argparse.Namespace, concurrency: int, db: str, tmp: Path,
            bot_server: list[str], seen: set[str]) -> dict[str, Any]:
-    port, http = int(bot_server[0].rsplit(":", 1)[1]), _free_port()
+    port, http = int(bot_server[0].rsplit(":", 1)[1]), free_port()
     metrics = f"http://127.0.0.1:{http}/metrics"
     log = open(tmp / f"serve-{concurrency}.log", "wb")  # noqa: SIM115
     serve = subprocess.Popen(
@@ -276,7 +273,7 @@ def main() -> None:
         _register(names, db)
         print(f"registered {args.bots} bots with `cfarena bots add` in "
               f"{time.monotonic() - started:.1f} s", flush=True)
-        server = f"127.0.0.1:{_free_port()}"
+        server = f"127.0.0.1:{free_port()}"
         workers = []
         try:
             for k in range(args.bot_procs):

@@ -32,8 +32,6 @@ import argparse
 import itertools
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,17 +41,12 @@ from pathlib import Path
 from cfarena.server.skill import Skill, rate_match
 from cfarena.server.storage import MatchStatus, open_database
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness
+from tests.harness.serve import Arena
+
 CFARENA = str(Path(sys.executable).with_name("cfarena"))
-ORDER = ("random", "greedy", "smart", "montecarlo")
-MODULES = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
-           "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
+ORDER = ("random", "greedy", "smart", "montecarlo")  # names of tests.harness.serve.SAMPLES
 POOL = "standard/4p"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cli(*args: str, db: str) -> str:
@@ -62,16 +55,6 @@ def _cli(*args: str, db: str) -> str:
     if done.returncode != 0:
         sys.exit(f"cfarena {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def _ordered(values: dict[str, float]) -> bool:
@@ -118,35 +101,23 @@ def main() -> None:
         db = args.db or f"sqlite:///{tmp / 'ladder.db'}"
         tokens = {name: _cli("bots", "add", name, db=db).strip().splitlines()[-1]
                   for name in ORDER}
-        port = _free_port()
-        procs: list[subprocess.Popen[bytes]] = []
-
-        def start(name: str, argv: list[str], env: dict[str, str] | None = None
-                  ) -> subprocess.Popen[bytes]:
-            with open(tmp / f"{name}.err", "wb") as err:
-                proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=tmp,
-                                        env={**os.environ, **(env or {})},
-                                        start_new_session=True)
-            procs.append(proc)
-            return proc
-
+        arena = Arena(tmp, db)
         began = time.monotonic()
         try:
-            serve = start("serve", [
-                CFARENA, "serve", "--port", str(port), "--db", db, "--players", "4",
-                "--rule", f"rounds={args.rounds}", "--timeout-ms", str(args.timeout_ms),
-                "--concurrency", str(args.capacity), "--max-matches", str(args.matches)])
+            # serve on port 0 (the port it bound read back), the bots dialing in
+            port = arena.serve("--players", "4", "--rule", f"rounds={args.rounds}",
+                               "--timeout-ms", str(args.timeout_ms), "--concurrency",
+                               str(args.capacity), "--max-matches", str(args.matches)).bots
             for name in ORDER:
-                start(name, [sys.executable, "-m", "cfarena.sdk", "run", MODULES[name],
-                             "--server", f"127.0.0.1:{port}", f"--token={tokens[name]}",
-                             "--capacity", str(args.capacity), "--retries", "50", "-q"],
-                      {"CFARENA_MC_BUDGET_MS": f"{args.budget_ms:g}"})
+                arena.dial_in(name, name, f"127.0.0.1:{port}", tokens[name], "--capacity",
+                              str(args.capacity), "--retries", "50", "-q",
+                              env={"CFARENA_MC_BUDGET_MS": f"{args.budget_ms:g}"})
+            serve = arena.procs["serve"]
             if serve.wait() != 0:
-                sys.exit(f"serve exited {serve.returncode}: "
-                         f"{(tmp / 'serve.err').read_text()[-2000:]}")
+                sys.exit(f"serve exited {serve.returncode}: {arena.err()[-2000:]}")
         finally:
-            for proc in procs:
-                _stop(proc)
+            for name in list(arena.procs):
+                arena.stop(name, 15)
         elapsed = time.monotonic() - began
 
         ladder = {r["bot"]: r for r in json.loads(

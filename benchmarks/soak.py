@@ -49,6 +49,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness
+from tests.harness.ports import free_port
+
 CFARENA = str(Path(sys.executable).with_name("cfarena"))
 SAMPLES = ("cfarena.bots.random_bot", "cfarena.bots.greedy")
 
@@ -80,12 +83,6 @@ class Soak:
         sxx = sum((x - mean_x) ** 2 for x, _ in self.samples)
         sxy = sum((x - mean_x) * (y - mean_y) for x, y in self.samples)
         return sxy / sxx if sxx else 0.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _rss_kib(pid: int) -> float:
@@ -236,7 +233,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
         added = subprocess.run([cfarena, "bots", "add", name, "--db", db],
                                capture_output=True, text=True, check=True, env=env)
         tokens[name] = added.stdout.strip().splitlines()[-1]
-    port, http_port = _free_port(), (_free_port() if web else None)
+    port, http_port = free_port(), (free_port() if web else None)
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(name: str, argv: list[str]) -> subprocess.Popen[bytes]:

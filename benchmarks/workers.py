@@ -5,9 +5,9 @@ machine for the same tournament, and what the queue itself costs per match.
     python benchmarks/workers.py [--workers 1,2,4] [--games 8] [--rounds 2]
                                  [--no-sandbox] [--db-cluster URL]
 
-Without `--db-cluster` it starts a throwaway PostgreSQL (tests/pg.py). Per level, a fresh
-database: `cfarena tournaments create` (greedy and smart, 2-player tables, `--games`
-deals each played in both seat rotations, a fixed seed), then N workers with
+Without `--db-cluster` it starts a throwaway PostgreSQL (tests/harness/postgres.py).
+Per level, a fresh database: `cfarena tournaments create` (greedy and smart, 2-player
+tables, `--games` deals each played in both seat rotations, a fixed seed), then N workers with
 `--concurrency 1 --until-done`. Reported:
 
 - matches per minute, over the span from the first match started to the last stored
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve()
-sys.path.insert(0, str(HERE.parent.parent))  # tests.pg
+sys.path.insert(0, str(HERE.parent.parent))  # tests.harness.postgres
 CFARENA = str(Path(sys.executable).with_name("cfarena"))
 
 
@@ -47,7 +47,7 @@ def _cluster(url: str | None) -> Iterator[Any]:
     if url is not None:
         yield url
         return
-    from tests.pg import postgres_cluster
+    from tests.harness.postgres import postgres_cluster
 
     with postgres_cluster() as cluster:
         yield cluster

@@ -84,7 +84,9 @@ def main(argv: list[str]) -> int:
     cov = [sys.executable, "-m", "coverage"]
     subprocess.run([*cov, "erase"], check=True)
     with bot_hook():
-        tests = subprocess.Popen([*cov, "run", "-m", "pytest", *argv])
+        # -n 0: the tests in the pytest process itself, not on xdist workers (its own
+        # data file below is then what in-process coverage measures)
+        tests = subprocess.Popen([*cov, "run", "-m", "pytest", "-n", "0", *argv])
         code = tests.wait()
     # The pytest process's own data file alone: what in-process coverage would say.
     own = sorted(ROOT.glob(f".coverage.*.pid{tests.pid}.*"))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
-from tests.cli.helpers import run_cli, run_json
+from tests.cli.helpers import run_cli, run_in_process, run_json
 
 
 def test_rotate_revoke_show(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_rotate_revoke_show(tmp_path: Path) -> None:
 
 def test_usage_errors_are_one_line(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'arena.db'}"
-    assert run_cli("bots", "add", "alice", "--db", db, cwd=tmp_path).returncode == 0
+    assert run_in_process("bots", "add", "alice", "--db", db, cwd=tmp_path).returncode == 0
     for argv, message in [
         (["bots", "rotate", "nobody"], "error: no bot named 'nobody'"),
         (["bots", "show", "nobody"], "error: no bot named 'nobody'"),
@@ -58,7 +58,7 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
         (["serve", "--dead-after", "2"], "error: --dead-after must be at least 3 seconds"),
         (["serve", "--dead-after", "nan"], "error: --dead-after must be at least 3 seconds"),
     ]:
-        result = run_cli(*argv, "--db", db, cwd=tmp_path)
+        result = run_in_process(*argv, "--db", db, cwd=tmp_path)
         assert result.returncode == 2, (argv, result.stderr)
         assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, (
             argv, result.stderr)

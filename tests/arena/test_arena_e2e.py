@@ -7,103 +7,42 @@ games shared evenly, and the ratings ordering the samples."""
 
 from __future__ import annotations
 
-import os
-import re
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from cfarena.server.storage import MatchStatus, open_database
-from tests.cli.helpers import CFARENA, run_cli, run_json
-from tests.pg import PgCluster, postgres_cluster
+from tests.cli.helpers import run_cli, run_json
+from tests.harness.postgres import PgCluster
+from tests.harness.serve import SAMPLES, Arena
 
 PLAYERS = "4"
 POOL = "standard/4p"
 TOTAL = 280  # matches in the run
-FINISHED_LINE = re.compile(r"^match (serve-[0-9a-f]+): \d+\. ", re.M)
-SAMPLES = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
-           "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Procs:
+class Procs(Arena):
     """serve and the bots, output in files, all stopped by process group at the end."""
 
-    def __init__(self, directory: Path, db: str, port: int) -> None:
-        self.dir, self.db, self.port = directory, db, port
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None
-              ) -> subprocess.Popen[bytes]:
-        with open(self.dir / f"{name}.err", "wb") as err:
-            proc = subprocess.Popen(argv, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=err,
-                                    env={**os.environ, **(env or {})}, start_new_session=True)
-        self.procs[name] = proc
-        return proc
+    @property
+    def port(self) -> int:
+        return self.ports["serve"].bots
 
     def bot(self, name: str, bot: str, token: str, *args: str,
             env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        return self.start(name, [sys.executable, "-m", "cfarena.sdk", "run", SAMPLES[bot],
-                                 "--server", f"127.0.0.1:{self.port}", f"--token={token}",
-                                 "--retries", "50", "-q", *args],
-                          {"CFARENA_MC_BUDGET_MS": "2", **(env or {})})
-
-    def err(self, name: str = "serve") -> str:
-        return (self.dir / f"{name}.err").read_text(errors="replace")
-
-    def finished(self) -> list[str]:
-        return FINISHED_LINE.findall(self.err())
-
-    def wait(self, what: str, condition: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            serve = self.procs["serve"]
-            if serve.poll() is not None:
-                raise AssertionError(f"{what}: serve exited {serve.returncode}: {self.err()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}: {self.err()[-3000:]}")
-            time.sleep(0.1)
-
-    def stop(self, name: str) -> None:
-        proc = self.procs[name]
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-    def close(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-@pytest.fixture(scope="module")
-def own_pg() -> Iterator[PgCluster]:
-    """A cluster of this module's own: the test restarts it."""
-    with postgres_cluster() as cluster:
-        yield cluster
+        return self.dial_in(name, bot, f"127.0.0.1:{self.port}", token, "--retries", "50",
+                            "-q", *args, env={"CFARENA_MC_BUDGET_MS": "2", **(env or {})})
 
 
 @pytest.fixture
 def procs(tmp_path: Path, own_pg: PgCluster) -> Iterator[Procs]:
-    p = Procs(tmp_path, own_pg.create_database("arena_e2e"), _free_port())
+    p = Procs(tmp_path, own_pg.create_database("arena_e2e"))
     try:
         yield p
     finally:
@@ -121,10 +60,7 @@ def _add(procs: Procs, name: str) -> str:
 def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     t0 = time.monotonic()
     tokens = {name: _add(procs, name) for name in [*SAMPLES, "intruder"]}
-    procs.start("serve", [CFARENA, "serve", "--port", str(procs.port), "--db", procs.db,
-                          "--players", PLAYERS, "--rule", "rounds=single",
-                          "--concurrency", "3"])
-    procs.wait("serve to listen", lambda: "referee listening on" in procs.err(), 30)
+    procs.serve("--players", PLAYERS, "--rule", "rounds=single", "--concurrency", "3")
     procs.bot("random", "random", tokens["random"])
     procs.bot("greedy-1", "greedy", tokens["greedy"], "--version", "1")
     procs.bot("greedy-2", "greedy", tokens["greedy"], env={"CFARENA_BOT_VERSION": "2"})

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +18,11 @@ import pytest
 from sqlalchemy import text
 
 from cfarena.server.storage import open_database
-from tests.arena.test_arenas_e2e import ARENA_ID, FINISHED, Fleet, _free_port
-from tests.cli.helpers import CFARENA, run_cli
-from tests.pg import PgCluster
+from tests.arena.test_arenas_e2e import ARENA_ID, DEAD_AFTER_S, Fleet
+from tests.cli.helpers import run_cli
+from tests.harness.postgres import PgCluster
+from tests.harness.serve import FINISHED
 
-DEAD_AFTER_S = 3
 BOTS = {"greedy": "cfarena.bots.greedy", "smart": "cfarena.bots.smart"}
 
 
@@ -62,18 +61,12 @@ def test_an_arena_frozen_past_the_stale_limit_stores_nothing(fleet: Fleet) -> No
         added = run_cli("bots", "add", name, "--db", fleet.db, cwd=fleet.dir)
         assert added.returncode == 0, added.stderr
         tokens[name] = added.stdout.strip().splitlines()[-1]
-    ports = {"a": _free_port(), "b": _free_port()}
-    for name, port in ports.items():
-        fleet.start(name, [CFARENA, "serve", "--port", str(port), "--db", fleet.db,
-                           "--players", "2", "--rule", "rounds=3", "--concurrency", "1",
-                           "--dead-after", str(DEAD_AFTER_S)])
-    fleet.wait("both arenas to listen", lambda: all(
-        "referee listening on" in fleet.err(n) for n in ports), 30, ("a", "b"))
+    ports = {name: fleet.arena(name, "--players", "2", "--rule", "rounds=3",
+                               "--concurrency", "1") for name in ("a", "b")}
     ids = {n: ARENA_ID.findall(fleet.err(n))[0] for n in ports}
     for name, module in BOTS.items():  # they play on arena a only
-        fleet.start(name, [sys.executable, "-m", "cfarena.sdk", "run", module,
-                           "--server", f"127.0.0.1:{ports['a']}", f"--token={tokens[name]}",
-                           "--retries", "-1", "-q"])
+        fleet.dial_in(name, module, f"127.0.0.1:{ports['a']}", tokens[name], "--retries",
+                      "-1", "-q")
 
     # a is frozen while a match of it is in play
     deadline = time.monotonic() + 30

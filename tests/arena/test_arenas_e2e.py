@@ -11,12 +11,9 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -24,67 +21,26 @@ import pytest
 from sqlalchemy import text
 
 from cfarena.server.storage import open_database
-from tests.cli.helpers import CFARENA, run_cli
-from tests.pg import PgCluster
+from tests.cli.helpers import run_cli
+from tests.harness.postgres import PgCluster
+from tests.harness.serve import Arena
 
 PLAYERS = "3"
 POOL = "standard/3p"
 CAPACITY = 2
 DEAD_AFTER_S = 3
-FINISHED = re.compile(r"^match (serve-[0-9a-f]+): \d+\. ", re.M)
 ARENA_ID = re.compile(r"arena ([0-9a-f]{16})\); Ctrl-C")
 BOTS = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
         "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
 EACH = 12  # matches each arena plays before the kill, and b after it
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Fleet:
+class Fleet(Arena):
     """Both arenas and the bots, output in files, stopped by PID / process group."""
 
-    def __init__(self, directory: Path, db: str) -> None:
-        self.dir, self.db = directory, db
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        with open(self.dir / f"{name}.err", "wb") as err:
-            self.procs[name] = subprocess.Popen(
-                argv, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=err,
-                env={**os.environ, **(env or {})}, start_new_session=True)
-
-    def serve(self, name: str, port: int) -> None:
-        self.start(name, [CFARENA, "serve", "--port", str(port), "--db", self.db,
-                          "--players", PLAYERS, "--rule", "rounds=single", "--concurrency",
-                          "3", "--dead-after", str(DEAD_AFTER_S)])
-
-    def err(self, name: str) -> str:
-        return (self.dir / f"{name}.err").read_text(errors="replace")
-
-    def finished(self, name: str) -> list[str]:
-        return FINISHED.findall(self.err(name))
-
-    def wait(self, what: str, condition: Callable[[], bool], timeout: float,
-             alive: tuple[str, ...]) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            for name in alive:
-                if self.procs[name].poll() is not None:
-                    raise AssertionError(f"{what}: {name} exited: {self.err(name)[-3000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}: "
-                                     + " | ".join(self.err(n)[-1500:] for n in alive))
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    def arena(self, name: str, *args: str) -> int:
+        """Arena `name` (`cfarena serve` on port 0), listening: the port it bound."""
+        return self.serve("--dead-after", str(DEAD_AFTER_S), *args, name=name).bots
 
 
 @pytest.fixture
@@ -121,18 +77,13 @@ def test_two_arenas_one_killed(fleet: Fleet) -> None:
         added = run_cli("bots", "add", name, "--db", fleet.db, cwd=fleet.dir)
         assert added.returncode == 0, added.stderr
         tokens[name] = added.stdout.strip().splitlines()[-1]
-    ports = {"a": _free_port(), "b": _free_port()}
-    for name, port in ports.items():
-        fleet.serve(name, port)
-    fleet.wait("both arenas to listen", lambda: all(
-        "referee listening on" in fleet.err(n) for n in ports), 30, ("a", "b"))
+    ports = {name: fleet.arena(name, "--players", PLAYERS, "--rule", "rounds=single",
+                               "--concurrency", "3") for name in ("a", "b")}
     ids = {n: ARENA_ID.findall(fleet.err(n))[0] for n in ports}
     servers = ",".join(f"127.0.0.1:{p}" for p in ports.values())
     for name, module in BOTS.items():
-        fleet.start(name, [sys.executable, "-m", "cfarena.sdk", "run", module,
-                           "--server", servers, f"--token={tokens[name]}", "--capacity",
-                           str(CAPACITY), "--retries", "-1", "-q"],
-                    {"CFARENA_MC_BUDGET_MS": "15"})
+        fleet.dial_in(name, module, servers, tokens[name], "--capacity", str(CAPACITY),
+                      "--retries", "-1", "-q", env={"CFARENA_MC_BUDGET_MS": "15"})
     fleet.wait(f"{EACH} matches on each arena",
                lambda: min(len(fleet.finished(n)) for n in ports) >= EACH, 60, ("a", "b"))
     warm = time.monotonic() - t0

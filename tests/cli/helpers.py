@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -9,9 +10,12 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
+
+from tests.harness.sandboxes import run_sandboxes
 
 CFARENA = shutil.which("cfarena") or str(Path(sys.executable).with_name("cfarena"))
 
@@ -30,6 +34,26 @@ def run_cli(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | N
             os.killpg(proc.pid, 9)
             proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None
+                   ) -> subprocess.CompletedProcess[str]:
+    """`run_cli` in this process (click's CliRunner on the command `cfarena` runs, in
+    `cwd`): for what starts no process and where no process behaviour is under test
+    (usage errors, help, reading a database). A traceback is a `returncode` of 1 with
+    the exception in `stderr`, as the real command would show."""
+    from click.testing import CliRunner
+
+    from cfarena.server.cli import command
+
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(command(), list(args), prog_name="cfarena",
+                                    env={"COLUMNS": "120", **(env or {})})
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["cfarena", *args], result.exit_code, result.stdout,
+                                       stderr)
 
 
 def run_json(*args: str, cwd: Path, timeout: float = 240) -> dict[str, Any]:
@@ -68,34 +92,14 @@ def processes_with_marker(mark: str) -> list[int]:
     return found
 
 
-SANDBOX_UIDS = 1_000_000  # sandboxed bot processes run under a random uid at least this
-
-
-def sandboxed_processes(cwd: Path | None = None) -> list[int]:
-    """PIDs of live processes running as a sandbox uid (bot processes); with `cwd`, only
-    those of a tournament run in that directory (a sandbox starts in the run's cwd)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            uid = entry.stat().st_uid
-            stat = (entry / "stat").read_text()
-            where = os.readlink(entry / "cwd") if cwd is not None else ""
-        except OSError:
-            continue
-        if uid >= SANDBOX_UIDS and ") Z " not in stat and (cwd is None or where == str(cwd)):
-            found.append(int(entry.name))
-    return found
-
-
-def wait_no_processes(mark: str, cwd: Path | None = None, timeout: float = 15.0) -> list[int]:
+def wait_no_processes(mark: str, cwd: Path, timeout: float = 15.0) -> list[int]:
     """Wait until no process carries the marker (the cfarena command and anything that
-    inherited its environment) and no sandboxed bot process (of the run in `cwd`, or of
-    any run) is alive; those left."""
+    inherited its environment) and no sandboxed bot process of the run in `cwd` is alive
+    (`tests.harness.sandboxes`); the PIDs of those left."""
     deadline = time.monotonic() + timeout
     while True:
-        left = processes_with_marker(mark) + sandboxed_processes(cwd)
+        left = processes_with_marker(mark) + [
+            p.pid for p in run_sandboxes(cwd, zombies=False)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)

@@ -9,7 +9,7 @@ import pytest
 
 from cfarena.server.gamelog import LOG_FORMAT
 
-from .helpers import run_cli, run_json
+from .helpers import run_cli, run_in_process, run_json
 
 
 @pytest.fixture(scope="module")
@@ -27,27 +27,30 @@ def _snapshot(db: Path) -> list[tuple[object, ...]]:
             "select id, status, totals, ranks, finished_at from matches order by id").fetchall()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--rules", "chess"], "unknown preset 'chess'"),
-    (["--rule", "spokes=99"], "'spokes'"),
-    (["--rule", "flavour=mint"], "unknown rule option"),
-    (["--rule", "rounds"], "KEY=VALUE"),
-    (["--players", "9"], "--players must be 2-8"),
-    (["--bot", "nosuchbot", "--bot", "random"], "no bundled bot"),
+# argv, a fragment of the message, and whether bot processes are started (in a
+# subprocess then: their exit is the behaviour under test; else in-process)
+@pytest.mark.parametrize(("args", "message", "spawns"), [
+    (["--rules", "chess"], "unknown preset 'chess'", False),
+    (["--rule", "spokes=99"], "'spokes'", False),
+    (["--rule", "flavour=mint"], "unknown rule option", False),
+    (["--rule", "rounds"], "KEY=VALUE", False),
+    (["--players", "9"], "--players must be 2-8", False),
+    (["--bot", "nosuchbot", "--bot", "random"], "no bundled bot", False),
     (["--bot", "dead=sh -c 'exit 7'", "--bot", "random", "--players", "2"],
-     "exited with code 7"),
+     "exited with code 7", True),
     (["--bot", "typo=python -m cfarena.sdk run no_such_module", "--bot", "random",
-      "--players", "2"], "no_such_module"),
+      "--players", "2"], "no_such_module", True),
     (["--bot", "mute=sleep 60", "--bot", "random", "--connect-timeout", "2", "--players", "2"],
-     "did not connect within 2 s"),
-    (["--bot", "random", "--bot", "greedy", "--bot", "smart"], "--seats-per-bot 2"),
-    (["--rule", "hand_size=40", "--players", "4"], "'hand_size'"),
+     "did not connect within 2 s", True),
+    (["--bot", "random", "--bot", "greedy", "--bot", "smart"], "--seats-per-bot 2", False),
+    (["--rule", "hand_size=40", "--players", "4"], "'hand_size'", False),
 ])
-def test_bad_input_exits_2_and_touches_nothing(recorded: Path, args: list[str], message: str
-                                               ) -> None:
+def test_bad_input_exits_2_and_touches_nothing(recorded: Path, args: list[str], message: str,
+                                               spawns: bool) -> None:
     db = recorded / "cfarena.db"
     before = _snapshot(db)
-    result = run_cli("run-tournament", *args, "--db", f"sqlite:///{db}", cwd=recorded)
+    run = run_cli if spawns else run_in_process
+    result = run("run-tournament", *args, "--db", f"sqlite:///{db}", cwd=recorded)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
@@ -55,12 +58,12 @@ def test_bad_input_exits_2_and_touches_nothing(recorded: Path, args: list[str], 
 
 
 def test_unopenable_database(tmp_path: Path) -> None:
-    result = run_cli("run-tournament", "--db", f"sqlite:///{tmp_path}/no/such/dir/x.db",
-                     cwd=tmp_path)
+    result = run_in_process("run-tournament", "--db",
+                            f"sqlite:///{tmp_path}/no/such/dir/x.db", cwd=tmp_path)
     assert result.returncode == 2
     assert "cannot open database" in result.stderr and "Traceback" not in result.stderr
-    result = run_cli("standings", "--db", "postgresql+psycopg://u:p@127.0.0.1:1/x",
-                     cwd=tmp_path)
+    result = run_in_process("standings", "--db", "postgresql+psycopg://u:p@127.0.0.1:1/x",
+                            cwd=tmp_path)
     assert result.returncode == 2 and "cannot open database" in result.stderr
 
 

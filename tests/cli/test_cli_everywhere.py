@@ -1,6 +1,7 @@
 """Everywhere in the CLI: read commands never create a database, any URL a user pastes
 works or is refused in one line, 64-bit seeds leave as strings, `show` and `matches`
-read at 80 columns, flags look like flags, and a taken bot name is said to be taken."""
+read at 80 columns, flags look like flags, and a taken bot name is said to be taken.
+The commands run in-process (`run_in_process`); the tournament read is played for real."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ import pytest
 from cfarena.server.match_record import Fault, FaultKind
 from cfarena.server.replay import simulate_log
 from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
-from .helpers import CFARENA, run_cli, run_json
+from .helpers import CFARENA, run_in_process, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
 READ_COMMANDS = [
@@ -37,7 +38,8 @@ RULES = {"preset": "standard", "spokes": 4, "draw": "until_playable", "play_draw
 
 
 def run_at(width: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real command with a terminal `width` columns wide (rich and typer read COLUMNS)."""
+    """The real command with a terminal `width` columns wide (rich and typer read COLUMNS
+    when they start: a process of its own)."""
     return subprocess.run([CFARENA, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, COLUMNS=str(width)), check=False)
 
@@ -106,10 +108,10 @@ def test_a_read_command_refuses_a_missing_sqlite_file_and_creates_nothing(
 ) -> None:
     before = files_in(tmp_path)
     for path in (tmp_path / "cfarena-typo.db", tmp_path / "no" / "such" / "dir" / "x.db"):
-        error = one_line_error(run_cli(*args, "--db", f"sqlite:///{path}", cwd=tmp_path))
+        error = one_line_error(run_in_process(*args, "--db", f"sqlite:///{path}", cwd=tmp_path))
         assert error == f"error: no database at {path}"
     # a relative path, from $CFARENA_DB: named as given, looked for in the working directory
-    result = run_cli(*args, cwd=tmp_path, env={"CFARENA_DB": "sqlite:///typo.db"})
+    result = run_in_process(*args, cwd=tmp_path, env={"CFARENA_DB": "sqlite:///typo.db"})
     assert one_line_error(result) == "error: no database at typo.db"
     assert files_in(tmp_path) == before  # no file, no -wal/-shm, no directory
 
@@ -124,7 +126,8 @@ def test_a_read_command_refuses_a_file_without_cfarena_tables_and_leaves_it(
         conn.execute("create table notes (body text)")
     other_bytes = other.read_bytes()
     for path in (empty, other):
-        error = one_line_error(run_cli("standings", "--db", f"sqlite:///{path}", cwd=tmp_path))
+        error = one_line_error(run_in_process("standings", "--db", f"sqlite:///{path}",
+                                              cwd=tmp_path))
         assert error.startswith(f"error: no cfarena database at sqlite:///{path}")
     assert empty.read_bytes() == b"" and other.read_bytes() == other_bytes
     assert files_in(tmp_path) == ["empty.db", "other.db"]
@@ -133,15 +136,15 @@ def test_a_read_command_refuses_a_file_without_cfarena_tables_and_leaves_it(
 def test_write_commands_still_create_the_database(tmp_path: Path) -> None:
     path = tmp_path / "fresh" / "arena.db"
     path.parent.mkdir()
-    added = run_cli("bots", "add", "alpha", "--quiet", "--db", f"sqlite:///{path}",
+    added = run_in_process("bots", "add", "alpha", "--quiet", "--db", f"sqlite:///{path}",
                     cwd=tmp_path)
     assert added.returncode == 0, added.stderr
     assert path.exists()
-    listed = run_cli("bots", "list", "--db", f"sqlite:///{path}", cwd=tmp_path)
+    listed = run_in_process("bots", "list", "--db", f"sqlite:///{path}", cwd=tmp_path)
     assert listed.returncode == 0 and "alpha" in listed.stdout
     # and the read commands read it
     for args in (["standings"], ["tournaments"], ["matches"]):
-        assert run_cli(*args, "--db", f"sqlite:///{path}", cwd=tmp_path).returncode == 0
+        assert run_in_process(*args, "--db", f"sqlite:///{path}", cwd=tmp_path).returncode == 0
 
 
 def test_read_commands_read_an_existing_database(recorded: tuple[Path, str]) -> None:
@@ -151,7 +154,7 @@ def test_read_commands_read_an_existing_database(recorded: tuple[Path, str]) -> 
     for args in (["standings"], ["tournaments"], ["matches"], ["show", match_id],
                  ["export", match_id], ["replay", match_id, "--all"], ["verify", "--all"],
                  ["bots", "list"]):
-        result = run_cli(*args, "--db", url, cwd=tmp)
+        result = run_in_process(*args, "--db", url, cwd=tmp)
         assert result.returncode == 0, (args, result.stderr)
 
 
@@ -174,7 +177,7 @@ def _closed_port() -> int:
 @pytest.mark.parametrize("scheme", ["postgres", "postgresql", "postgresql+psycopg"])
 def test_every_postgres_url_form_reaches_the_driver(scheme: str, tmp_path: Path) -> None:
     port = _closed_port()
-    error = one_line_error(run_cli("tournaments", "--db",
+    error = one_line_error(run_in_process("tournaments", "--db",
                                    f"{scheme}://cf:secret@127.0.0.1:{port}/arena", cwd=tmp_path))
     # the psycopg driver tried to connect: no "No module named", no unknown dialect
     assert error.startswith(f"error: cannot open database postgresql+psycopg://cf:***@"
@@ -193,7 +196,7 @@ def test_every_postgres_url_form_reaches_the_driver(scheme: str, tmp_path: Path)
 def test_a_url_of_no_known_form_names_the_accepted_forms(url: str, start: str,
                                                          tmp_path: Path) -> None:
     for args in (["standings"], ["bots", "add", "alpha"]):
-        error = one_line_error(run_cli(*args, "--db", url, cwd=tmp_path))
+        error = one_line_error(run_in_process(*args, "--db", url, cwd=tmp_path))
         assert error.startswith(start), error
         assert "sqlite:///FILE" in error and "postgresql://USER:PASSWORD@HOST" in error
     assert files_in(tmp_path) == []
@@ -213,20 +216,21 @@ def test_pasted_postgres_urls_work_against_a_real_server(pg_cluster: PgCluster,
                                                          tmp_path: Path) -> None:
     url = pg_cluster.create_database("everywhere")
     tail = url.removeprefix("postgresql+psycopg://")
-    added = run_cli("bots", "add", "alpha", "--quiet", "--db", f"postgres://{tail}",
+    added = run_in_process("bots", "add", "alpha", "--quiet", "--db", f"postgres://{tail}",
                     cwd=tmp_path)
     assert added.returncode == 0, added.stderr
-    listed = run_cli("bots", "list", "--db", f"postgresql://{tail}", cwd=tmp_path)
+    listed = run_in_process("bots", "list", "--db", f"postgresql://{tail}", cwd=tmp_path)
     assert listed.returncode == 0 and "alpha" in listed.stdout, listed.stderr
     # a read command on a database that does not exist: the server says so, in one line
     missing = tail.rsplit("/", 1)[0] + "/nosuchdb"
-    error = one_line_error(run_cli("standings", "--db", f"postgresql://{missing}",
+    error = one_line_error(run_in_process("standings", "--db", f"postgresql://{missing}",
                                    cwd=tmp_path))
     assert error.startswith("error: cannot open database postgresql+psycopg://")
     assert 'database "nosuchdb" does not exist' in error
     # an existing database without cfarena's tables is not given them by a read command
-    bare = pg_cluster.create_database("bare").removeprefix("postgresql+psycopg://")
-    error = one_line_error(run_cli("matches", "--db", f"postgresql://{bare}", cwd=tmp_path))
+    bare = pg_cluster.create_database("bare", empty=True).removeprefix("postgresql+psycopg://")
+    error = one_line_error(run_in_process("matches", "--db", f"postgresql://{bare}",
+                                          cwd=tmp_path))
     assert error.startswith("error: no cfarena database at postgresql+psycopg://")
     import psycopg
 
@@ -252,7 +256,7 @@ def test_json_outputs_write_seeds_as_strings(recorded: tuple[Path, str]) -> None
     assert tournament["config"]["seed"] == str(config["seed"])  # ...printed exact
     assert {k: v for k, v in tournament["config"].items() if k != "seed"} == {
         k: v for k, v in config.items() if k != "seed"}
-    exported = run_cli("export", matches[0]["id"], "--db", url, cwd=tmp)
+    exported = run_in_process("export", matches[0]["id"], "--db", url, cwd=tmp)
     assert exported.returncode == 0
     assert json.loads(exported.stdout, parse_int=float)["seed"] == str(stored[matches[0]["id"]])
 
@@ -260,29 +264,29 @@ def test_json_outputs_write_seeds_as_strings(recorded: tuple[Path, str]) -> None
 def test_stored_logs_verify_with_string_and_number_seeds(recorded: tuple[Path, str],
                                                          crafted: tuple[Path, str]) -> None:
     for tmp, url in (recorded, crafted):
-        verified = run_cli("verify", "--all", "--db", url, cwd=tmp)
+        verified = run_in_process("verify", "--all", "--db", url, cwd=tmp)
         assert verified.returncode == 0, verified.stdout
         assert re.search(r"(\d+) of \1 log\(s\) genuine", verified.stdout), verified.stdout
     tmp, url = crafted
-    old = run_cli("export", "old", "--db", url, cwd=tmp)  # format 1: as stored, a number
+    old = run_in_process("export", "old", "--db", url, cwd=tmp)  # format 1: as stored, a number
     assert old.returncode == 0 and json.loads(old.stdout)["format"] == 1
     assert isinstance(json.loads(old.stdout)["seed"], int)
-    assert run_cli("verify", "old", "--db", url, cwd=tmp).returncode == 0
+    assert run_in_process("verify", "old", "--db", url, cwd=tmp).returncode == 0
 
 
 def test_the_largest_seed_leaves_exact_through_export_and_html(crafted: tuple[Path, str]
                                                               ) -> None:
     tmp, url = crafted
-    exported = run_cli("export", "m1", "-o", str(tmp / "m1.json"), "--db", url, cwd=tmp)
+    exported = run_in_process("export", "m1", "-o", str(tmp / "m1.json"), "--db", url, cwd=tmp)
     assert exported.returncode == 0, exported.stderr
     text = (tmp / "m1.json").read_text()
     assert f'"seed": "{BIG_SEED}"' in text
     assert json.loads(text, parse_int=float)["seed"] == str(BIG_SEED)
-    assert run_cli("verify", "--file", str(tmp / "m1.json"), cwd=tmp).returncode == 0
-    made = run_cli("replay", "m1", "--html", str(tmp / "m1.html"), "--db", url, cwd=tmp)
+    assert run_in_process("verify", "--file", str(tmp / "m1.json"), cwd=tmp).returncode == 0
+    made = run_in_process("replay", "m1", "--html", str(tmp / "m1.html"), "--db", url, cwd=tmp)
     assert made.returncode == 0, made.stderr
     assert f'"seed":"{BIG_SEED}"' in (tmp / "m1.html").read_text()
-    old = run_cli("export", "old", "-o", str(tmp / "old.html"), "--db", url, cwd=tmp)
+    old = run_in_process("export", "old", "-o", str(tmp / "old.html"), "--db", url, cwd=tmp)
     assert old.returncode == 0
     seed = json.loads((ROOT / "tests" / "replay" / "format1_logs.json").read_text()
                       )["maltese-3p-forfeit"]["seed"]
@@ -386,19 +390,19 @@ def test_flags_show_no_value_in_help(args: list[str], tmp_path: Path) -> None:
 
 def test_flags_still_work_as_flags(recorded: tuple[Path, str]) -> None:
     tmp, url = recorded
-    listed = run_cli("matches", "--json", "--db", url, cwd=tmp)
+    listed = run_in_process("matches", "--json", "--db", url, cwd=tmp)
     assert listed.returncode == 0 and json.loads(listed.stdout)
-    bad = run_cli("matches", "--json=maybe", "--db", url, cwd=tmp)
+    bad = run_in_process("matches", "--json=maybe", "--db", url, cwd=tmp)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
 # ------------------------------------------------------------- a taken bot name
 def test_adding_a_taken_bot_name_says_so_and_keeps_the_token(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'bots.db'}"
-    first = run_cli("bots", "add", "alpha", "--db", url, cwd=tmp_path)
+    first = run_in_process("bots", "add", "alpha", "--db", url, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     token = first.stdout.strip().splitlines()[-1]
-    again = run_cli("bots", "add", "alpha", "--db", url, cwd=tmp_path)
+    again = run_in_process("bots", "add", "alpha", "--db", url, cwd=tmp_path)
     error = one_line_error(again)
     assert error.startswith("error: bot 'alpha' already exists")
     assert "remove it or pick another name" in error
@@ -406,7 +410,7 @@ def test_adding_a_taken_bot_name_says_so_and_keeps_the_token(tmp_path: Path) -> 
         assert conn.execute("select name, token_hash from bots").fetchall() == [
             ("alpha", hash_token(token))]  # the first token still holds
     # with another --token: the same answer
-    other = run_cli("bots", "add", "alpha", "--token", "another-secret", "--db", url,
+    other = run_in_process("bots", "add", "alpha", "--token", "another-secret", "--db", url,
                     cwd=tmp_path)
     assert "already exists" in one_line_error(other)
 
@@ -414,9 +418,9 @@ def test_adding_a_taken_bot_name_says_so_and_keeps_the_token(tmp_path: Path) -> 
 def test_adding_a_bot_again_with_its_own_token_is_a_no_op(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'bots.db'}"
     args = ("bots", "add", "beta", "--token", "beta-secret-1", "--db", url)
-    first = run_cli(*args, cwd=tmp_path)
+    first = run_in_process(*args, cwd=tmp_path)
     assert first.returncode == 0 and "registered (id 1)" in first.stdout
-    again = run_cli(*args, cwd=tmp_path)
+    again = run_in_process(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "already registered with this token (id 1)" in again.stdout
     with sqlite3.connect(tmp_path / "bots.db") as conn:

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 from cfarena.server.storage import open_database
+from tests.harness.sandboxes import run_sandboxes
 
-from .helpers import CFARENA, run_json, sandboxed_processes
+from .helpers import CFARENA, run_json
 
 CRASH_AT_FIRST_TURN = """
 import os
@@ -65,7 +66,7 @@ def test_a_bot_crashing_in_every_match_forfeits_each_and_the_tournament_finishes
         assert detail == "bot process exited with code 4: segfault in my evaluation function"
     rows = {row["bot"]: row for row in data["standings"]}
     assert rows["crash"]["forfeits"] == 4 and rows["random"]["forfeits"] == 0
-    assert sandboxed_processes(tmp_path) == []
+    assert run_sandboxes(tmp_path, zombies=False) == []
 
 
 def test_a_bot_that_stops_starting_is_written_off_and_the_rest_is_played(tmp_path: Path
@@ -102,7 +103,7 @@ def test_a_bot_that_stops_starting_is_written_off_and_the_rest_is_played(tmp_pat
     assert written_off, _faults(db)
     assert all(f == ("flaky", "disconnect", "not connected: bot 'flaky' exited with code 5: "
                      "poisoned: cannot load my model before connecting") for f in written_off)
-    assert sandboxed_processes(tmp_path) == []
+    assert run_sandboxes(tmp_path, zombies=False) == []
 
 
 def _count(db: Path, sql: str) -> int:
@@ -150,7 +151,7 @@ def test_a_bot_that_drops_its_stream_and_stays_alive_forfeits_and_is_stopped(
             logs = {log.seat: log for log in database.seat_logs(match.id)}
             lingering = [log for log in logs.values() if "staying alive" in log.output]
             assert len(lingering) == 1 and lingering[0].exit == "stopped after the match"
-    assert sandboxed_processes(tmp_path) == []
+    assert run_sandboxes(tmp_path, zombies=False) == []
 
 
 # plays normally, but at its first Turn hammers the referee with 200 reconnections

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 from cfarena.server.storage import open_database
+from tests.harness.sandboxes import run_sandboxes
 
-from .helpers import CFARENA, run_cli, run_json, sandboxed_processes
+from .helpers import CFARENA, run_cli, run_json
 
 TINY = ["--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
         "--rule", "rounds=single"]
@@ -44,7 +45,7 @@ def test_sandboxed_run_stores_each_seats_output_and_an_unpredictable_seed(tmp_pa
                                                                         ) -> None:
     first = run_json("run-tournament", *TINY, cwd=tmp_path)
     assert first["status"] == "finished" and first["matches"] == 2
-    assert sandboxed_processes(tmp_path) == []
+    assert run_sandboxes(tmp_path, zombies=False) == []
     db = tmp_path / "cfarena.db"
     config = _config(db, first["tournament_id"])
     assert config["sandbox"] == {"memory_mib": 512, "cpu_seconds": 300, "processes": 64}
@@ -101,7 +102,7 @@ def test_no_sandbox_says_so_and_records_it(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "cfarena.db") as conn:
         (tid,) = conn.execute("select id from tournaments").fetchone()
     assert _config(tmp_path / "cfarena.db", tid)["sandbox"] is None
-    assert sandboxed_processes(tmp_path) == []
+    assert run_sandboxes(tmp_path, zombies=False) == []
 
 
 def test_a_bot_that_dies_at_start_is_quoted_from_its_sandbox(tmp_path: Path) -> None:

@@ -2,43 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from .helpers import CFARENA, run_cli, run_json
+from tests.harness.serve import Arena
+
+from .helpers import run_cli, run_in_process, run_json
 
 BOTS = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
         "smart": "cfarena.bots.smart", "rnd2": "cfarena.bots.random_bot"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(argv: list[str], cwd: Path, log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "wb") as out:
-        return subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 # on SQLite: serve on PostgreSQL is played by tests/arena/test_arena_e2e.py and
@@ -61,17 +37,13 @@ def test_serve_pairs_registered_bots_and_stops_cleanly(
     assert clash.returncode == 2, clash.stderr
     assert clash.stderr.startswith("error: bot 'random' ") and clash.stderr.count("\n") == 1
 
-    port = _free_port()
-    serve = _start([CFARENA, "serve", "--port", str(port), "--players", "4", "--rule",
-                    "rounds=2", "--concurrency", "2", "--db", db], tmp_path,
-                   tmp_path / "serve.log")
-    bots = []
+    arena = Arena(tmp_path, db)
     try:
+        bound = arena.serve("--players", "4", "--rule", "rounds=2", "--concurrency", "2")
+        serve = arena.procs["serve"]
         for name, module in BOTS.items():
-            bots.append(_start(
-                [sys.executable, "-m", "cfarena.sdk", "run", module, "--server",
-                 f"127.0.0.1:{port}", "--token", f"secret-{name}", "--capacity", "2",
-                 "--retries", "50"], tmp_path, tmp_path / f"{name}.log"))
+            arena.dial_in(name, module, f"127.0.0.1:{bound.bots}", f"secret-{name}",
+                          "--capacity", "2", "--retries", "50")
         deadline = time.monotonic() + 90
         played = 0
         while time.monotonic() < deadline:
@@ -79,15 +51,13 @@ def test_serve_pairs_registered_bots_and_stops_cleanly(
             played = len(listed)  # type: ignore[arg-type]
             if played >= 3:
                 break
-            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+            assert serve.poll() is None, arena.err()
             time.sleep(0.5)
         assert played >= 3
         serve.send_signal(signal.SIGTERM)
-        assert serve.wait(30) == 0, (tmp_path / "serve.log").read_text()
+        assert serve.wait(30) == 0, arena.err()
     finally:
-        _stop(serve)
-        for proc in bots:
-            _stop(proc)
+        arena.close()
     # a graceful stop leaves nothing half-written: every match is finished or aborted
     listed = run_json("matches", "--db", db, cwd=tmp_path)
     assert {m["status"] for m in listed} <= {"finished", "aborted"}  # type: ignore[union-attr]
@@ -98,7 +68,7 @@ def test_serve_pairs_registered_bots_and_stops_cleanly(
 
 
 def test_serve_without_bots_is_a_usage_error(tmp_path: Path) -> None:
-    result = run_cli("serve", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
+    result = run_in_process("serve", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
     assert result.returncode == 2 and "no registered bots" in result.stderr
     with sqlite3.connect(tmp_path / "x.db") as conn:
         assert conn.execute("select count(*) from matches").fetchone()[0] == 0

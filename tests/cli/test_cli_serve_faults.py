@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,42 +23,18 @@ from cfarena.server.storage import (
     hash_token,
     open_database,
 )
-from tests.pg import PgCluster, postgres_cluster
+from tests.harness.postgres import PgCluster
+from tests.harness.serve import Arena as ServeArena
 
-from .helpers import CFARENA, run_cli
+from .helpers import run_in_process
 
 # 2-player matches of 1-2 s with random bots: long enough to be in play across a fault
 LONG_MATCHES = ["--players", "2", "--rule", "set=12", "--rule", "hand_size=25"]
 SHORT_MATCHES = ["--players", "2", "--rule", "rounds=2"]
-FINISHED_LINE = re.compile(r"^match (serve-[0-9a-f]+): \d+\. ", re.M)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(what: str, condition: Callable[[], bool], timeout: float,
-          alive: subprocess.Popen[bytes] | None = None, log: Path | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if alive is not None and alive.poll() is not None:
-            detail = log.read_text() if log is not None else ""
-            raise AssertionError(f"{what}: the process exited with {alive.returncode}: {detail}")
-        if time.monotonic() > deadline:
-            detail = log.read_text()[-3000:] if log is not None else ""
-            raise AssertionError(f"timed out waiting for {what}: {detail}")
-        time.sleep(0.1)
-
-
-class Arena:
+class Arena(ServeArena):
     """The processes of one test (serve and bots), their output in files, all cleaned up."""
-
-    def __init__(self, tmp_path: Path, db: str) -> None:
-        self.dir = tmp_path
-        self.db = db
-        self.procs: list[subprocess.Popen[bytes]] = []
 
     def add_bots(self, *names: str) -> None:
         """Register bots as `cfarena bots add NAME --token secret-NAME` does."""
@@ -68,42 +42,16 @@ class Arena:
             for name in names:
                 db.ensure_bot(name, hash_token(f"secret-{name}"))
 
-    def _start(self, argv: list[str], name: str) -> subprocess.Popen[bytes]:
-        with open(self.dir / f"{name}.out", "wb") as out, \
-                open(self.dir / f"{name}.err", "wb") as err:
-            proc = subprocess.Popen(argv, cwd=self.dir, stdout=out, stderr=err,
-                                    start_new_session=True)
-        self.procs.append(proc)
-        return proc
-
-    def serve(self, port: int, *args: str, name: str = "serve") -> subprocess.Popen[bytes]:
-        return self._start([CFARENA, "serve", "--port", str(port), "--db", self.db, *args],
-                           name)
+    def start_serve(self, *args: str, name: str = "serve", port: int = 0
+                    ) -> tuple[subprocess.Popen[bytes], int]:
+        """serve `name`, listening: its process and the port it bound."""
+        bound = self.serve(*args, name=name, port=port)
+        return self.procs[name], bound.bots
 
     def bot(self, name: str, port: int, *args: str, target: str = "cfarena.bots.random_bot"
             ) -> subprocess.Popen[bytes]:
-        return self._start(
-            [sys.executable, "-m", "cfarena.sdk", "run", target, "--server",
-             f"127.0.0.1:{port}", "--token", f"secret-{name}", *args], f"bot-{name}")
-
-    def err(self, name: str = "serve") -> str:
-        return (self.dir / f"{name}.err").read_text(errors="replace")
-
-    def err_path(self, name: str = "serve") -> Path:
-        return self.dir / f"{name}.err"
-
-    def wait_listening(self, proc: subprocess.Popen[bytes], name: str = "serve") -> None:
-        _wait("serve to listen", lambda: "referee listening on" in self.err(name), 30,
-              proc, self.err_path(name))
-
-    def finished_logged(self, name: str = "serve") -> list[str]:
-        return FINISHED_LINE.findall(self.err(name))
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        return self.dial_in(f"bot-{name}", target, f"127.0.0.1:{port}", f"secret-{name}",
+                            *args)
 
     def matches(self) -> list[MatchInfo]:
         with open_database(self.db) as db:
@@ -127,13 +75,6 @@ def arena_factory(tmp_path: Path) -> Iterator[Callable[[str], Arena]]:
     yield make
     for arena in made:
         arena.close()
-
-
-@pytest.fixture(scope="module")
-def own_pg() -> Iterator[PgCluster]:
-    """A cluster of this module's own, so that stopping it disturbs no other test."""
-    with postgres_cluster() as cluster:
-        yield cluster
 
 
 def _no_traceback(stderr: str) -> None:
@@ -190,9 +131,7 @@ def test_postgresql_outage_loses_no_match(
     arena = arena_factory(own_pg.create_database("outage"))
     bots = ("r1", "r2", "r3", "r4")
     arena.add_bots(*bots)
-    port = _free_port()
-    serve = arena.serve(port, *LONG_MATCHES, "--concurrency", "2")
-    arena.wait_listening(serve)
+    serve, port = arena.start_serve(*LONG_MATCHES, "--concurrency", "2")
     for name in bots:
         arena.bot(name, port, "--retries", "50")
     in_play: set[str] = set()
@@ -203,24 +142,22 @@ def test_postgresql_outage_loses_no_match(
         in_play.update(m.id for m in matches if m.status is MatchStatus.RUNNING)
         return bool(in_play) and any(m.status is MatchStatus.FINISHED for m in matches)
 
-    _wait("a stored match and one in play", stored_and_in_play, 60, serve, arena.err_path())
+    arena.wait("a stored match and one in play", stored_and_in_play, 60)
 
     own_pg.stop()
     try:
         # the matches in play go on to their end while the database is away
-        _wait("the matches in play to end", lambda: in_play <= set(arena.finished_logged()),
-              30, serve, arena.err_path())
-        _wait("the storage warning", lambda: "storage unavailable" in arena.err(), 30, serve,
-              arena.err_path())
+        arena.wait("the matches in play to end", lambda: in_play <= set(arena.finished()),
+              30)
+        arena.wait("the storage warning", lambda: "storage unavailable" in arena.err(), 30)
         time.sleep(1.0)
         assert serve.poll() is None, arena.err()
     finally:
         own_pg.start()
-    _wait("storage to recover", lambda: "storage available again" in arena.err(), 60, serve,
-          arena.err_path())
-    resumed = len(arena.finished_logged())
-    _wait("a match started after the outage", lambda: len(arena.finished_logged()) > resumed,
-          60, serve, arena.err_path())
+    arena.wait("storage to recover", lambda: "storage available again" in arena.err(), 60)
+    resumed = len(arena.finished())
+    arena.wait("a match started after the outage", lambda: len(arena.finished()) > resumed,
+          60)
 
     assert _sigterm(serve) == 0, arena.err()
     stderr = arena.err()
@@ -230,7 +167,7 @@ def test_postgresql_outage_loses_no_match(
     assert "stopped after" in stderr.splitlines()[-1]
     assert not list(arena.dir.glob("cfarena-unsaved-*"))
 
-    logged = arena.finished_logged()
+    logged = arena.finished()
     assert len(logged) == len(set(logged))
     matches = {m.id: m for m in arena.matches()}
     stored_finished = {k for k, m in matches.items() if m.status is MatchStatus.FINISHED}
@@ -250,18 +187,16 @@ def test_stopped_during_an_outage_keeps_the_unsaved_records(
 ) -> None:
     arena = arena_factory(own_pg.create_database("unsaved"))
     arena.add_bots("u1", "u2")
-    port = _free_port()
-    serve = arena.serve(port, *LONG_MATCHES, "--concurrency", "1")
-    arena.wait_listening(serve)
+    serve, port = arena.start_serve(*LONG_MATCHES, "--concurrency", "1")
     for name in ("u1", "u2"):
         arena.bot(name, port, "--retries", "50")
-    _wait("a match in play", lambda: any(m.status is MatchStatus.RUNNING
-                                         for m in arena.matches()), 60, serve, arena.err_path())
-    before = len(arena.finished_logged())
+    arena.wait("a match in play", lambda: any(m.status is MatchStatus.RUNNING
+                                         for m in arena.matches()), 60)
+    before = len(arena.finished())
     own_pg.stop()
     try:
-        _wait("a match ending while the database is away",
-              lambda: len(arena.finished_logged()) > before, 30, serve, arena.err_path())
+        arena.wait("a match ending while the database is away",
+              lambda: len(arena.finished()) > before, 30)
         # stopped while the database is still away: it cannot flush within its 10 s
         assert _sigterm(serve, 60) == 1, arena.err()
     finally:
@@ -272,7 +207,7 @@ def test_stopped_during_an_outage_keeps_the_unsaved_records(
     assert len(unsaved) == 1, stderr
     assert f"written to {unsaved[0]}" in stderr
     records = [json.loads(line) for line in unsaved[0].read_text().splitlines()]
-    ended = arena.finished_logged()[before:]
+    ended = arena.finished()[before:]
     assert set(ended) <= {r["match_id"] for r in records}
     for r in records:
         if r["match_id"] in ended:
@@ -290,28 +225,26 @@ def test_matches_of_a_killed_referee_are_aborted_on_restart(
 ) -> None:
     arena = arena_factory(f"sqlite:///{tmp_path / 'arena.db'}")
     arena.add_bots("k1", "k2")
-    port = _free_port()
-    serve = arena.serve(port, *LONG_MATCHES, "--concurrency", "1")
-    arena.wait_listening(serve)
+    serve, port = arena.start_serve(*LONG_MATCHES, "--concurrency", "1")
     for name in ("k1", "k2"):
         arena.bot(name, port, "--retries", "50")
 
     def running() -> bool:
         return any(m.status is MatchStatus.RUNNING for m in arena.matches())
 
-    _wait("a match in play", running, 60, serve, arena.err_path())
+    arena.wait("a match in play", running, 60)
     os.killpg(serve.pid, signal.SIGKILL)
     serve.wait()
     left = {m.id for m in arena.matches() if m.status is MatchStatus.RUNNING}
     assert left
     marked = f"{len(left)} match{'' if len(left) == 1 else 'es'} left running"
 
-    again = arena.serve(port, *SHORT_MATCHES, "--concurrency", "1", name="serve2")
-    arena.wait_listening(again, "serve2")
+    again, _port = arena.start_serve(*SHORT_MATCHES, "--concurrency", "1", name="serve2",
+                                      port=port)
     assert f"{marked} by a stopped referee marked aborted" in arena.err("serve2")
     # the bots reconnect to the new referee and play on
-    _wait("a match on the new referee", lambda: arena.finished_logged("serve2") != [], 60,
-          again, arena.err_path("serve2"))
+    arena.wait("a match on the new referee", lambda: arena.finished("serve2") != [], 60,
+               alive=("serve2",))
     assert _sigterm(again) == 0, arena.err("serve2")
     _no_traceback(arena.err("serve2"))
     matches = {m.id: m for m in arena.matches()}
@@ -332,7 +265,7 @@ def test_port_in_use_is_one_line(tmp_path: Path, arena_factory: Callable[[str], 
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        result = run_cli("serve", "--port", str(port), "--db", db, cwd=tmp_path)
+        result = run_in_process("serve", "--port", str(port), "--db", db, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [
         f"error: cannot listen on 127.0.0.1:{port}: address already in use"], result.stderr
@@ -348,20 +281,17 @@ def test_sigterm_stops_serve_and_its_bots_cleanly(
     arena = arena_factory(f"sqlite:///{tmp_path / 'arena.db'}")
     names = ("s1", "s2")
     arena.add_bots(*names, "w")
-    port = _free_port()
     # more tables wanted than the bots can seat: busy bots are never picked
-    serve = arena.serve(port, *SHORT_MATCHES, "--concurrency", "4")
-    arena.wait_listening(serve)
+    serve, port = arena.start_serve(*SHORT_MATCHES, "--concurrency", "4")
     bots = [arena.bot(name, port) for name in names]  # default --retries
     waiting = arena.bot("w", port, "--retries", "-1")  # waits for a referee to come back
-    _wait("four matches", lambda: len(arena.finished_logged()) >= 4, 60, serve,
-          arena.err_path())
+    arena.wait("four matches", lambda: len(arena.finished()) >= 4, 60)
     assert all(b.poll() is None for b in [*bots, waiting])
 
     assert _sigterm(serve) == 0, arena.err()
     stderr = arena.err()
     _no_traceback(stderr)
-    played = len(arena.finished_logged())
+    played = len(arena.finished())
     assert stderr.splitlines()[-1] == f"stopped after {played} matches", stderr
     # the bots are told the referee is shutting down: they exit 0 at once
     started = time.monotonic()
@@ -404,13 +334,11 @@ def test_sigint_cuts_off_a_long_match_after_5_s_and_stores_it_aborted(
     arena = arena_factory(f"sqlite:///{tmp_path / 'arena.db'}")
     arena.add_bots("slow", "quick")
     (tmp_path / "slow_bot.py").write_text(SLOW_BOT)
-    port = _free_port()
-    serve = arena.serve(port, "--players", "2")
-    arena.wait_listening(serve)
+    serve, port = arena.start_serve("--players", "2")
     bots = [arena.bot("slow", port, target=str(tmp_path / "slow_bot.py")),
             arena.bot("quick", port)]
-    _wait("a match in play", lambda: any(m.status is MatchStatus.RUNNING
-                                         for m in arena.matches()), 60, serve, arena.err_path())
+    arena.wait("a match in play", lambda: any(m.status is MatchStatus.RUNNING
+                                         for m in arena.matches()), 60)
     started = time.monotonic()
     serve.send_signal(signal.SIGINT)
     assert serve.wait(30) == 0, arena.err()

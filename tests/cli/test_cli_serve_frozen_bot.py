@@ -8,16 +8,12 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from cfarena.server.referee.transport import DEFAULT_KEEPALIVE
 from cfarena.server.storage import hash_token, open_database
-
-from .helpers import CFARENA
-from .test_cli_serve_faults import _free_port, _wait
+from tests.harness.serve import Arena
 
 # after the freeze: the keepalive drops the frozen bot's connection only after 5-10 s;
 # until then the ladder sees it connected (and seated it at every chance before the fix)
@@ -46,41 +42,26 @@ def test_a_frozen_bot_is_charged_one_timeout_not_one_per_table(tmp_path: Path) -
     with open_database(f"sqlite:///{db}") as store:
         for name in names:
             store.ensure_bot(name, hash_token(f"secret-{name}"))
-    port = _free_port()
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    err = tmp_path / "serve.err"
-
-    def start(name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        with open(tmp_path / f"{name}.err", "wb") as out:
-            procs[name] = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                           stderr=out, start_new_session=True)
-        return procs[name]
-
+    arena = Arena(tmp_path, f"sqlite:///{db}")
+    err = arena.err_path("serve")
     try:
-        serve = start("serve", [CFARENA, "serve", "--port", str(port), "--db",
-                                f"sqlite:///{db}", "--players", "2", "--rule", "rounds=1",
-                                "--timeout-ms", "500", "--concurrency", "2"])
-        _wait("serve to listen", lambda: "referee listening on" in err.read_text(), 30,
-              serve, err)
+        bound = arena.serve("--players", "2", "--rule", "rounds=1", "--timeout-ms", "500",
+                            "--concurrency", "2")
+        serve = arena.procs["serve"]
         for name in names:
-            start(name, [sys.executable, "-m", "cfarena.sdk", "run", "cfarena.bots.greedy",
-                         "--server", f"127.0.0.1:{port}", "--token", f"secret-{name}",
-                         "--retries", "0"])
-        _wait("the bot to play", lambda: _finished_with(db, "frozen") >= 2, 60, serve, err)
-        os.killpg(procs["frozen"].pid, signal.SIGSTOP)
+            arena.dial_in(name, "greedy", f"127.0.0.1:{bound.bots}", f"secret-{name}",
+                          "--retries", "0")
+        arena.wait("the bot to play", lambda: _finished_with(db, "frozen") >= 2, 60)
+        os.killpg(arena.procs["frozen"].pid, signal.SIGSTOP)
         others_before = _finished_with(db, "a") + _finished_with(db, "b")
         time.sleep(WINDOW_S)  # the audit saw 3-10 timeouts in 15 s
         others_after = _finished_with(db, "a") + _finished_with(db, "b")
-        os.killpg(procs["frozen"].pid, signal.SIGCONT)
+        os.killpg(arena.procs["frozen"].pid, signal.SIGCONT)
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=60)
         assert serve.returncode == 0, err.read_text()[-3000:]
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGCONT)
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        arena.close()  # SIGKILL: the frozen bot too
     # the ladder went on without it (its absence is not an idle arena)...
     assert others_after - others_before >= 4, err.read_text()[-3000:]
     # ...and it was charged the one Turn it froze on, nothing more

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from cfarena.server.cli import app
 from tests.cli.helpers import CFARENA, run_json
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
 BOTS = ["--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
         "--rule", "rounds=single"]

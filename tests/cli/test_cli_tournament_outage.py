@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cfarena.server.storage import open_database
-from tests.pg import PgCluster, postgres_cluster
+from tests.harness.postgres import PgCluster
 
 from .helpers import CFARENA
 
@@ -28,13 +27,6 @@ class Slow(Bot):
         time.sleep(0.03)
         return turn.legal_moves[0]
 """
-
-
-@pytest.fixture(scope="module")
-def own_pg() -> Iterator[PgCluster]:
-    """A cluster of this module's own, so that stopping it disturbs no other test."""
-    with postgres_cluster() as cluster:
-        yield cluster
 
 
 def _finished(url: str) -> int:

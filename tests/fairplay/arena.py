@@ -13,8 +13,10 @@ The session's `Arena` starts every scenario the selected tests need at once
 (a few at a time), so the whole suite costs about as much as its slowest
 tournaments; a test waits only for its own. The page-cache scenarios are played
 first, one at a time and alone (their runs claim the host reset, which holds only
-for a process that plays alone on the host). Checks that concern the whole
-machine (no sandboxed process left) wait for every scenario to end.
+for a process that plays alone on the host: `tests.harness.host.alone` holds off
+the tests on other xdist workers meanwhile). The check that no sandboxed process
+is left (of the scenarios' runs: `tests.harness.sandboxes`) waits for every
+scenario to end.
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ from cfarena.server.storage import open_database
 from cfarena.server.storage.records import FaultInfo, MatchDetail, MatchInfo, SeatLog
 from tests.cli.helpers import marker, processes_with_marker, run_cli
 from tests.fairplay.bots.page_cache import usr_file
+from tests.harness import host
+from tests.harness.sandboxes import run_sandboxes
 
 BOTS = Path(__file__).resolve().parent / "bots"
-SANDBOX_UID_MIN = 1_000_000  # sandboxed bot processes run as a random uid at least this
 PARALLEL = 5  # tournaments at once
 RUN_TIMEOUT = 240.0
 # secrets in the organiser's environment (scenario "environment"): no bot may see them
@@ -245,24 +248,6 @@ def load(outcome: Outcome) -> None:
 
 
 # ----------------------------------------------------------- the machine
-def sandbox_uid_processes() -> list[str]:
-    """Live processes (zombies too) running as a sandbox uid, described."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            uid = entry.stat().st_uid
-            if uid < SANDBOX_UID_MIN:
-                continue
-            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        found.append(f"pid {entry.name} uid {uid} state {state}: {argv[:200]}")
-    return found
-
-
 def cmdline_processes(text: str) -> list[str]:
     """Live processes whose command line contains `text`, described."""
     needle = text.encode()
@@ -352,9 +337,11 @@ class Arena:
         # the page-cache scenarios first, one at a time, before anything else starts: a
         # run claims the host reset only while no other cfarena process plays on the
         # host (host_reset.HostReset.claim), and their tests check that it holds
-        for name in [n for n in chosen if self.all[n].evict]:
-            self._futures[name] = Future()
-            self._futures[name].set_result(self._run(self.all[name]))
+        # (and while no test on another xdist worker plays either: tests.harness.host)
+        with host.alone():
+            for name in [n for n in chosen if self.all[n].evict]:
+                self._futures[name] = Future()
+                self._futures[name].set_result(self._run(self.all[name]))
         for name in chosen:
             if name not in self._futures:
                 self._futures[name] = self._pool.submit(self._run, self.all[name])
@@ -393,13 +380,15 @@ class Arena:
         return outcome
 
     def leftovers(self) -> list[str]:
-        """After every scenario ended: sandboxed processes still alive anywhere (waits 15 s)."""
+        """After every scenario ended: sandboxed processes of the scenarios' runs still
+        alive (waits 15 s; `tests.harness.sandboxes`: those of the tests running
+        alongside are not theirs)."""
         if self._leftovers is None:
             for future in self._futures.values():
                 future.exception(timeout=RUN_TIMEOUT * 3)
             deadline = time.monotonic() + 15
             while True:
-                left = sandbox_uid_processes()
+                left = [str(p) for p in run_sandboxes(self.base)]
                 if not left or time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
@@ -431,7 +420,7 @@ def assert_fair_run(outcome: Outcome, arena: Arena) -> None:
     the CLI succeeded without a traceback; all matches (both rotations of
     each deal) are stored as finished with totals and ranks for every seat; the bots that do not
     attack had no fault; and no process of the run survives it (no process
-    with a sandbox uid anywhere, nothing carrying the run's marker).
+    with a sandbox uid in the run's sandboxes, nothing carrying the run's marker).
     """
     assert outcome.result.returncode == 0, outcome.describe()
     assert "Traceback" not in outcome.result.stderr, outcome.describe()

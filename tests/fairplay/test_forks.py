@@ -29,7 +29,8 @@ from pathlib import Path
 from cfarena.server.botproc import bundled_command
 from cfarena.server.sandbox import LimitWatch, python_paths
 from cfarena.server.tournament.forks import ForkServer, fork_plan
-from tests.fairplay.arena import SANDBOX_UID_MIN, Arena, Seat, assert_fair_run
+from tests.fairplay.arena import Arena, Seat, assert_fair_run
+from tests.harness.sandboxes import SANDBOX_UID_MIN
 
 SCENARIOS = ("stash",)
 

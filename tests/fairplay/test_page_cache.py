@@ -40,7 +40,7 @@ from tests.fairplay.arena import (
     parse_probes,
     write_blob,
 )
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
 SCENARIOS = ("page_cache", "page_cache_usr")
 NOT_SUPPORTED = errno.errorcode[errno.EOPNOTSUPP]  # ENOTSUP on Linux: the same number
@@ -151,6 +151,7 @@ def test_one_bot_is_not_given_two_seats_of_a_table_unless_asked(tmp_path: Path) 
 
 
 @pytest.mark.postgres
+@pytest.mark.host_alone
 def test_a_worker_on_postgresql_resets_the_host_between_phases(
         pg_cluster: PgCluster, tmp_path: Path, arena: Arena) -> None:
     arena.leftovers()  # the reset holds only for a worker playing alone on the host
@@ -188,6 +189,7 @@ def test_a_worker_on_postgresql_resets_the_host_between_phases(
     assert stored is not None and stored.config["defences"]["page_cache_reset"] is True
 
 
+@pytest.mark.host_alone
 def test_a_run_does_not_claim_the_reset_while_another_process_plays_on_the_host(
         tmp_path: Path, arena: Arena) -> None:
     arena.leftovers()  # the session's scenarios have ended: this test holds the lock

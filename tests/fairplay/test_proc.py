@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 
-from tests.fairplay.arena import SANDBOX_UID_MIN, Arena, assert_fair_run
+from tests.fairplay.arena import Arena, assert_fair_run
+from tests.harness.sandboxes import SANDBOX_UID_MIN
 
 SCENARIOS = ("snoop_proc",)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import CFARENA, run_json
-from tests.cli.test_cli_serve import _free_port, _stop
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
+from tests.harness.serve import Arena
 
 from .metrics_text import scrape, value
 
@@ -53,35 +53,28 @@ def _compose() -> tuple[list[str], list[list[str]], str, dict[str, tuple[str, st
 def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) -> None:
     adds, (serve_argv,), health_code, bots = _compose()
     db = pg_cluster.create_database("compose_e2e")
-    port, http_port = _free_port(), _free_port()
     tokens = {var: f"e2e-{var.lower()}" for _cmd, var in bots.values()}
     env = {**os.environ, "CFARENA_DB": db, **tokens}
     for add in adds:  # the referee's first steps, with the compose's shell quoting
         done = subprocess.run(["sh", "-c", add.replace("$$", "$")], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-    # `cfarena serve` as the compose runs it, on free local ports; matches shortened
-    # to one round so that a few finish in a test's time
+    # `cfarena serve` as the compose runs it, on ports 0 (the ones bound read back from
+    # its log); matches shortened to one round so that a few finish in a test's time
     argv = [CFARENA if a == "cfarena" else a for a in serve_argv]
-    argv = [{"0.0.0.0": "127.0.0.1", "50051": str(port), "8080": str(http_port)}.get(a, a)
-            for a in argv]
-    assert argv[1:2] == ["serve"] and str(http_port) in argv and str(port) in argv
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(args: list[str], log: str, extra: dict[str, str]) -> None:
-        with open(tmp_path / log, "wb") as out:
-            procs.append(subprocess.Popen(args, cwd=tmp_path, env={**env, **extra},
-                                          stdout=out, stderr=subprocess.STDOUT,
-                                          start_new_session=True))
-
+    assert argv[1:2] == ["serve"] and {"50051", "8080"} <= set(argv), argv
+    argv = [{"0.0.0.0": "127.0.0.1", "50051": "0", "8080": "0"}.get(a, a) for a in argv]
+    arena = Arena(tmp_path, db)
     try:
-        start([*argv, "--rule", "rounds=1"], "serve.log", {})
+        arena.start("serve", [*argv, "--rule", "rounds=1"], env)
+        bound = arena.listening("serve", http=True)
+        port, http_port = bound.bots, bound.http
         for name, (command, var) in bots.items():
             args = shlex.split(command)
             assert args[:4] == ["python", "-m", "cfarena.sdk", "run"], args
-            start([sys.executable, *args[1:]], f"{name}.log",
-                  {"CFARENA_SERVER": f"127.0.0.1:{port}", "CFARENA_CAPACITY": "4",
-                   "CFARENA_TOKEN": tokens[var]})
+            arena.start(name, [sys.executable, *args[1:]],
+                        {**env, "CFARENA_SERVER": f"127.0.0.1:{port}", "CFARENA_CAPACITY": "4",
+                         "CFARENA_TOKEN": tokens[var]})
         # the compose healthcheck, pointed at this referee
         health = health_code.replace("127.0.0.1:50051", f"127.0.0.1:{port}")
         deadline = time.monotonic() + 60
@@ -95,8 +88,8 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
         deadline = time.monotonic() + 180
         standings: list[dict[str, object]] = []
         while time.monotonic() < deadline:
-            for proc, log in zip(procs, ["serve", *bots], strict=True):
-                assert proc.poll() is None, (tmp_path / f"{log}.log").read_text()[-3000:]
+            for name in ["serve", *bots]:
+                assert arena.procs[name].poll() is None, arena.err(name)[-3000:]
             standings = run_json("standings", "--pool", "standard/4p", "--db", db,
                                  cwd=tmp_path)  # type: ignore[assignment]
             if len(standings) == 4 and all(int(str(r["matches"])) >= 3 for r in standings):
@@ -110,7 +103,9 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
         assert value(samples, "cfarena_decisions_total") > 20 * finished
         assert value(samples, "cfarena_bots_connected") == 4
         assert value(samples, "cfarena_matches_running") >= 0
+        serve = arena.procs["serve"]
+        for name in [*reversed(bots), "serve"]:
+            arena.stop(name)
     finally:
-        for proc in reversed(procs):
-            _stop(proc)
-    assert procs[0].returncode == 0, (tmp_path / "serve.log").read_text()
+        arena.close()
+    assert serve.returncode == 0, arena.err()

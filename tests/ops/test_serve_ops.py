@@ -11,8 +11,8 @@ import threading
 import time
 from pathlib import Path
 
-from tests.cli.helpers import CFARENA, run_cli, run_json
-from tests.cli.test_cli_serve import _free_port, _start, _stop
+from tests.cli.helpers import run_cli, run_in_process, run_json
+from tests.harness.serve import Arena
 
 from .metrics_text import scrape, value
 from .tls import self_signed
@@ -44,24 +44,18 @@ def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) ->
     for name in ("a", "b"):
         assert run_cli("bots", "add", name, "--token", f"secret-{name}", "--db", db,
                        cwd=tmp_path).returncode == 0
-    port, http_port = _free_port(), _free_port()
-    serve = _start([CFARENA, "serve", "--port", str(port), "--players", "2", "--rule",
-                    "rounds=1", "--tls-cert", str(cert), "--tls-key", str(key),
-                    "--http-port", str(http_port), "--db", db], tmp_path, tmp_path / "serve.log")
-    procs = [serve]
+    arena = Arena(tmp_path, db)
     try:
-        server = f"127.0.0.1:{port}"
+        bound = arena.serve("--players", "2", "--rule", "rounds=1", "--tls-cert", str(cert),
+                            "--tls-key", str(key), http=True)
+        assert bound.http is not None
+        serve, http_port = arena.procs["serve"], bound.http
+        server = f"127.0.0.1:{bound.bots}"
         # the CA by option for one bot, by environment variable for the other
-        procs.append(_start(_sdk("cfarena.bots.greedy", "--server", server, "--token",
-                                 "secret-a", "--tls-ca", str(cert), "--retries", "50"),
-                            tmp_path, tmp_path / "a.log"))
-        env_b = {**os.environ, "CFARENA_TLS_CA": str(cert)}
-        with open(tmp_path / "b.log", "wb") as out:
-            procs.append(subprocess.Popen(
-                _sdk("cfarena.bots.random_bot", "--server", server, "--token", "secret-b",
-                     "--retries", "50"),
-                cwd=tmp_path, env=env_b, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True))
+        arena.dial_in("a", "greedy", server, "secret-a", "--tls-ca", str(cert), "--retries",
+                      "50")
+        arena.dial_in("b", "random", server, "secret-b", "--retries", "50",
+                      env={"CFARENA_TLS_CA": str(cert)})
         deadline = time.monotonic() + 90
         finished: list[object] = []
         # /metrics while matches are played: a running count of decisions would tell
@@ -73,14 +67,14 @@ def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) ->
         scraper.start()
         try:
             while time.monotonic() < deadline and len(finished) < 3:
-                assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+                assert serve.poll() is None, arena.err()
                 time.sleep(0.5)
                 finished = run_json("matches", "--status", "finished", "--db", db,
                                     cwd=tmp_path)  # type: ignore[assignment]
         finally:
             done.set()
             scraper.join()
-        assert len(finished) >= 3, (tmp_path / "serve.log").read_text()
+        assert len(finished) >= 3, arena.err()
         during = [(a, b) for a, b in itertools.pairwise(scrapes)
                   if a[1] and b[1] and a[0] == b[0]]  # one match running, none ended
         assert len(during) >= 5, sorted(set(scrapes))  # the scrapes saw matches in play
@@ -105,11 +99,12 @@ def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) ->
         assert count == value(samples, "cfarena_decision_seconds_bucket", le="+Inf")
         assert count == value(samples, "cfarena_decisions_total")
         assert 0 < value(samples, "cfarena_decision_seconds_sum") < count  # < 1 s each
+        for name in ("b", "a", "serve"):
+            arena.stop(name)
     finally:
-        for proc in reversed(procs):
-            _stop(proc)
-    assert serve.returncode == 0, (tmp_path / "serve.log").read_text()
-    log = (tmp_path / "serve.log").read_text()
+        arena.close()
+    assert serve.returncode == 0, arena.err()
+    log = arena.err()
     assert f"metrics on http://127.0.0.1:{http_port}/metrics" in log
 
 
@@ -122,7 +117,8 @@ def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> 
 
 def test_tls_and_http_option_errors_are_one_line(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'arena.db'}"
-    assert run_cli("bots", "add", "a", "--db", db, "--quiet", cwd=tmp_path).returncode == 0
+    assert run_in_process("bots", "add", "a", "--db", db, "--quiet",
+                          cwd=tmp_path).returncode == 0
     cert, key = self_signed(tmp_path)
     (tmp_path / "not-pem.txt").write_text("hello\n")
     unreadable = tmp_path / "secret.pem"
@@ -144,16 +140,16 @@ def test_tls_and_http_option_errors_are_one_line(tmp_path: Path) -> None:
         cases.append((["--tls-cert", str(cert), "--tls-key", str(unreadable)],
                       ["--tls-key", "cannot read it: permission denied"]))
     for args, needles in cases:
-        _one_line_error(run_cli("serve", "--port", "0", *args, "--db", db, cwd=tmp_path),
-                        *needles)
+        _one_line_error(run_in_process("serve", "--port", "0", *args, "--db", db,
+                                       cwd=tmp_path), *needles)
     # the HTTP port in use
     import socket
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         used = busy.getsockname()[1]
-        _one_line_error(run_cli("serve", "--port", "0", "--http-port", str(used), "--db", db,
-                                cwd=tmp_path),
+        _one_line_error(run_in_process("serve", "--port", "0", "--http-port", str(used),
+                                       "--db", db, cwd=tmp_path),
                         f"cannot listen on 127.0.0.1:{used}: address already in use")
 
 

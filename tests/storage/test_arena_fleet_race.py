@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 from cfarena.server.storage.models import Match, MatchSeat, Rating, RatingHistory, SkillRating
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 
 from .helpers import STANDARD, bots
 

@@ -23,7 +23,7 @@ import pytest
 
 from cfarena.server.storage import open_database
 from tests.cli.helpers import CFARENA, run_json
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 from tests.tournament.test_workers import _query, _start_worker, _stop
 
 # one deal in both rotations (2 matches, never at once: the deal lock), greedy and smart

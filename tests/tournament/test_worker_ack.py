@@ -34,7 +34,7 @@ import psycopg
 import pytest
 
 from tests.cli.helpers import marker, run_json, wait_no_processes
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 from tests.tournament.test_workers import _conninfo, _query, _start_worker, _stop
 
 # one deal in both rotations: 2 matches, never at once (the deal lock); the job of the

@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.helpers import run_cli, run_json
-from tests.pg import PgCluster, postgres_cluster
+from tests.harness.postgres import PgCluster
 from tests.tournament.test_workers import FAST, _err, _out, _query, _results, _start_worker
 from tests.tournament.test_workers import _stop as _kill
 from tests.tournament.test_workers import _wait as _wait_exit
@@ -36,13 +35,6 @@ RESTARTS = 3
 # worker sees each outage, and every heartbeat is stale when the database is back
 DOWN_S = 5.0
 WAIT_S = 90.0
-
-
-@pytest.fixture(scope="module")
-def own_pg() -> Iterator[PgCluster]:
-    """A cluster of this module's own: the outage test stops it."""
-    with postgres_cluster() as cluster:
-        yield cluster
 
 
 def _finished(url: str) -> int:

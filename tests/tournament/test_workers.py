@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from tests.cli.helpers import (
     run_json,
     wait_no_processes,
 )
-from tests.pg import PgCluster, postgres_cluster
+from tests.harness.postgres import PgCluster
 
 GAMES = 8  # deals; each is played in both seat rotations: 16 matches
 TOURNAMENT = ["--bot", "greedy", "--bot", "smart", "--players", "2", "--games", str(GAMES),
@@ -160,13 +159,6 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     assert _results(alone, 1) == results
     rating_rows = "select count(*) from rating_history"
     assert _query(alone, rating_rows) == _query(url, rating_rows)
-
-
-@pytest.fixture(scope="module")
-def own_pg() -> Iterator[PgCluster]:
-    """A cluster of this module's own, so that stopping it disturbs no other test."""
-    with postgres_cluster() as cluster:
-        yield cluster
 
 
 @pytest.mark.postgres

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import re
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -25,18 +20,9 @@ from urllib.request import Request, urlopen
 
 from cfarena.server.credentials import hash_token
 from cfarena.server.storage import open_database
-from tests.cli.helpers import CFARENA
+from tests.harness.serve import Arena
 
 ADMIN_TOKEN = "admin-token-for-the-web-tests-0123456789"
-SAMPLES = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
-           "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
-LISTENING = re.compile(r"referee listening on [^:]+:(\d+)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -72,34 +58,30 @@ class SseStream:
                 conn.sock.shutdown(socket.SHUT_RDWR)
 
 
-class WebArena:
-    """serve (with --http-port and an admin token) and bots; see `web_arena`."""
+class WebArena(Arena):
+    """serve (with its HTTP port and an admin token) and bots; see `web_arena`."""
 
     def __init__(self, directory: Path, db: str) -> None:
-        self.dir, self.db = directory, db
-        self.http_port = free_port()
-        self.port = 0
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        super().__init__(directory, db)
         self.tokens: dict[str, str] = {}
         self.streams: list[SseStream] = []
 
     # --------------------------------------------------------------- processes
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        with open(self.dir / f"{name}.err", "wb") as err:
-            self.procs[name] = subprocess.Popen(
-                argv, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=err,
-                env={**os.environ, **(env or {})}, start_new_session=True)
-
-    def serve(self, *args: str, admin: bool = True) -> None:
+    def serve(self, *args: str, admin: bool = True) -> None:  # type: ignore[override]
         token_file = self.dir / "admin-token"
         token_file.write_text(ADMIN_TOKEN + "\n")
         admin_args = ["--admin-token-file", str(token_file)] if admin else []
-        self.start("serve", [CFARENA, "serve", "--port", "0", "--http-port",
-                             str(self.http_port), *admin_args, "--db", self.db, *args])
-        self.wait("serve listening", lambda: LISTENING.search(self.err()) is not None, 30)
-        found = LISTENING.search(self.err())
-        assert found is not None
-        self.port = int(found[1])
+        super().serve(*admin_args, *args, http=True)
+
+    @property
+    def port(self) -> int:
+        return self.ports["serve"].bots
+
+    @property
+    def http_port(self) -> int:
+        port = self.ports["serve"].http
+        assert port is not None
+        return port
 
     def add_bots(self, names: list[str]) -> None:
         """Register bots (in one connection: opening a database checks its schema)."""
@@ -110,21 +92,8 @@ class WebArena:
                 self.tokens[name] = token
 
     def bot(self, name: str, sample: str, token: str | None = None, *args: str) -> None:
-        self.start(name, [sys.executable, "-m", "cfarena.sdk", "run", SAMPLES[sample],
-                          "--server", f"127.0.0.1:{self.port}",
-                          f"--token={token or self.tokens[name]}", "--retries", "50", "-q",
-                          *args], {"CFARENA_MC_BUDGET_MS": "3"})
-
-    def stop(self, name: str) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        self.dial_in(name, sample, f"127.0.0.1:{self.port}", token or self.tokens[name],
+                     "--retries", "50", "-q", *args, env={"CFARENA_MC_BUDGET_MS": "3"})
 
     def stop_all(self) -> None:
         for stream in self.streams:
@@ -132,20 +101,6 @@ class WebArena:
         for name in [n for n in self.procs if n != "serve"]:
             self.stop(name)
         self.stop("serve")
-
-    def err(self, name: str = "serve") -> str:
-        path = self.dir / f"{name}.err"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def wait(self, what: str, condition: Callable[[], bool], timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            serve = self.procs.get("serve")
-            if serve is not None and serve.poll() is not None:
-                raise AssertionError(f"{what}: serve exited {serve.returncode}: {self.err()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}: {self.err()[-3000:]}")
-            time.sleep(0.05)
 
     # -------------------------------------------------------------------- HTTP
     @property

@@ -9,13 +9,14 @@ test can open a running match and follow it to its end while others finish.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .arena import SAMPLES, WebArena
+from tests.harness.serve import SAMPLES
+
+from .arena import WebArena
 
 POOL = "standard/4p"
 
@@ -38,10 +39,9 @@ def live_arena(directory: Path, db: str, *, rounds: int = 4, mc_budget_ms: int =
         arena.serve("--players", "4", "--rule", f"rounds={rounds}",
                     "--concurrency", str(concurrency))
         for name, module in SAMPLES.items():
-            arena.start(name, [sys.executable, "-m", "cfarena.sdk", "run", module, "--server",
-                               f"127.0.0.1:{arena.port}", f"--token={arena.tokens[name]}",
-                               "--capacity", str(concurrency), "--retries", "50", "-q"],
-                        {"CFARENA_MC_BUDGET_MS": str(mc_budget_ms)})
+            arena.dial_in(name, module, f"127.0.0.1:{arena.port}", arena.tokens[name],
+                          "--capacity", str(concurrency), "--retries", "50", "-q",
+                          env={"CFARENA_MC_BUDGET_MS": str(mc_budget_ms)})
         yield arena
     finally:
         arena.stop_all()

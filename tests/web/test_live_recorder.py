@@ -10,7 +10,6 @@ stops the referee), and is exactly what the public events up to there give
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from cfarena.server.web.live import (
     PublicTable,
     live_message,
 )
-from tests.web.arena import SAMPLES, SseStream, WebArena
+from tests.web.arena import SseStream, WebArena
 
 MATCHES = 4  # followed from start to end
 
@@ -89,10 +88,8 @@ def test_the_live_view_of_a_play_drawn_may_ladder_is_its_public_events(
                     "--rule", "rounds=2", "--concurrency", "1")
         for name, sample, budget in (("keeper", "random", "0"),
                                      ("thinker", "montecarlo", "40")):
-            arena.start(name, [sys.executable, "-m", "cfarena.sdk", "run", SAMPLES[sample],
-                               "--server", f"127.0.0.1:{arena.port}",
-                               f"--token={arena.tokens[name]}", "--retries", "50", "-q"],
-                        {"CFARENA_MC_BUDGET_MS": budget})
+            arena.dial_in(name, sample, f"127.0.0.1:{arena.port}", arena.tokens[name],
+                          "--retries", "50", "-q", env={"CFARENA_MC_BUDGET_MS": budget})
         ladder = arena.sse("/api/events")
         deadline = time.monotonic() + 90
         while len(followed) < MATCHES:

@@ -22,9 +22,10 @@ from playwright.sync_api import Error as PlaywrightError
 
 from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 from tests.browser import DESKTOP, PHONE, Watched, watched_page
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
+from tests.harness.serve import SAMPLES
 
-from .arena import SAMPLES, WebArena
+from .arena import WebArena
 from .live_arena import POOL, get_json, live_arena
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]

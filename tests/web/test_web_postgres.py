@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.pg import PgCluster
+from tests.harness.postgres import PgCluster
 from tests.web.arena import board_full, by_id, elements, response_schema, web_arena
 
 

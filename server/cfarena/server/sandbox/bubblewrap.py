@@ -82,10 +82,14 @@ def sandbox_problem() -> str | None:
     return None
 
 
+# the least uid of a sandbox (as root): far above any uid a system allocates
+SANDBOX_UID_MIN = 1_000_000
+
+
 def random_uid() -> int:
-    # far above any uid a system allocates; one per sandbox, so RLIMIT_NPROC
-    # counts only that sandbox's processes and nothing else runs under it
-    return 1_000_000 + secrets.randbelow(1 << 30)
+    # one per sandbox, so RLIMIT_NPROC counts only that sandbox's processes and
+    # nothing else runs under it
+    return SANDBOX_UID_MIN + secrets.randbelow(1 << 30)
 
 
 def _dirs_for(dest: str, made: set[str]) -> list[str]:

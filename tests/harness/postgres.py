@@ -8,7 +8,9 @@ runs as an unprivileged user (`CFARENA_PG_USER`, default `nobody`) through
 `runuser`, since postgres refuses to run as root. Any failure raises
 `PgError` with the reason (and the server log tail): tests never skip.
 `PgCluster.stop()` / `start()` take the server down and bring it back on the
-same port (for tests of a database that goes away).
+same port (for tests of a database that goes away). `PgCluster.with_template()`
+migrates a database once, which `create_database` then copies
+(`CREATE DATABASE ... TEMPLATE`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from tests.harness.ports import free_port
 
 SUPERUSER = "postgres"
 
@@ -44,13 +47,6 @@ def _bin(name: str) -> str:
     raise PgError(f"PostgreSQL binary {name!r} not found on PATH or in /usr/lib/postgresql")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @dataclass(frozen=True)
 class PgCluster:
     host: str
@@ -59,6 +55,7 @@ class PgCluster:
     data_dir: Path
     log: Path | None = None
     options: str = ""  # the server options it was started with (pg_ctl -o)
+    template: str | None = None  # the database new ones copy (`with_template`)
 
     def stop(self) -> None:
         """Stop the server (fast: open connections are cut), waiting until it is down."""
@@ -80,14 +77,25 @@ class PgCluster:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://{SUPERUSER}@{self.host}:{self.port}/{database}"
 
-    def create_database(self, name: str) -> str:
-        """Create database `name` and return its SQLAlchemy URL."""
+    def create_database(self, name: str, *, empty: bool = False) -> str:
+        """Create database `name` and return its SQLAlchemy URL: a copy of the cluster's
+        migrated `template` where it has one (unless `empty`), else an empty database."""
         import psycopg
 
+        source = f' TEMPLATE "{self.template}"' if self.template and not empty else ""
         conninfo = f"host={self.host} port={self.port} user={SUPERUSER} dbname=postgres"
         with psycopg.connect(conninfo, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"'.encode())
+            conn.execute(f'CREATE DATABASE "{name}"{source}'.encode())
         return self.url(name)
+
+    def with_template(self, name: str) -> PgCluster:
+        """This cluster, its databases created as copies of a new database `name` with
+        cfarena's schema (migrated once here: a copy is quicker than a migration)."""
+        from cfarena.server.storage import open_database
+
+        url = self.create_database(name, empty=True)
+        open_database(url).close()  # closed: CREATE DATABASE ... TEMPLATE needs it unused
+        return replace(self, template=name)
 
 
 def _runner() -> tuple[list[str], str | None]:
@@ -164,7 +172,7 @@ def postgres_cluster(attempts: int = 3) -> Iterator[PgCluster]:
               "--locale=C", "--no-sync"], "initdb")
         last = ""
         for _ in range(attempts):
-            port = _free_port()
+            port = free_port()
             options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off "
                        "-c synchronous_commit=off -c full_page_writes=off "
                        "-c max_connections=100")

@@ -1,0 +1,5 @@
+"""What the tests (and benchmarks/) use to run the real thing: `processes` (a test's
+processes, stopped by process group), `serve` (`cfarena serve` on port 0 and dial-in
+bots), `postgres` (throwaway clusters, a migrated template), `ports` (a free port
+for what cannot report its own), `sandboxes` (a run's sandboxed processes, told
+apart from other runs') and `host` (tests that need the host to themselves)."""
