@@ -39,7 +39,7 @@ FloatArray = npt.NDArray[np.float64]
 
 EPSILON = 1e-3  # the count given to the lowest/highest possible score when it was not seen
 NELO_PER_T = 800.0 / math.log(10.0)  # normalized Elo per unit of t-value (per match)
-_BISECTIONS = 60
+_ITERATIONS = 100
 _FIXED_POINT_STEPS = 12
 
 
@@ -69,20 +69,29 @@ def regularize(values: npt.ArrayLike, counts: npt.ArrayLike, low: float,
 
 def _secular(b: FloatArray, p: FloatArray) -> FloatArray:
     """x solving sum_i p_i b_i / (1 + x b_i) = 0 per row (rows need b of both signs
-    where p > 0; a row without a sign change gets the pole it runs into)."""
+    where p > 0; a row without a sign change gets the pole it runs into).
+
+    The function decreases from +inf to -inf between its poles -1/max(b) and
+    -1/min(b): Newton's method from the root of its linearization, falling
+    back to bisection whenever a step would leave the bracket."""
     seen = p > 0
-    bmax = np.where(seen, b, -np.inf).max(axis=-1)
-    bmin = np.where(seen, b, np.inf).min(axis=-1)
-    bmax = np.maximum(bmax, 1e-300)
-    bmin = np.minimum(bmin, -1e-300)
+    bmax = np.maximum(np.where(seen, b, -np.inf).max(axis=-1), 1e-300)
+    bmin = np.minimum(np.where(seen, b, np.inf).min(axis=-1), -1e-300)
     lo, hi = -1.0 / bmax, -1.0 / bmin
-    x = (lo + hi) / 2
-    for _ in range(_BISECTIONS):
-        x = (lo + hi) / 2
-        f = (p * b / (1.0 + x[..., None] * b)).sum(axis=-1)
-        positive = f > 0  # f decreases in x: the root is above
-        lo = np.where(positive, x, lo)
-        hi = np.where(positive, hi, x)
+    x = (p * b).sum(axis=-1) / np.maximum((p * b * b).sum(axis=-1), 1e-300)  # x small
+    x = np.where((x > lo) & (x < hi), x, 0.0)
+    for _ in range(_ITERATIONS):
+        d = 1.0 + x[..., None] * b
+        f = (p * b / d).sum(axis=-1)
+        slope = -(p * (b / d) ** 2).sum(axis=-1)
+        lo = np.where(f > 0, x, lo)
+        hi = np.where(f > 0, hi, x)
+        step = x - f / np.where(slope < 0, slope, -1.0)
+        inside = (step >= lo) & (step <= hi)
+        x_next = np.where(inside, step, (lo + hi) / 2)
+        if np.all(np.abs(x_next - x) <= 1e-12 * (1.0 + np.abs(x))):
+            return x_next
+        x = x_next
     return x
 
 
