@@ -40,6 +40,7 @@ FloatArray = npt.NDArray[np.float64]
 EPSILON = 1e-3  # the count given to the lowest/highest possible score when it was not seen
 NELO_PER_T = 800.0 / math.log(10.0)  # normalized Elo per unit of t-value (per match)
 _ITERATIONS = 100
+_INSIDE = 1.0 - 1e-9
 _FIXED_POINT_STEPS = 12
 
 
@@ -77,7 +78,7 @@ def _secular(b: FloatArray, p: FloatArray) -> FloatArray:
     seen = p > 0
     bmax = np.maximum(np.where(seen, b, -np.inf).max(axis=-1), 1e-300)
     bmin = np.minimum(np.where(seen, b, np.inf).min(axis=-1), -1e-300)
-    lo, hi = -1.0 / bmax, -1.0 / bmin
+    lo, hi = -_INSIDE / bmax, -_INSIDE / bmin  # just inside the poles: 1 + x b > 0
     x = (p * b).sum(axis=-1) / np.maximum((p * b * b).sum(axis=-1), 1e-300)  # x small
     x = np.where((x > lo) & (x < hi), x, 0.0)
     for _ in range(_ITERATIONS):
