@@ -158,8 +158,8 @@ def report(pair: Pair, field: Sequence[str], groups: Sequence[PlayedGroup],
     var_match = match_scores.var(ddof=1)
     lines = [
         f"{pair.label}: {pair.new} (NEW) vs {pair.old} (OLD), {len(groups)} deal groups of "
-        f"{per_group} matches, field {', '.join(field)}; logistic Elo bounds [0, {pair.elo1:g}], alpha {args.alpha}, "
-        f"beta {args.beta}",
+        f"{per_group} matches, field {', '.join(field)}; logistic Elo bounds "
+        f"[0, {pair.elo1:g}], alpha {args.alpha}, beta {args.beta}",
         f"  mean score: per match {match_scores.mean():.4f}, raw groups {raw.mean():.4f}, "
         f"adjusted groups {adj.mean():.4f}",
         f"  variance per match: independent {var_match:.4f}, duplicate raw "

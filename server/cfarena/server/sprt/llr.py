@@ -46,7 +46,7 @@ _FIXED_POINT_STEPS = 12
 
 def logistic_score(elo: float) -> float:
     """The expected score of a logistic Elo difference: 1 / (1 + 10^(-elo/400))."""
-    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+    return 1.0 / (1.0 + math.pow(10.0, -elo / 400.0))
 
 
 def regularize(values: npt.ArrayLike, counts: npt.ArrayLike, low: float,
@@ -98,8 +98,9 @@ def _secular(b: FloatArray, p: FloatArray) -> FloatArray:
 
 def _reweighted(b: FloatArray, p: FloatArray) -> FloatArray:
     x = _secular(b, p)
-    q = p / (1.0 + x[..., None] * b)
-    return q / q.sum(axis=-1, keepdims=True)
+    q: FloatArray = p / (1.0 + x[..., None] * b)
+    total: FloatArray = q.sum(axis=-1, keepdims=True)
+    return q / total
 
 
 def mle_mean(a: FloatArray, p: FloatArray, s: float) -> FloatArray:
@@ -124,7 +125,8 @@ def mle_t_value(a: FloatArray, p: FloatArray, ref: float, t: float) -> FloatArra
 def _llr(p: FloatArray, n: FloatArray, q0: FloatArray, q1: FloatArray) -> FloatArray:
     seen = p > 0
     ratio = np.log(np.where(seen, q1, 1.0) / np.where(seen, q0, 1.0))
-    return n * (np.where(seen, p * ratio, 0.0)).sum(axis=-1)
+    per_group: FloatArray = np.where(seen, p * ratio, 0.0).sum(axis=-1)
+    return n * per_group
 
 
 def _pdf(counts: FloatArray) -> tuple[FloatArray, FloatArray]:
