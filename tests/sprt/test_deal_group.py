@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cfarena.server.match_record import MatchStatus
+from cfarena.server.replay.simulate import simulate_record
 from cfarena.server.sprt.deal_group import (
     SeatedResults,
     group_score,
@@ -11,6 +13,8 @@ from cfarena.server.sprt.deal_group import (
     placement,
     seatings,
 )
+from cfarena.server.sprt.luck import record_adjusted_results
+from cfarena.server.sprt.match_results import ScoreKind, seated_results
 
 
 def swapped(seating: tuple[str, ...]) -> tuple[str, ...]:
@@ -79,3 +83,16 @@ def test_a_match_without_both_bots_is_refused() -> None:
         head_to_head(SeatedResults(("N", "f"), (1.0, 0.0)), "N", "O")
     with pytest.raises(ValueError, match="at least one match"):
         group_score([], "N", "O")
+
+
+def test_a_finished_records_results_raw_and_adjusted() -> None:
+    record = simulate_record({"preset": "standard", "rounds": "single"}, 4, 3, "greedy",
+                             names=["N", "f", "O", "g"])
+    raw = seated_results(record, ScoreKind.RAW)
+    adjusted = seated_results(record, ScoreKind.ADJUSTED)
+    assert raw.seats == adjusted.seats == ("N", "f", "O", "g")
+    assert raw.results == placement(record.ranks)
+    assert adjusted.results == record_adjusted_results(record)
+    record.status = MatchStatus.ABORTED
+    with pytest.raises(ValueError, match="did not finish"):
+        seated_results(record, ScoreKind.RAW)

@@ -7,11 +7,15 @@ Pure and synchronous: no storage, no processes, no clock. One job per module:
   group's head-to-head score in [0, 1];
 - `luck`: the luck-adjusted placement results of a match, from its moves (a
   `MatchRecord` or a game log), by a value estimate frozen in code;
+- `match_results`: a finished match's seats and results, raw or adjusted
+  (`ScoreKind`, what `--score` picks);
 - `llr`: the generalized log-likelihood ratio over the empirical distribution
   of group scores (fishtest's `LLR_normalized` / `LLR_logistic` approach),
   batched with numpy so that thousands of simulated tests run in seconds;
 - `sequential`: the test itself (`SprtBounds`, `SequentialTest`, `Verdict`) and
-  what it reports (`Estimate`: Elo difference with its 95% interval, LOS).
+  what it reports (`Estimate`: Elo difference with its 95% interval, LOS);
+- `simulation`: many tests at once on simulated group scores (error rates,
+  test lengths).
 
 docs/TESTING_BOTS.md says what the numbers mean and what they cost.
 """
