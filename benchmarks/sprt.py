@@ -47,9 +47,9 @@ from scipy.stats import norm
 from cfarena.bots import make_bot
 from cfarena.bots.montecarlo import DEFAULT_BUDGET_MS, MonteCarloBot
 from cfarena.sdk import Bot
-from cfarena.server.sprt.deal_group import SeatedResults, group_score, placement, seatings
+from cfarena.server.sprt.deal_group import SeatedResults, group_score, seatings
 from cfarena.server.sprt.llr import logistic_score
-from cfarena.server.sprt.luck import adjusted_results, record_luck
+from cfarena.server.sprt.match_results import ScoreKind, seated_results
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, Verdict
 from cfarena.server.sprt.simulation import SimulatedTests, simulate_tests
 
@@ -107,9 +107,8 @@ def play_group(task: GroupTask) -> PlayedGroup:
     for n, seats in enumerate(seatings(pair.new, pair.old, task.field, task.players)):
         played = play_match([BOTS[name]() for name in seats], rules, seed,
                             f"sprt-{task.pair}-{task.index}-{n}", names=seats)
-        record = played.record
-        raw.append(SeatedResults(seats, placement(record.ranks)))
-        adjusted.append(SeatedResults(seats, adjusted_results(record.ranks, record_luck(record))))
+        raw.append(seated_results(played.record, ScoreKind.RAW))
+        adjusted.append(seated_results(played.record, ScoreKind.ADJUSTED))
     return PlayedGroup(tuple(raw), tuple(adjusted))
 
 
