@@ -6,7 +6,9 @@ probabilities: a parametric model, or a pool of played groups' scores, which
 is resampling them with replacement), and applies after every group exactly the
 LLR and verdict a `SequentialTest` would (`sequential.llr`, batched). The
 suite checks alpha and beta with it; benchmarks/sprt.py measures how many
-matches a test takes.
+matches a test takes. (One difference from a lone test: the support is
+regularized with the extremes of the values any running test has seen, not
+each test's own; it matters only for scores outside [0, 1].)
 """
 
 from __future__ import annotations
