@@ -196,7 +196,7 @@ class SequentialTest:
     max_matches: int | None = None
     score_range: tuple[float, float] = (0.0, 1.0)
     scores: list[float] = field(default_factory=list)
-    _llr: float | None = field(default=None, repr=False)
+    _llr: float | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.matches_per_group < 1:
