@@ -1,0 +1,21 @@
+"""The statistics of `cfarena sprt`: is NEW better than OLD, with as few matches as possible.
+
+Pure and synchronous: no storage, no processes, no clock. One job per module:
+
+- `deal_group`: who sits where in a deal group (every rotation of one deal, and
+  of its mirror with NEW and OLD swapped), each seat's placement result and the
+  group's head-to-head score in [0, 1];
+- `luck`: the luck-adjusted placement results of a match, from its moves (a
+  `MatchRecord` or a game log), by a value estimate frozen in code;
+- `match_results`: a finished match's seats and results, raw or adjusted
+  (`ScoreKind`, what `--score` picks);
+- `llr`: the generalized log-likelihood ratio over the empirical distribution
+  of group scores (fishtest's `LLR_normalized` / `LLR_logistic` approach),
+  batched with numpy so that thousands of simulated tests run in seconds;
+- `sequential`: the test itself (`SprtBounds`, `SequentialTest`, `Verdict`) and
+  what it reports (`Estimate`: Elo difference with its 95% interval, LOS);
+- `simulation`: many tests at once on simulated group scores (error rates,
+  test lengths).
+
+docs/TESTING_BOTS.md says what the numbers mean and what they cost.
+"""

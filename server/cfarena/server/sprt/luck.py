@@ -1,0 +1,145 @@
+"""Luck-adjusted placement results: a match's result minus what its draws gave.
+
+The referee knows the boneyard. When a seat draws, every tile still in the
+boneyard was equally likely to come up (the shuffle is uniform and nothing that
+was played depends on the boneyard's order), so the expectation of any value
+over that draw is exact: the mean over the boneyard's tiles. A draw's luck for
+seat s is V_s(after the tile that came) - mean over the boneyard's tiles u of
+V_s(after u) (AIVAT's and backgammon's luck: value after a chance event minus
+its expectation over all outcomes). Each such term has conditional mean zero
+given everything before the draw, whatever V is, so the adjusted result,
+placement minus the sum of a seat's luck terms, has exactly the expectation of
+the placement: it is unbiased (tests/sprt/test_luck.py checks it over
+thousands of simulated matches). V only decides how much noise is removed.
+
+V is fixed before any test, from public features of the draw (`DrawValue`):
+a drawn tile that does not fit the layout stays in the hand (its pips, 0-0 at
+the rules' `double_blank`, count against the seat at the round's end) and
+costs a turn; one that fits is played. With W_s the pips of the unplayable
+tiles seat s has drawn and U_s their number,
+
+    V_s = PIP_WEIGHT * (W_s - mean of the other seats' W)
+          + STUCK_WEIGHT * (U_s - mean of the other seats' U),
+
+so a draw moves the drawer's V one way and the others' by 1 / (players - 1) of
+it the other way (placement is a zero-sum share). The two weights are the
+least-squares slopes of placement on those two sums, fitted once on matches
+simulated with seeds of their own (`benchmarks/fit_luck.py`, which prints
+them) and frozen here; they are per round and scaled by 1 / sqrt(rounds) for
+longer matches (one round's draws weigh less in a longer match's placement).
+
+The deal is not adjusted: within a deal group NEW and OLD hold every hand
+(`deal_group`), so its luck cancels in their difference, and setup draws (the
+draw-off, a holder's search for the double) are part of the deal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from cfarena.engine import Move, MoveKind, Tile, apply_move, new_match
+from cfarena.engine.state import MatchState
+from cfarena.server.gamelog import start_match
+from cfarena.server.match_record import MatchRecord, MatchStatus
+from cfarena.server.sprt.deal_group import placement
+
+# Fitted by benchmarks/fit_luck.py (standard rules, 4 players, single rounds,
+# greedy/random policy seats, 3000 matches, seeds "fit-luck/*"; 6.8% of the
+# placement variance explained): placement per pip of an
+# unplayable drawn tile and per unplayable draw. Frozen: never refit on a test.
+# The 1 / sqrt(rounds) scaling was checked the same way: 300 full matches (10
+# rounds) give -0.0090 per pip after it (and -0.0091 per stuck draw, 7.8% explained).
+PIP_WEIGHT = -0.00861
+STUCK_WEIGHT = -0.00104
+
+
+def _pips(tile: Tile, double_blank: int) -> int:
+    return double_blank if tile.a == tile.b == 0 else tile.pips
+
+
+def _open_values(state: MatchState) -> frozenset[int]:
+    """The values a tile must carry to be played now (the pending double's, if any)."""
+    layout = state.layout()
+    pending = state.pending
+    if pending is not None:
+        return frozenset({layout[pending].open_value})
+    return frozenset(p.open_value for p in layout if p.children < p.capacity)
+
+
+def draw_features(state: MatchState) -> tuple[tuple[float, float], tuple[float, float]]:
+    """For the draw the seat to move is about to make: ((pips, stuck) of the tile that
+    comes, (their means over the boneyard)), with (pips, stuck) = (0, 0) for a tile
+    that fits and (its pips, 1) for one that does not."""
+    boneyard = state.boneyard()
+    if not boneyard:
+        raise ValueError("no tile to draw")
+    blank = state.rules.double_blank
+    fits = _open_values(state)
+
+    def features(tile: Tile) -> tuple[float, float]:
+        if tile.a in fits or tile.b in fits:
+            return 0.0, 0.0
+        return float(_pips(tile, blank)), 1.0
+
+    each = [features(t) for t in boneyard]
+    mean = (sum(f[0] for f in each) / len(each), sum(f[1] for f in each) / len(each))
+    return each[0], mean
+
+
+def luck_sums(state: MatchState, moves: Iterable[str]) -> list[tuple[float, float]]:
+    """Play `moves` (Move keys) from the fresh `state`; per seat, the sums over its
+    draws of (pips, stuck) minus their expectations (`draw_features`)."""
+    sums = [[0.0, 0.0] for _ in range(state.players)]
+    for key in moves:
+        move = Move.parse(key)
+        if move.kind is MoveKind.DRAW:
+            seat = state.current_seat
+            assert seat is not None
+            came, expected = draw_features(state)
+            sums[seat][0] += came[0] - expected[0]
+            sums[seat][1] += came[1] - expected[1]
+        apply_move(state, move)
+    return [(p, s) for p, s in sums]
+
+
+def corrections(sums: Sequence[tuple[float, float]], rounds: int) -> tuple[float, ...]:
+    """Each seat's luck (in placement) from its `luck_sums`: V's change over the
+    match's draws, relative to their expectation."""
+    players = len(sums)
+    scale = 1.0 / math.sqrt(rounds)
+    out = []
+    for s in range(players):
+        others = [sums[j] for j in range(players) if j != s]
+        net_pips = sums[s][0] - sum(o[0] for o in others) / len(others)
+        net_stuck = sums[s][1] - sum(o[1] for o in others) / len(others)
+        out.append(scale * (PIP_WEIGHT * net_pips + STUCK_WEIGHT * net_stuck))
+    return tuple(out)
+
+
+def _luck(state: MatchState, moves: Iterable[str]) -> tuple[float, ...]:
+    return corrections(luck_sums(state, moves), state.rules.rounds)
+
+
+def record_luck(record: MatchRecord) -> tuple[float, ...]:
+    """Each seat's luck in a match record (played so far, if it did not finish)."""
+    state = new_match(record.rules, record.players, record.seed)
+    return _luck(state, (a.move for a in record.actions))
+
+
+def log_luck(log: Mapping[str, Any]) -> tuple[float, ...]:
+    """Each seat's luck in a game log (gamelog.LogError if it cannot be replayed)."""
+    return _luck(start_match(log), (str(a.get("move")) for a in log.get("actions", [])))
+
+
+def adjusted_results(ranks: Sequence[int], luck: Sequence[float]) -> tuple[float, ...]:
+    """Each seat's luck-adjusted result: placement (`deal_group.placement`) minus luck."""
+    return tuple(p - c for p, c in zip(placement(ranks), luck, strict=True))
+
+
+def record_adjusted_results(record: MatchRecord) -> tuple[float, ...]:
+    """The luck-adjusted results of a finished match record."""
+    if record.status is not MatchStatus.FINISHED:
+        raise ValueError(f"match {record.match_id} did not finish ({record.status.value})")
+    return adjusted_results(record.ranks, record_luck(record))
