@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-OFFLINE = ["cfarena.server.gamelog", "cfarena.server.law", "cfarena.server.law_replay",
-           "cfarena.server.replay", "cfarena.server.replay.verify",
-           "cfarena.server.replay.simulate"]
+OFFLINE = ["cfarena.server.match.log_format", "cfarena.server.match.law",
+           "cfarena.server.match.resimulation", "cfarena.server.replay",
+           "cfarena.server.replay.verify", "cfarena.server.replay.simulate"]
 # the CLI's offline commands: they read logs (or a database) and play nothing
 OFFLINE_COMMANDS = ["replay", "verify", "export"]
 ONLINE = ("print(sorted(m for m in sys.modules if m.split('.')[0] == 'grpc'"

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from cfarena.server.match_record import Fault, FaultKind
+from cfarena.server.match.record import Fault, FaultKind
 from cfarena.server.skill import INITIAL_MU, Skill, rate_match
 from cfarena.server.storage import Database, MatchPlan, StorageError, hash_token
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from cfarena.server.match_record import Fault, FaultKind
+from cfarena.server.match.record import Fault, FaultKind
 from cfarena.server.ratings import elo_update
 from cfarena.server.storage import (
     Database,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Rules
-from cfarena.server.match_writer import MatchWriter, StoreOutcome
+from cfarena.server.match.writer import MatchWriter, StoreOutcome
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl
 from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.sandbox.host_reset import HostReset, HostResetError
