@@ -58,10 +58,10 @@ from cfarena.server.backoff import Backoff
 from cfarena.server.match.abort_reason import AbortReason
 from cfarena.server.match.record import MatchRecord
 from cfarena.server.match.writer import MatchWriter, dump_unsaved, is_outage, to_stored
+from cfarena.server.rating.online import Skill
 from cfarena.server.referee import RefereeServer, ShuttingDown
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.seats import Seats
-from cfarena.server.skill import Skill
 from cfarena.server.storage import (
     BotInfo,
     Database,

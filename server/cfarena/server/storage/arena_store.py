@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from cfarena.server.skill import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
+from cfarena.server.rating.online import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.models import (
     Bot,

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from cfarena.server.ratings import INITIAL_ELO, elo_update
+from cfarena.server.rating.elo import elo_update
+from cfarena.server.rating.pairwise import INITIAL_ELO
 from cfarena.server.storage.models import (
     Bot,
     Fault,

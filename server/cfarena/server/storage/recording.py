@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from cfarena.server.ratings import INITIAL_ELO, elo_update
+from cfarena.server.rating.elo import elo_update
+from cfarena.server.rating.pairwise import INITIAL_ELO
 from cfarena.server.storage.arena_store import rate_skill
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.models import (

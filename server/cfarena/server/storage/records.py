@@ -223,7 +223,7 @@ class SkillStanding:
     """The online (openskill) rating of one version of a bot in one pool.
 
     `conservative` is mu - 3 sigma (what the ladder ranks by), `elo` the same on
-    an Elo-like scale (see `cfarena.server.skill`); `games` the finished matches
+    an Elo-like scale (see `cfarena.server.rating.online`); `games` the finished matches
     rated; `seats[p]` how many of its matches (any status but aborted) it played
     in seat position p (for seat balance); `updated_at` its last rated match.
     """
