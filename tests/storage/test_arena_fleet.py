@@ -11,8 +11,8 @@ from sqlalchemy import delete, select, update
 
 from cfarena.server.storage import Database
 from cfarena.server.storage.arena_fleet import ArenaBeat
+from cfarena.server.storage.encoding import utc_now
 from cfarena.server.storage.models import Arena, Match
-from cfarena.server.storage.stored_values import utc_now
 from cfarena.server.web.disclosure import deal_revealed
 
 from .helpers import bots, plan, result

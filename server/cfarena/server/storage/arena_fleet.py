@@ -35,11 +35,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from cfarena.server.storage import scheduling
+from cfarena.server.storage.encoding import storable_text, utc_now
 from cfarena.server.storage.models import Arena, Bot, Match, MatchSeat, MatchStatus
 from cfarena.server.storage.queries import aware
-from cfarena.server.storage.records import MatchPlan
-from cfarena.server.storage.stored_values import storable_text, utc_now
 from cfarena.server.storage.upsert import dialect_insert
+from cfarena.server.storage.values import MatchPlan
 
 _OPEN = (MatchStatus.SCHEDULED.value, MatchStatus.RUNNING.value)
 

@@ -26,8 +26,8 @@ from cfarena.server.storage.models import (
     SkillRating,
 )
 from cfarena.server.storage.queries import aware, bot_info
-from cfarena.server.storage.records import BotInfo, FaultInfo, SkillStanding
 from cfarena.server.storage.upsert import insert_or_ignore
+from cfarena.server.storage.values import BotInfo, FaultInfo, SkillStanding
 
 Entrant = tuple[int, str]  # (bot id, version)
 

@@ -25,7 +25,7 @@ from cfarena.server.storage.models import (
     Tournament,
     TournamentStatus,
 )
-from cfarena.server.storage.records import (
+from cfarena.server.storage.values import (
     BotInfo,
     FaultInfo,
     MatchDetail,

@@ -63,8 +63,8 @@ from cfarena.server.storage import Database, LeaseLost, StorageError, Tournament
 from cfarena.server.storage.connect import one_line
 from cfarena.server.tournament import job_queue, queue_link
 from cfarena.server.tournament.config import TournamentError
-from cfarena.server.tournament.match_player import TournamentPlayer, stored_config
 from cfarena.server.tournament.pool import Launch
+from cfarena.server.tournament.tournament_player import TournamentPlayer, stored_config
 
 log = logging.getLogger("cfarena.worker")
 

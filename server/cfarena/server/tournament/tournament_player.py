@@ -38,7 +38,7 @@ from cfarena.server.tournament.config import (
     TournamentError,
     host_defences,
 )
-from cfarena.server.tournament.match_play import MatchRoom
+from cfarena.server.tournament.match_room import MatchRoom
 from cfarena.server.tournament.pool import BotPool, BotStartError, Launch, needed_processes
 from cfarena.server.tournament.schedule import round_robin, seats_needed
 from cfarena.server.tournament.stored_tournament import match_phases
