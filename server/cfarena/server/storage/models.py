@@ -116,7 +116,7 @@ class Match(Base):
     started_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     duration_s: Mapped[float | None] = mapped_column(Float)
-    # the arena process (`Arena.id`) running this match outside a tournament (None:
+    # the arena process (`ArenaRow.id`) running this match outside a tournament (None:
     # tournaments, and matches from before 0004)
     arena_id: Mapped[str | None] = mapped_column(String(64))
     # the lease (fencing token) of the process playing the match, from `mark_running`;
@@ -125,7 +125,7 @@ class Match(Base):
     lease: Mapped[str | None] = mapped_column(String(32))
 
 
-class Arena(Base):
+class ArenaRow(Base):
     """One `cfarena serve` process on this database: it beats every poll (about once a
     second); an arena whose beat is older than the stale limit is dead, and a live one
     marks its unfinished matches aborted."""
