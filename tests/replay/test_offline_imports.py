@@ -39,5 +39,5 @@ def test_offline_commands_import_no_grpc_and_no_referee() -> None:
         "        cmd.main([name, '--help'], prog_name='cfarena', standalone_mode=False)\n"
         "print(*sorted(m for m in sys.modules if m.startswith('cfarena.server.cli.')),"
         " file=sys.stderr)\n")
-    assert {"cfarena.server.cli.replay", "cfarena.server.cli.inspection"} <= set(loaded.split())
+    assert {"cfarena.server.cli.replay", "cfarena.server.cli.matches"} <= set(loaded.split())
     assert online == "[]"
