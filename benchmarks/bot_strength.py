@@ -9,7 +9,7 @@ control, faults and fallbacks), every decision a `Turn` built as the referee
 builds it.
 Each deal seed is played in all four seat rotations, so every bot gets every
 seat's hands (duplicate play). Ratings: a Bradley-Terry fit over all pairwise
-results with a 95% bootstrap interval (`cfarena.server.ratings.fit_ratings`)
+results with a 95% bootstrap interval (`cfarena.server.rating.bradley_terry.fit_ratings`)
 and the sequential pairwise Elo (`elo_update`) after the last match.
 """
 
@@ -96,7 +96,8 @@ def _fit(
     matches: Sequence[Sequence[tuple[str, int]]],
 ) -> tuple[dict[str, tuple[float, float, float]], dict[str, float]]:
     """Bradley-Terry (elo, low, high) and sequential pairwise Elo per bot."""
-    from cfarena.server.ratings import elo_update, fit_ratings
+    from cfarena.server.rating.bradley_terry import fit_ratings
+    from cfarena.server.rating.elo import elo_update
 
     fitted = fit_ratings(matches, bootstrap=200, seed=0)
     bt = {bot: (est.elo, est.low, est.high) for bot, est in fitted.items()}

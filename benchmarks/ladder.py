@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cfarena.server.skill import Skill, rate_match
+from cfarena.server.rating.online import Skill, rate_match
 from cfarena.server.storage import MatchStatus, open_database
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.harness
@@ -64,7 +64,7 @@ def _ordered(values: dict[str, float]) -> bool:
 def _history(db: str) -> tuple[int | None, int]:
     """(the number of matches after which the order of mu was final, the matches
     replayed), re-rating the stored finished matches in the order they ended with the
-    arena's own rating code (`cfarena.server.skill`)."""
+    arena's own rating code (`cfarena.server.rating.online`)."""
     with open_database(db) as database:
         matches = [m for m in database.list_matches(limit=None)
                    if m.status is MatchStatus.FINISHED]

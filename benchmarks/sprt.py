@@ -41,12 +41,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from bot_strength import play_match, rules_for
+from bot_strength import rules_for
 from scipy.stats import norm
 
 from cfarena.bots import make_bot
 from cfarena.bots.montecarlo import DEFAULT_BUDGET_MS, MonteCarloBot
 from cfarena.sdk import Bot
+from cfarena.server.replay.simulate import play_match
 from cfarena.server.sprt.deal_group import SeatedResults, group_score, seatings
 from cfarena.server.sprt.llr import logistic_score
 from cfarena.server.sprt.match_results import ScoreKind, seated_results

@@ -1,4 +1,4 @@
-"""Multiplayer Elo and the Bradley-Terry fit (cfarena.server.ratings)."""
+"""Multiplayer Elo and the Bradley-Terry fit (cfarena.server.rating.elo, .bradley_terry)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cfarena.server.ratings import (
-    INITIAL_ELO,
-    elo_update,
-    expected_score,
-    fit_ratings,
-    pairwise_games,
-)
+from cfarena.server.rating.bradley_terry import fit_ratings
+from cfarena.server.rating.elo import elo_update, expected_score
+from cfarena.server.rating.pairwise import INITIAL_ELO, pairwise_games
 
 
 def test_two_equal_players() -> None:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from cfarena.server.skill import (
+from cfarena.server.rating.online import (
     ELO_BASE,
     ELO_PER_MU,
     INITIAL_MU,

@@ -13,7 +13,7 @@ import cfarena.bots
 from cfarena.bots import BUNDLED, bundled_names, make_bot
 from cfarena.sdk import Bot
 from cfarena.sdk.cli import load_bot_class
-from cfarena.server.botproc import bundled_command
+from cfarena.server.bundled_bots import bundled_command
 from cfarena.server.cli import app
 from cfarena.server.cli.tournament import DEFAULT_BOTS, parse_bot
 

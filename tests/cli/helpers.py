@@ -110,7 +110,7 @@ def one_match_database(db: Path, match_id: str = "m1") -> str:
     in-process by the simulation: no processes); its URL."""
     import dataclasses
 
-    from cfarena.server.match_writer import to_stored
+    from cfarena.server.match.writer import to_stored
     from cfarena.server.replay.simulate import simulate_record
     from cfarena.server.storage import MatchPlan, open_database
 

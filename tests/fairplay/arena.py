@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.server.storage import open_database
-from cfarena.server.storage.records import FaultInfo, MatchDetail, MatchInfo, SeatLog
+from cfarena.server.storage.values import FaultInfo, MatchDetail, MatchInfo, SeatLog
 from tests.cli.helpers import marker, processes_with_marker, run_cli
 from tests.fairplay.bots.page_cache import usr_file
 from tests.harness import host

@@ -26,7 +26,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from cfarena.server.botproc import bundled_command
+from cfarena.server.bundled_bots import bundled_command
 from cfarena.server.sandbox import LimitWatch, python_paths
 from cfarena.server.tournament.forks import ForkServer, fork_plan
 from tests.fairplay.arena import Arena, Seat, assert_fair_run

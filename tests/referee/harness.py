@@ -19,7 +19,7 @@ from cfarena.server.sandbox import pdeathsig_prefix
 # A long-lived bot subprocess as these tests start it (tournaments start sandboxed,
 # one-match processes instead: cfarena.server.sandbox.BotProcess).
 @dataclass
-class BotProcess:
+class RawBotProcess:
     """One running bot process (its own process group).
 
     Start it from the main thread: the parent-death signal fires when the
@@ -95,10 +95,10 @@ class Table:
 
     server: RefereeServer
     tmp: Path
-    procs: list[BotProcess] = field(default_factory=list)
+    procs: list[RawBotProcess] = field(default_factory=list)
 
-    def spawn(self, name: str, argv: Sequence[str]) -> BotProcess:
-        proc = BotProcess(
+    def spawn(self, name: str, argv: Sequence[str]) -> RawBotProcess:
+        proc = RawBotProcess(
             name,
             list(argv),
             env={"CFARENA_SERVER": self.server.address, "CFARENA_TOKEN": token_for(name)},
@@ -108,7 +108,7 @@ class Table:
         self.procs.append(proc)
         return proc
 
-    def raw(self, name: str, mode: str, *extra: str) -> BotProcess:
+    def raw(self, name: str, mode: str, *extra: str) -> RawBotProcess:
         """A rawbot subprocess (generated stubs only) in `mode`."""
         return self.spawn(
             name,
@@ -116,11 +116,11 @@ class Table:
              "--token", token_for(name), *extra],
         )
 
-    def sdk(self, name: str, target: str, *extra: str) -> BotProcess:
+    def sdk(self, name: str, target: str, *extra: str) -> RawBotProcess:
         """A bot run by the SDK's runner (`python -m cfarena.sdk run TARGET`)."""
         return self.spawn(name, [sys.executable, "-m", "cfarena.sdk", "run", target, *extra])
 
-    def output(self, proc: BotProcess) -> str:
+    def output(self, proc: RawBotProcess) -> str:
         assert proc.log_path is not None
         return proc.log_path.read_text() if proc.log_path.exists() else ""
 

@@ -27,17 +27,10 @@ from cfarena.engine import (
     needs_decision,
     new_match,
 )
-from cfarena.server.gamelog import record_to_log, verify_log
-from cfarena.server.law import (
-    Answer,
-    Decision,
-    Faulted,
-    MatchLaw,
-    Reply,
-    TimedOut,
-    play_out,
-)
-from cfarena.server.match_record import FaultKind, MatchRecord, MatchStatus, TimeControl
+from cfarena.server.match.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut, play_out
+from cfarena.server.match.log_format import record_to_log
+from cfarena.server.match.record import FaultKind, MatchRecord, MatchStatus, TimeControl
+from cfarena.server.replay.verify import verify_log
 
 RULES = Rules.preset("standard").with_options(rounds="single")
 SEED = 1  # 3 players: every seat has a dozen decisions or more

@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-OFFLINE = ["cfarena.server.gamelog", "cfarena.server.law", "cfarena.server.law_replay",
-           "cfarena.server.replay", "cfarena.server.replay.verify",
-           "cfarena.server.replay.simulate"]
+OFFLINE = ["cfarena.server.match.log_format", "cfarena.server.match.law",
+           "cfarena.server.match.resimulation", "cfarena.server.replay",
+           "cfarena.server.replay.verify", "cfarena.server.replay.simulate"]
 # the CLI's offline commands: they read logs (or a database) and play nothing
 OFFLINE_COMMANDS = ["replay", "verify", "export"]
 ONLINE = ("print(sorted(m for m in sys.modules if m.split('.')[0] == 'grpc'"
@@ -39,5 +39,5 @@ def test_offline_commands_import_no_grpc_and_no_referee() -> None:
         "        cmd.main([name, '--help'], prog_name='cfarena', standalone_mode=False)\n"
         "print(*sorted(m for m in sys.modules if m.startswith('cfarena.server.cli.')),"
         " file=sys.stderr)\n")
-    assert {"cfarena.server.cli.replay", "cfarena.server.cli.inspection"} <= set(loaded.split())
+    assert {"cfarena.server.cli.replay", "cfarena.server.cli.matches"} <= set(loaded.split())
     assert online == "[]"

@@ -14,7 +14,8 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from cfarena.server.gamelog import log_seed, start_match, verify_log
+from cfarena.server.match.log_format import log_seed
+from cfarena.server.match.resimulation import start_match
 from cfarena.server.replay import (
     build_viewer_data,
     export_log,
@@ -24,6 +25,7 @@ from cfarena.server.replay import (
     validate_log,
     verify_logs,
 )
+from cfarena.server.replay.verify import verify_log
 from tests.browser import Watched
 
 HERE = Path(__file__).resolve().parent

@@ -25,7 +25,7 @@ import pytest
 
 from cfarena.engine import Rules
 from cfarena.server.referee import MatchRecord, TimeControl
-from tests.referee.harness import BotProcess, table, token_for
+from tests.referee.harness import RawBotProcess, table, token_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / "client_sdk"
@@ -180,7 +180,7 @@ async def _play(tmp: Path, python: Path) -> tuple[MatchRecord, str, int | None]:
     async with table(tmp / "table", ["mine", "other"]) as t:
         # run from the bot's own directory, as its author would (not the checkout)
         command = f"cd {shlex.quote(str(bot_dir))} && exec {shlex.quote(str(python))}"
-        mine = BotProcess(
+        mine = RawBotProcess(
             "mine",
             ["/bin/sh", "-c", f"{command} -m cfarena.sdk run mybot.py"],
             env={

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cfarena.server.match_record import MatchStatus
+from cfarena.server.match.record import MatchStatus
 from cfarena.server.replay.simulate import simulate_record
 from cfarena.server.sprt.deal_group import (
     SeatedResults,

@@ -11,8 +11,8 @@ from sqlalchemy import delete, select, update
 
 from cfarena.server.storage import Database
 from cfarena.server.storage.arena_fleet import ArenaBeat
-from cfarena.server.storage.models import Arena, Match
-from cfarena.server.storage.stored_values import utc_now
+from cfarena.server.storage.encoding import utc_now
+from cfarena.server.storage.models import ArenaRow, Match
 from cfarena.server.web.disclosure import deal_revealed
 
 from .helpers import bots, plan, result
@@ -23,7 +23,7 @@ STALE_S = 10.0
 def _age(db: Database, arena_id: str, seconds: float) -> None:
     """Make arena `arena_id`'s last heartbeat `seconds` old."""
     with db.engine.begin() as conn:
-        conn.execute(update(Arena).where(Arena.id == arena_id)
+        conn.execute(update(ArenaRow).where(ArenaRow.id == arena_id)
                      .values(heartbeat_at=utc_now() - timedelta(seconds=seconds)))
 
 
@@ -114,12 +114,12 @@ def test_a_silent_arenas_row_says_stopped_until_it_beats_again(db: Database) -> 
 
 def _stopped(db: Database, arena_id: str) -> object:
     with db.engine.connect() as conn:
-        return conn.execute(select(Arena.stopped_at).where(Arena.id == arena_id)).scalar_one()
+        return conn.execute(select(ArenaRow.stopped_at).where(ArenaRow.id == arena_id)).scalar_one()
 
 
 def _heartbeat(db: Database, arena_id: str) -> object:
     with db.engine.connect() as conn:
-        return conn.execute(select(Arena.heartbeat_at).where(Arena.id == arena_id)
+        return conn.execute(select(ArenaRow.heartbeat_at).where(ArenaRow.id == arena_id)
                             ).scalar_one()
 
 
@@ -150,7 +150,7 @@ def test_a_stopped_arena_and_untagged_matches(db: Database) -> None:
     db.arena_started("Z", "machineZ", "hostZ:1", STALE_S, "stopped")
     assert db.schedule_seated(plan("z1", [a, b], seed=10), "Z", {a: 2, b: 2}) is None
     with db.engine.begin() as conn:
-        conn.execute(delete(Arena).where(Arena.id == "Z"))
+        conn.execute(delete(ArenaRow).where(ArenaRow.id == "Z"))
     assert db.arena_beat("A", STALE_S).died == ("z1",)
     assert _status(db, "z1") == ("aborted", "arena Z died (no heartbeat for 10 s)")
     # an arena's first poll may beat before its start registers it: both are upserts

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from cfarena.server.match_record import Fault, FaultKind
-from cfarena.server.skill import INITIAL_MU, Skill, rate_match
+from cfarena.server.match.record import Fault, FaultKind
+from cfarena.server.rating.online import INITIAL_MU, Skill, rate_match
 from cfarena.server.storage import Database, MatchPlan, StorageError, hash_token
 
 from .helpers import STANDARD, bots, result

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from cfarena.server.match_record import Fault, FaultKind
-from cfarena.server.ratings import elo_update
+from cfarena.server.match.record import Fault, FaultKind
+from cfarena.server.rating.elo import elo_update
 from cfarena.server.storage import (
     Database,
     MatchStatus,

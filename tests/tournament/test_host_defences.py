@@ -15,8 +15,8 @@ from cfarena.engine import Rules
 from cfarena.server.sandbox.host_reset import HostReset, HostResetError, reset_problem
 from cfarena.server.storage import open_database
 from cfarena.server.tournament import BotSpec, TournamentConfig, config
-from cfarena.server.tournament.match_player import TournamentPlayer
 from cfarena.server.tournament.pool import Launch
+from cfarena.server.tournament.tournament_player import TournamentPlayer
 
 
 def test_the_reset_writes_3_to_drop_caches_and_says_when_it_cannot(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from cfarena.server.botproc import bundled_command
+from cfarena.server.bundled_bots import bundled_command
 from cfarena.server.referee import RefereeServer, TokenRegistry
 from cfarena.server.sandbox import BotProcess, sandbox_problem
 from cfarena.server.storage import MatchStatus, ScheduledMatch

@@ -1,4 +1,4 @@
-"""A match the referee's own stall voided is played again (tournament/match_play.py): the
+"""A match the referee's own stall voided is played again (tournament/match_room.py): the
 tournament's stored results are those of an undisturbed run. A real referee and real
 bot processes (unsandboxed), a real SQLite file; the referee's loop is blocked while a
 seat's process is killed, as a bot whose keepalive gave up on a frozen referee ends."""
@@ -17,7 +17,7 @@ import pytest
 
 from cfarena.engine import Rules
 from cfarena.server.credentials import hash_token
-from cfarena.server.match_record import TimeControl
+from cfarena.server.match.record import TimeControl
 from cfarena.server.referee import RefereeServer
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.tokens import SeatPass

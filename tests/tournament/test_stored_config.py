@@ -10,9 +10,9 @@ from cfarena.server.referee import TimeControl
 from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError
 from cfarena.server.tournament.job_queue import deal_lock
-from cfarena.server.tournament.match_player import stored_config
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.schedule import round_robin
+from cfarena.server.tournament.tournament_player import stored_config
 
 
 @pytest.mark.parametrize("sandbox", [True, False])

@@ -19,7 +19,8 @@ import pytest
 from cfarena.engine import apply_move
 from cfarena.engine.moves import Move
 from cfarena.server.credentials import hash_token
-from cfarena.server.gamelog import log_seed, resimulate, start_match
+from cfarena.server.match.log_format import log_seed
+from cfarena.server.match.resimulation import resimulate, start_match
 from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 from tests.web.arena import (
     ADMIN_TOKEN,

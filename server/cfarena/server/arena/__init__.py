@@ -5,7 +5,7 @@
 - `config`: `ArenaConfig`, everything serve is configured with;
 - `service`: `Arena`, the asyncio loop around the referee (matches, storage, polls).
 
-The online rating itself is `cfarena.server.skill` (used by storage, which rates a
+The online rating itself is `cfarena.server.rating.online` (used by storage, which rates a
 match in the transaction that records it).
 """
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from cfarena.engine import Rules
 from cfarena.server.arena.ladder import LadderPolicy
-from cfarena.server.match_record import TimeControl
+from cfarena.server.match.record import TimeControl
 from cfarena.server.storage import default_pool
 
 

@@ -32,7 +32,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cfarena.server.skill import INITIAL_MU, INITIAL_SIGMA, MODEL
+from cfarena.server.rating.online import INITIAL_MU, INITIAL_SIGMA, MODEL
 
 BETA: float = MODEL.beta
 BRUTE_FORCE_SEATS = 6  # up to this many players, every seating is tried (6! = 720)

@@ -51,17 +51,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cfarena.server.abort_reason import AbortReason
 from cfarena.server.arena.config import ArenaConfig
 from cfarena.server.arena.ladder import Entrant, pick_table
 from cfarena.server.arena.tokens import LiveTokens
 from cfarena.server.backoff import Backoff
-from cfarena.server.match_record import MatchRecord
-from cfarena.server.match_writer import MatchWriter, dump_unsaved, is_outage, to_stored
+from cfarena.server.match.abort_reason import AbortReason
+from cfarena.server.match.record import MatchRecord
+from cfarena.server.match.writer import MatchWriter, dump_unsaved, is_outage, to_stored
+from cfarena.server.rating.online import Skill
 from cfarena.server.referee import RefereeServer, ShuttingDown
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.seats import Seats
-from cfarena.server.skill import Skill
 from cfarena.server.storage import (
     BotInfo,
     Database,

@@ -34,13 +34,13 @@ COMMANDS: dict[str, Entry] = {
                             "referee and print the standings."),
     "serve": Entry(("serve",), "Run the competition ladder for bots registered with "
                    "`cfarena bots add`."),
-    "standings": Entry(("inspection",), "Standings: the ladder (`serve`'s online rating per "
+    "standings": Entry(("standings",), "Standings: the ladder (`serve`'s online rating per "
                        "bot version, which ranks) and\nper bot the Bradley-Terry fit and Elo, "
                        "matches, wins, points per round, faults."),
-    "matches": Entry(("inspection",), "List matches, newest first."),
-    "show": Entry(("inspection",), "One match: result, scores per round, faults; each "
+    "matches": Entry(("matches",), "List matches, newest first."),
+    "show": Entry(("matches",), "One match: result, scores per round, faults; each "
                   "seat's output with --logs."),
-    "export": Entry(("inspection",), "Write a match's game log as JSON (format: "
+    "export": Entry(("matches",), "Write a match's game log as JSON (format: "
                     "docs/gamelog.md), or as HTML/text."),
     "replay": Entry(("replay",), "Step through a logged game: n/space next, p previous, r/R "
                     "next/previous round, q quit."),
@@ -50,10 +50,10 @@ COMMANDS: dict[str, Entry] = {
                     "this machine's referee with\nits own sandboxed bot processes (the "
                     "bots' commands must exist here). Start as many\nas you like, on any "
                     "machines; kill one and its matches are played again by another."),
-    "bots": Entry(("inspection",), "Register, list, rotate, revoke and show bots (for "
+    "bots": Entry(("bots",), "Register, list, rotate, revoke and show bots (for "
                   "`cfarena serve`)."),
     # `tournaments create` is registered by the tournament module
-    "tournaments": Entry(("inspection", "tournament"), "List tournaments with their "
+    "tournaments": Entry(("tournament",), "List tournaments with their "
                          "progress (`create`: schedule one for workers)."),
 }
 

@@ -205,3 +205,12 @@ def seed_json(seed: int | None) -> str | None:
     """A seed as JSON writes it: a decimal string, since seeds are 64-bit and a JSON
     number above 2**53 is rounded by JavaScript (and by other doubles-only readers)."""
     return None if seed is None else str(seed)
+
+
+def config_json(config: dict[str, Any]) -> dict[str, Any]:
+    """A tournament config for --json: its seed as a decimal string (it is 63-bit)."""
+    seed = config.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        return {**config, "seed": seed_json(seed)}
+    return config
+

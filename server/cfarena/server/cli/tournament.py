@@ -1,4 +1,4 @@
-"""`cfarena run-tournament`: the main job."""
+"""`cfarena run-tournament` (the main job) and `cfarena tournaments` (list, `create`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -34,6 +35,7 @@ from cfarena.server.cli.common import (
     check_range,
     check_seed,
     check_time_control,
+    config_json,
     database,
     err,
     fail,
@@ -41,7 +43,6 @@ from cfarena.server.cli.common import (
     out,
     print_json,
 )
-from cfarena.server.cli.inspection import tournaments_app
 from cfarena.server.cli.report import standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
 from cfarena.server.sandbox import SandboxLimits, sandbox_problem
@@ -332,9 +333,42 @@ def _sqlite_files(url: str) -> list[Path]:
                     for end in ("-wal", "-shm", "-journal", ".locks"))]
 
 
+tournaments_app = typer.Typer(help="List tournaments with their progress (`create`: "
+                              "schedule one for workers).", no_args_is_help=False)
+
+
+@tournaments_app.callback(invoke_without_command=True)
+def tournaments_cmd(ctx: typer.Context, db_url: str = DbOption,
+                    json_out: Annotated[bool, typer.Option(
+                        "--json", help="print JSON (seeds as decimal strings)")] = False) -> None:
+    """List tournaments, with how many of their matches are done (`create`: schedule one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with database(db_url, create=False) as db:
+        items = db.list_tournaments()
+        counts = {t.id: db.match_counts(t.id) for t in items}
+    if json_out:
+        print_json([{"id": t.id, "name": t.name, "status": t.status.value,
+                     "created_at": t.created_at, "config": config_json(t.config),
+                     "matches": sum(counts[t.id].values()),
+                     "finished": counts[t.id].get("finished", 0),
+                     "running": counts[t.id].get("running", 0)}
+                    for t in items])
+        return
+    table = Table("id", "name", "status", "done", "bots", "created")
+    table.columns[1].overflow = table.columns[4].overflow = "fold"
+    for t in items:
+        bots = ", ".join(b["name"] for b in t.config.get("bots", []))
+        done = f"{counts[t.id].get('finished', 0)}/{sum(counts[t.id].values())}"
+        table.add_row(str(t.id), t.name, t.status.value, done, bots,
+                      f"{t.created_at:%Y-%m-%d %H:%M}")
+    out.print(table)
+
+
 def register(app: typer.Typer) -> None:
     app.command("run-tournament")(run_tournament_cmd)
     tournaments_app.command("create")(create_cmd)
+    app.add_typer(tournaments_app, name="tournaments")
 
 
 _T = TypeVar("_T")

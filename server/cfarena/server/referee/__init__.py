@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cfarena.server.credentials import hash_token, new_token
-from cfarena.server.match_record import ActionRecord, Fault, FaultKind, MatchRecord, TimeControl
+from cfarena.server.match.record import ActionRecord, Fault, FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.server import RefereeServer, SeatingTimeout, ShuttingDown
 from cfarena.server.referee.tokens import TokenRegistry
 

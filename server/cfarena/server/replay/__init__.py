@@ -15,7 +15,7 @@ seat's frames come only from `observe` and `visible_events`.
 
 from __future__ import annotations
 
-from cfarena.server.gamelog import LogError
+from cfarena.server.match.resimulation import LogError
 from cfarena.server.replay.export import export_log, replay_text
 from cfarena.server.replay.frames import Frame, StepKind, build_frames, build_views
 from cfarena.server.replay.html import build_viewer_data, render_html, write_html

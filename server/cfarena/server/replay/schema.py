@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cfarena.server.gamelog import READABLE_FORMATS, seed_problem
+from cfarena.server.match.log_format import READABLE_FORMATS, seed_problem
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator

@@ -2,7 +2,7 @@
 benchmarks/bot_strength.py).
 
 `play_match` seats `Bot`s under the referee's own match law
-(`cfarena.server.law.MatchLaw`: forced moves are not decisions, each seat's
+(`cfarena.server.match.law.MatchLaw`: forced moves are not decisions, each seat's
 decisions get its own consecutive turn ids, a faulting seat gets the fallback
 move and, once it forfeits, plays only fallbacks); every decision gets a `Turn`
 built as the referee builds it (observation via `observe`, the events since
@@ -27,9 +27,9 @@ from cfarena.bots import make_bot
 from cfarena.engine import Event, MatchState, Rules, observe, visible_events
 from cfarena.sdk import Bot, MatchInfo, MatchResult, TimeControl, Turn
 from cfarena.sdk.bot import resolve_choice
-from cfarena.server.gamelog import record_to_log
-from cfarena.server.law import Answer, Decision, MatchLaw, Reply, TimedOut, play_out
-from cfarena.server.match_record import MatchRecord
+from cfarena.server.match.law import Answer, Decision, MatchLaw, Reply, TimedOut, play_out
+from cfarena.server.match.log_format import record_to_log
+from cfarena.server.match.record import MatchRecord
 
 P = ParamSpec("P")
 

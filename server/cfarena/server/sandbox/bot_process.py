@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from cfarena.server.own_tasks import settle
 from cfarena.server.sandbox import cgroups
 from cfarena.server.sandbox.bubblewrap import (
     MIB,
@@ -34,7 +35,6 @@ from cfarena.server.sandbox.bubblewrap import (
     seccomp_program,
 )
 from cfarena.server.sandbox.output import CapturedOutput, exit_summary
-from cfarena.server.settle import settle
 
 log = logging.getLogger(__name__)
 FORK_SERVER_RUNTIME_MIB = 256

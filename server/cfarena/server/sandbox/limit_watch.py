@@ -19,9 +19,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from cfarena.server.own_tasks import settle
 from cfarena.server.sandbox.bubblewrap import MIB
 from cfarena.server.sandbox.cgroups import RUNTIME_TASKS
-from cfarena.server.settle import settle
 
 if TYPE_CHECKING:
     from cfarena.server.sandbox.bot_process import BotProcess

@@ -41,8 +41,8 @@ from typing import Any
 
 from cfarena.engine import Move, MoveKind, Tile, apply_move, new_match
 from cfarena.engine.state import MatchState
-from cfarena.server.gamelog import start_match
-from cfarena.server.match_record import MatchRecord, MatchStatus
+from cfarena.server.match.record import MatchRecord, MatchStatus
+from cfarena.server.match.resimulation import start_match
 from cfarena.server.sprt.deal_group import placement
 
 # Fitted by benchmarks/fit_luck.py (standard rules, 4 players, single rounds,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from cfarena.server.match_record import MatchRecord, MatchStatus
+from cfarena.server.match.record import MatchRecord, MatchStatus
 from cfarena.server.sprt.deal_group import SeatedResults, placement
 from cfarena.server.sprt.luck import record_adjusted_results
 

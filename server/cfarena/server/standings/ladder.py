@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cfarena.server.ratings import fit_ratings
+from cfarena.server.rating.bradley_terry import fit_ratings
 from cfarena.server.standings.table import BOOTSTRAP
 from cfarena.server.storage import Database, SkillStanding
 

@@ -10,9 +10,11 @@ from cfarena.server.credentials import hash_token
 from cfarena.server.storage.arena_store import BotNameTaken, Registration
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.database import Database, open_database
+from cfarena.server.storage.encoding import canonical_json, canonical_sha256, config_hash
+from cfarena.server.storage.match_recording import LeaseLost
 from cfarena.server.storage.queries import GLOBAL_POOL
-from cfarena.server.storage.recording import LeaseLost
-from cfarena.server.storage.records import (
+from cfarena.server.storage.scheduling import default_pool
+from cfarena.server.storage.values import (
     BotInfo,
     FaultInfo,
     FaultKind,
@@ -30,8 +32,6 @@ from cfarena.server.storage.records import (
     TournamentInfo,
     TournamentStatus,
 )
-from cfarena.server.storage.scheduling import default_pool
-from cfarena.server.storage.stored_values import canonical_json, canonical_sha256, config_hash
 
 __all__ = [
     "GLOBAL_POOL",

@@ -35,11 +35,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from cfarena.server.storage import scheduling
-from cfarena.server.storage.models import Arena, Bot, Match, MatchSeat, MatchStatus
+from cfarena.server.storage.encoding import storable_text, utc_now
+from cfarena.server.storage.models import ArenaRow, Bot, Match, MatchSeat, MatchStatus
 from cfarena.server.storage.queries import aware
-from cfarena.server.storage.records import MatchPlan
-from cfarena.server.storage.stored_values import storable_text, utc_now
 from cfarena.server.storage.upsert import dialect_insert
+from cfarena.server.storage.values import MatchPlan
 
 _OPEN = (MatchStatus.SCHEDULED.value, MatchStatus.RUNNING.value)
 
@@ -89,10 +89,10 @@ class FleetStore:
         with self._session(write=True) as s:
             now = _db_now(s)
             _upsert(s, arena_id, now, host=host[:200], address=address[:200])
-            before = list(s.scalars(select(Arena.id).where(
-                Arena.id != arena_id, Arena.host == host[:200],
-                Arena.address == address[:200])))
-            s.execute(update(Arena).where(Arena.id.in_(before), Arena.stopped_at.is_(None))
+            before = list(s.scalars(select(ArenaRow.id).where(
+                ArenaRow.id != arena_id, ArenaRow.host == host[:200],
+                ArenaRow.address == address[:200])))
+            s.execute(update(ArenaRow).where(ArenaRow.id.in_(before), ArenaRow.stopped_at.is_(None))
                       .values(stopped_at=now))
             gone = list(s.scalars(select(Match.id).where(
                 Match.tournament_id.is_(None), Match.status.in_(_OPEN),
@@ -135,13 +135,13 @@ class FleetStore:
         """Arena `arena_id` stopped cleanly (its matches are stored)."""
         with self._session(write=True) as s:
             now = _db_now(s)
-            s.execute(update(Arena).where(Arena.id == arena_id).values(stopped_at=now))
+            s.execute(update(ArenaRow).where(ArenaRow.id == arena_id).values(stopped_at=now))
 
     def live_arenas(self, stale_s: float) -> list[tuple[str, str]]:
         """(id, address) of the arenas heard of within `stale_s` seconds and not stopped."""
         with self._session() as s:
             cutoff = _db_now(s) - timedelta(seconds=stale_s)
-            return [(a.id, a.address) for a in s.scalars(select(Arena).order_by(Arena.id))
+            return [(a.id, a.address) for a in s.scalars(select(ArenaRow).order_by(ArenaRow.id))
                     if a.stopped_at is None and aware(a.heartbeat_at) >= cutoff]
 
     def schedule_seated(self, plan: MatchPlan, arena_id: str,
@@ -181,8 +181,8 @@ def _upsert(s: Session, arena_id: str, now: datetime, host: str | None = None,
     changed: dict[str, Any] = {"heartbeat_at": now, "stopped_at": None}
     if host is not None and address is not None:
         changed.update(host=host, address=address, started_at=now)
-    statement = dialect_insert(s, Arena).values(values)
-    s.execute(statement.on_conflict_do_update(index_elements=[Arena.id], set_=changed))
+    statement = dialect_insert(s, ArenaRow).values(values)
+    s.execute(statement.on_conflict_do_update(index_elements=[ArenaRow.id], set_=changed))
 
 
 def _reap(s: Session, arena_id: str, now: datetime, stale_s: float) -> list[str]:
@@ -196,7 +196,7 @@ def _reap(s: Session, arena_id: str, now: datetime, stale_s: float) -> list[str]
         Match.arena_id != arena_id).distinct()))
     if not holding:
         return []
-    rows = {a.id: a for a in s.scalars(select(Arena).where(Arena.id.in_(holding)))}
+    rows = {a.id: a for a in s.scalars(select(ArenaRow).where(ArenaRow.id.in_(holding)))}
     aborted: list[str] = []
     for dead_id in sorted(a for a in holding if a is not None):
         row = rows.get(dead_id)
@@ -211,11 +211,11 @@ def _mark_silent(s: Session, arena_id: str, cutoff: datetime) -> None:
     """The rows of the arenas other than `arena_id` not heard of since `cutoff` (killed,
     frozen, their machine gone) say they stopped, at their last heartbeat. Only if that
     heartbeat is still the one read: an arena that beat meanwhile stays live."""
-    silent = [(a.id, a.heartbeat_at) for a in s.scalars(select(Arena).where(
-        Arena.id != arena_id, Arena.stopped_at.is_(None))) if aware(a.heartbeat_at) < cutoff]
+    silent = [(a.id, a.heartbeat_at) for a in s.scalars(select(ArenaRow).where(
+        ArenaRow.id != arena_id, ArenaRow.stopped_at.is_(None))) if aware(a.heartbeat_at) < cutoff]
     for silent_id, last_beat in silent:
-        s.execute(update(Arena).where(Arena.id == silent_id, Arena.stopped_at.is_(None),
-                                      Arena.heartbeat_at == last_beat)
+        s.execute(update(ArenaRow).where(ArenaRow.id == silent_id, ArenaRow.stopped_at.is_(None),
+                                      ArenaRow.heartbeat_at == last_beat)
                   .values(stopped_at=last_beat))
 
 

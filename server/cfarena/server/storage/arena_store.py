@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from cfarena.server.skill import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
+from cfarena.server.rating.online import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.models import (
     Bot,
@@ -26,8 +26,8 @@ from cfarena.server.storage.models import (
     SkillRating,
 )
 from cfarena.server.storage.queries import aware, bot_info
-from cfarena.server.storage.records import BotInfo, FaultInfo, SkillStanding
 from cfarena.server.storage.upsert import insert_or_ignore
+from cfarena.server.storage.values import BotInfo, FaultInfo, SkillStanding
 
 Entrant = tuple[int, str]  # (bot id, version)
 

@@ -1,7 +1,7 @@
 """The storage facade: `open_database(url)` and the `Database` methods the referee and CLI use.
 
 Each method is one short transaction; what writes a schedule is in
-`scheduling`, what records a played match in `recording`, the read queries in
+`scheduling`, what records a played match in `match_recording`, the read queries in
 `queries`.
 """
 
@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from cfarena.server.database_url import DEFAULT_URL
-from cfarena.server.storage import queries, recording, scheduling
+from cfarena.server.storage import match_recording, queries, scheduling
 from cfarena.server.storage.arena_fleet import FleetStore
 from cfarena.server.storage.arena_store import ArenaStore
 from cfarena.server.storage.connect import (
@@ -30,6 +30,7 @@ from cfarena.server.storage.connect import (
     one_line,
     upgrade,
 )
+from cfarena.server.storage.encoding import canonical_sha256, config_hash, storable_text, utc_now
 from cfarena.server.storage.models import (
     Bot,
     GameLog,
@@ -39,7 +40,8 @@ from cfarena.server.storage.models import (
     TournamentStatus,
 )
 from cfarena.server.storage.queries import GLOBAL_POOL
-from cfarena.server.storage.records import (
+from cfarena.server.storage.scheduling import same_tournament
+from cfarena.server.storage.values import (
     BotInfo,
     MatchDetail,
     MatchInfo,
@@ -50,13 +52,6 @@ from cfarena.server.storage.records import (
     Standing,
     StoredMatch,
     TournamentInfo,
-)
-from cfarena.server.storage.scheduling import same_tournament
-from cfarena.server.storage.stored_values import (
-    canonical_sha256,
-    config_hash,
-    storable_text,
-    utc_now,
 )
 
 _HASH = re.compile(r"[0-9a-f]{64}")
@@ -297,8 +292,8 @@ class Database(ArenaStore, FleetStore):
             if getattr(done, "rowcount", 0) != 1:
                 m = s.get(Match, match_id)
                 if fresh and m is not None and m.status == MatchStatus.ABORTED.value:
-                    raise recording.LeaseLost(f"match {match_id}: aborted elsewhere before "
-                                              f"it started ({m.reason}); not played")
+                    raise match_recording.LeaseLost(f"match {match_id}: aborted elsewhere before "
+                                                    f"it started ({m.reason}); not played")
                 state = "unknown" if m is None else m.status
                 raise StorageError(f"cannot start match {match_id!r}: {state}")
         return lease
@@ -369,9 +364,9 @@ class Database(ArenaStore, FleetStore):
         recorded afresh: the faults, seat logs and game log of the earlier
         attempt are replaced by this record's, not added to.
         """
-        status = recording.recorded_status(record)
+        status = match_recording.recorded_status(record)
         with self._session(write=True) as s:
-            return recording.record_match(s, record, status)
+            return match_recording.record_match(s, record, status)
 
     # -- queries ------------------------------------------------------------
 

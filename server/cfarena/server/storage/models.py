@@ -30,8 +30,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # one enum each for the whole arena: how a match stands or ended, how a seat faulted
-from cfarena.server.match_record import FaultKind as FaultKind
-from cfarena.server.match_record import MatchStatus as MatchStatus
+from cfarena.server.match.record import FaultKind as FaultKind
+from cfarena.server.match.record import MatchStatus as MatchStatus
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -116,7 +116,7 @@ class Match(Base):
     started_at: Mapped[datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
     duration_s: Mapped[float | None] = mapped_column(Float)
-    # the arena process (`Arena.id`) running this match outside a tournament (None:
+    # the arena process (`ArenaRow.id`) running this match outside a tournament (None:
     # tournaments, and matches from before 0004)
     arena_id: Mapped[str | None] = mapped_column(String(64))
     # the lease (fencing token) of the process playing the match, from `mark_running`;
@@ -125,7 +125,7 @@ class Match(Base):
     lease: Mapped[str | None] = mapped_column(String(32))
 
 
-class Arena(Base):
+class ArenaRow(Base):
     """One `cfarena serve` process on this database: it beats every poll (about once a
     second); an arena whose beat is older than the stale limit is dead, and a live one
     marks its unfinished matches aborted."""

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from cfarena.server.ratings import INITIAL_ELO, elo_update
+from cfarena.server.rating.elo import elo_update
+from cfarena.server.rating.pairwise import INITIAL_ELO
 from cfarena.server.storage.models import (
     Bot,
     Fault,
@@ -24,7 +25,7 @@ from cfarena.server.storage.models import (
     Tournament,
     TournamentStatus,
 )
-from cfarena.server.storage.records import (
+from cfarena.server.storage.values import (
     BotInfo,
     FaultInfo,
     MatchDetail,

@@ -9,9 +9,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from cfarena.server.storage.connect import StorageError
+from cfarena.server.storage.encoding import utc_now
 from cfarena.server.storage.models import Match, MatchSeat, MatchStatus, Tournament
-from cfarena.server.storage.records import MatchPlan
-from cfarena.server.storage.stored_values import utc_now
+from cfarena.server.storage.values import MatchPlan
 
 _INT64 = 2**63
 

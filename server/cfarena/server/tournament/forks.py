@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cfarena.bots import BUNDLED
+from cfarena.server.own_tasks import settle
 from cfarena.server.sandbox import (
     BotProcess,
     CapturedOutput,
@@ -46,7 +47,6 @@ from cfarena.server.sandbox import (
     SandboxLimits,
     random_uid,
 )
-from cfarena.server.settle import settle
 
 MODULE = "cfarena.sdk.forkserver"
 _SDK_RUN = ["-m", "cfarena.sdk", "run"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cfarena.server.botproc import bundled_command
+from cfarena.server.bundled_bots import bundled_command
 from cfarena.server.referee import FaultKind, RefereeServer
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.tokens import SeatPass

@@ -19,8 +19,8 @@ some too. On SQLite the local worker takes them straight from the schedule
 The run's parts: `config` (what defines a tournament), `stored_tournament`
 (finding, creating, scheduling and locking it in storage), `match_queue` (the
 order and concurrency of its matches on one machine), `job_queue` and `worker`
-(the same on PostgreSQL, across machines), `match_player` (a tournament's bots and
-room on this machine), `match_play` (`MatchRoom`: one match, from taking its
+(the same on PostgreSQL, across machines), `tournament_player` (a tournament's bots and
+room on this machine), `match_room` (`MatchRoom`: one match, from taking its
 processes to storing it) and `pool` (the bot processes).
 """
 
@@ -37,14 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from cfarena.server.match_writer import dump_unsaved
+from cfarena.server.match.writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, ScheduledMatch, StorageError, TournamentStatus
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
 from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app, uses_queue
-from cfarena.server.tournament.match_player import TournamentPlayer
 from cfarena.server.tournament.match_queue import play_all
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.schedule import round_robin
@@ -56,6 +55,7 @@ from cfarena.server.tournament.stored_tournament import (
     match_phases,
     open_tournament,
 )
+from cfarena.server.tournament.tournament_player import TournamentPlayer
 
 if TYPE_CHECKING:  # the queue's worker (and procrastinate) load only on PostgreSQL
     from cfarena.server.tournament.worker import QueueWorker

@@ -4,7 +4,7 @@ pool's history on every read.
 
 A database from before this revision gets its history here, once: the online rating
 replayed over each pool's finished matches in finishing order (what the chart showed
-until now). That replay uses `cfarena.server.skill` as it is when this revision runs.
+until now). That replay uses `cfarena.server.rating.online` as it is when this revision runs.
 
 Revision ID: 0006
 Revises: 0005
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from cfarena.server.skill import Skill, rate_entrants
+from cfarena.server.rating.online import Skill, rate_entrants
 
 revision: str = "0006"
 down_revision: str | None = "0005"

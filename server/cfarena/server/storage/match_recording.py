@@ -10,9 +10,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from cfarena.server.ratings import INITIAL_ELO, elo_update
+from cfarena.server.rating.elo import elo_update
+from cfarena.server.rating.pairwise import INITIAL_ELO
 from cfarena.server.storage.arena_store import rate_skill
 from cfarena.server.storage.connect import StorageError
+from cfarena.server.storage.encoding import canonical_sha256, storable_text, utc_now
 from cfarena.server.storage.models import (
     Fault,
     FaultKind,
@@ -25,9 +27,8 @@ from cfarena.server.storage.models import (
     SeatLogRow,
 )
 from cfarena.server.storage.queries import GLOBAL_POOL, aware
-from cfarena.server.storage.records import StoredMatch
-from cfarena.server.storage.stored_values import canonical_sha256, storable_text, utc_now
 from cfarena.server.storage.upsert import insert_or_ignore
+from cfarena.server.storage.values import StoredMatch
 
 
 class LeaseLost(StorageError):

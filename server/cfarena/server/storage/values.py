@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cfarena.server.gamelog import LOG_FORMAT
-from cfarena.server.match_record import Fault
+from cfarena.server.match.log_format import LOG_FORMAT
+from cfarena.server.match.record import Fault
 from cfarena.server.storage.models import FaultKind, MatchStatus, TournamentStatus
 
 __all__ = [
@@ -106,7 +106,7 @@ class SeatLog:
 @dataclass(frozen=True, slots=True)
 class StoredMatch:
     """What storage keeps of one match, stored by `Database.record_match`: its
-    result, faults, game log and seat logs (`match_writer.to_stored` makes one
+    result, faults, game log and seat logs (`match.writer.to_stored` makes one
     from the referee's `MatchRecord`).
 
     For a finished match `totals`, `ranks` are per seat (rank 1 = best, equal =
@@ -223,7 +223,7 @@ class SkillStanding:
     """The online (openskill) rating of one version of a bot in one pool.
 
     `conservative` is mu - 3 sigma (what the ladder ranks by), `elo` the same on
-    an Elo-like scale (see `cfarena.server.skill`); `games` the finished matches
+    an Elo-like scale (see `cfarena.server.rating.online`); `games` the finished matches
     rated; `seats[p]` how many of its matches (any status but aborted) it played
     in seat position p (for seat balance); `updated_at` its last rated match.
     """

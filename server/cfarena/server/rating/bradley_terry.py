@@ -1,77 +1,20 @@
-"""Ratings from match ranks: incremental multiplayer Elo and a Bradley-Terry fit.
+"""The order-independent rating: a Bradley-Terry fit over a set of matches.
 
-Pure functions, no I/O. A match result is a sequence of `(bot, rank)`, one per
-seat (rank 1 = best, equal ranks = shared). Every pair of seats counts as one
-game: the lower rank wins (1), equal ranks draw (0.5 each).
-
-The same bot may sit in several seats of one match (when a tournament has fewer
-bots than seats at a table). Pairs of seats held by the same bot are skipped:
-a bot never plays itself. Every other pair counts, so a bot in two seats plays
-(and is rated on) each of its seats' pairs; its Elo changes are summed.
-
-Elo (`elo_update`) is sequential and order-dependent. `fit_ratings` is the
-order-independent estimate: a Bradley-Terry maximum-likelihood fit over all
-pairwise games with a weak prior, on the Elo scale (mean 1500), with a 95%
-confidence interval from a bootstrap over matches.
+Pure functions, no I/O. `fit_ratings` is a Bradley-Terry maximum-likelihood
+fit over all pairwise games (`rating.pairwise`) with a weak prior, on the Elo
+scale (mean 1500), with a 95% confidence interval from a bootstrap over matches.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
-B = TypeVar("B", bound=Hashable)
+from cfarena.server.rating.pairwise import INITIAL_ELO, B, MatchRanks, pairwise_games
 
-INITIAL_ELO = 1500.0
-DEFAULT_K = 32.0
 ELO_PER_NAT = 400.0 / math.log(10.0)
-
-MatchRanks = Sequence[tuple[B, int]]
-
-
-def expected_score(rating: float, opponent: float) -> float:
-    """Expected score of `rating` against `opponent` (logistic, 400-point scale)."""
-    return 1.0 / (1.0 + math.pow(10.0, (opponent - rating) / 400.0))
-
-
-def pairwise_games(ranks: MatchRanks[B]) -> list[tuple[B, B, float]]:
-    """The games of one match: `(a, b, score of a)` for every pair of seats of distinct bots."""
-    games: list[tuple[B, B, float]] = []
-    for i, (a, rank_a) in enumerate(ranks):
-        for b, rank_b in ranks[i + 1 :]:
-            if a == b:
-                continue
-            score = 1.0 if rank_a < rank_b else 0.5 if rank_a == rank_b else 0.0
-            games.append((a, b, score))
-    return games
-
-
-def elo_update(
-    ratings: Mapping[B, float],
-    ranks: MatchRanks[B],
-    k: float = DEFAULT_K,
-    initial: float = INITIAL_ELO,
-) -> dict[B, float]:
-    """New ratings of the bots in one match (bots absent from `ratings` start at `initial`).
-
-    Each pair of seats is a game scored against the pre-match ratings with
-    K / (n - 1), n = seats at the table, so one seat moves at most about K per
-    match whatever the table size. Rating changes are zero-sum. Only the bots
-    of the match are returned.
-    """
-    before = {bot: ratings.get(bot, initial) for bot, _ in ranks}
-    if len(ranks) < 2:
-        return before
-    step = k / (len(ranks) - 1)
-    delta = dict.fromkeys(before, 0.0)
-    for a, b, score in pairwise_games(ranks):
-        change = step * (score - expected_score(before[a], before[b]))
-        delta[a] += change
-        delta[b] -= change
-    return {bot: before[bot] + delta[bot] for bot in before}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Organiser commands: bots, standings, tournaments, matches, show, export."""
+"""Commands on played matches: `cfarena matches` (list), `show` (one match), `export` (its log)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,8 +14,6 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from cfarena.server.bot_names import bot_name_problem
-from cfarena.server.cli.bot_report import print_bot_report
 from cfarena.server.cli.common import (
     DbOption,
     check_id,
@@ -26,195 +24,8 @@ from cfarena.server.cli.common import (
     seed_json,
     write_output,
 )
-from cfarena.server.cli.report import ladder_table, standings_table
-from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.replay import export_log
-from cfarena.server.standings import bot_report, ladder_rows, standings_rows
-from cfarena.server.storage import BotNameTaken, MatchStatus, SeatInfo, SeatLog, StorageError
-
-bots_app = typer.Typer(help="Register, list, rotate, revoke and show bots (for `cfarena serve`).",
-                       no_args_is_help=True)
-
-
-@bots_app.command("add")
-def bots_add(
-    name: Annotated[str, typer.Argument(help="the bot's name")],
-    command: Annotated[str | None, typer.Option("--command", help="how to start it (notes)")
-                       ] = None,
-    token: Annotated[str | None, typer.Option(
-        "--token", help="use this token instead of a new random one (e.g. from a secret); "
-        "registering the same name and token again is a no-op")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="print nothing")] = False,
-    db_url: str = DbOption,
-) -> None:
-    """Register a bot and print its new token (shown once; only its hash is stored)."""
-    problem = bot_name_problem(name)
-    if problem is not None:
-        fail(problem)
-    if token is not None and len(token) < 8:
-        fail("--token must be at least 8 characters")
-    secret = token or new_token()
-    with database(db_url) as db:
-        try:
-            registered = db.register_bot(name, hash_token(secret), command)
-        except BotNameTaken:
-            _bot_exists(name)
-    if quiet:
-        return
-    if not registered.added:  # the same name and --token again: nothing to do
-        out.print(f"bot {name!r} is already registered with this token "
-                  f"(id {registered.bot_id}).")
-        return
-    out.print(f"bot {name!r} registered (id {registered.bot_id}).")
-    if token is None:
-        out.print("Its token, shown only now:")
-        print(secret)
-
-
-def _bot_exists(name: str) -> NoReturn:
-    # its token is only stored hashed: it cannot be shown again, nor a new one issued yet
-    fail(f"bot {name!r} already exists (its token was shown when it was added and cannot "
-         "be shown again): remove it or pick another name")
-
-
-@bots_app.command("list")
-def bots_list(db_url: str = DbOption) -> None:
-    """List registered bots."""
-    with database(db_url, create=False) as db:
-        table = Table("id", "name", "command", "registered", "token")
-        for b in db.list_bots():
-            token = ("revoked" if b.revoked_at is not None else
-                     f"rotated {b.token_changed_at:%Y-%m-%d %H:%M}" if b.token_changed_at
-                     else "")
-            table.add_row(str(b.id), b.name, b.command or "", f"{b.created_at:%Y-%m-%d %H:%M}",
-                          token)
-        out.print(table)
-
-
-@bots_app.command("rotate")
-def bots_rotate(
-    name: Annotated[str, typer.Argument(help="the bot's name")],
-    db_url: str = DbOption,
-) -> None:
-    """Give a bot a new token and print it (shown once). The old one stops working:
-    a running `serve` closes its connections within about a second. A revoked bot
-    is admitted again with the new token."""
-    secret = new_token()
-    with database(db_url, create=False) as db:
-        try:
-            db.rotate_token(name, hash_token(secret))
-        except StorageError as exc:
-            fail(str(exc))
-    out.print(f"bot {name!r} has a new token; the old one no longer works. "
-              "Its token, shown only now:")
-    print(secret)
-
-
-@bots_app.command("revoke")
-def bots_revoke(
-    name: Annotated[str, typer.Argument(help="the bot's name")],
-    db_url: str = DbOption,
-) -> None:
-    """Revoke a bot's token: no new connection is admitted, and a running `serve`
-    closes its live ones (UNAUTHENTICATED "token revoked") within about a second.
-    `cfarena bots rotate NAME` admits it again with a new token."""
-    with database(db_url, create=False) as db:
-        try:
-            db.revoke_bot(name)
-        except StorageError as exc:
-            fail(str(exc))
-    out.print(f"bot {name!r} revoked.")
-
-
-@bots_app.command("show")
-def bots_show(
-    name: Annotated[str, typer.Argument(help="the bot's name")],
-    pool: Annotated[str, typer.Option("--pool", help='rating pool, e.g. "standard/4p"')
-                    ] = "global",
-    faults: Annotated[int, typer.Option("--faults", help="how many recent faults")] = 20,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
-    db_url: str = DbOption,
-) -> None:
-    """What a bot's owner may see: its versions (with their ratings), its latest faults
-    with their exact reasons, its decision times (median, p99) per version."""
-    if faults < 0:
-        fail(f"--faults must be 0 or more, got {faults}")
-    with database(db_url, create=False) as db:
-        try:
-            report = bot_report(db, name, pool, faults)
-        except StorageError as exc:
-            fail(str(exc))
-    if json_out:
-        print_json(report)
-        return
-    print_bot_report(report)
-
-
-def standings_cmd(
-    tournament: Annotated[int | None, typer.Option("--tournament", "-t",
-                                                   help="one tournament")] = None,
-    pool: Annotated[str | None, typer.Option("--pool", help='rating pool, e.g. "standard/4p"')
-                    ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
-    ladder: Annotated[bool, typer.Option(
-        "--ladder", help="only the ladder (online rating per bot version; with --json)")
-                      ] = False,
-    versions: Annotated[bool, typer.Option(
-        "--versions", help="every version of each bot in the ladder, not only the latest")
-                        ] = False,
-    db_url: str = DbOption,
-) -> None:
-    """Standings: the ladder (`serve`'s online rating per bot version, which ranks) and
-    per bot the Bradley-Terry fit and Elo, matches, wins, points per round, faults."""
-    if tournament is not None and (ladder or versions):
-        fail("--ladder and --versions are for serve's pools, not tournaments")
-    check_id("--tournament", tournament)
-    with database(db_url, create=False) as db:
-        if tournament is not None and db.get_tournament(tournament) is None:
-            fail(f"no tournament {tournament}")
-        ladder_list = ladder_rows(db, pool or "global", versions) if tournament is None else []
-        rows = [] if ladder else standings_rows(db, tournament, pool)
-    if json_out:
-        print_json(ladder_list if ladder else rows)
-        return
-    if ladder_list:
-        out.print(ladder_table(ladder_list, f"Ladder, pool {pool or 'global'}"))
-    if ladder:
-        return
-    title = f"Tournament #{tournament}" if tournament is not None else f"Pool {pool or 'global'}"
-    out.print(standings_table(rows, title))
-
-
-tournaments_app = typer.Typer(help="List tournaments with their progress (`create`: "
-                              "schedule one for workers).", no_args_is_help=False)
-
-
-@tournaments_app.callback(invoke_without_command=True)
-def tournaments_cmd(ctx: typer.Context, db_url: str = DbOption,
-                    json_out: Annotated[bool, typer.Option(
-                        "--json", help="print JSON (seeds as decimal strings)")] = False) -> None:
-    """List tournaments, with how many of their matches are done (`create`: schedule one)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    with database(db_url, create=False) as db:
-        items = db.list_tournaments()
-        counts = {t.id: db.match_counts(t.id) for t in items}
-    if json_out:
-        print_json([{"id": t.id, "name": t.name, "status": t.status.value,
-                     "created_at": t.created_at, "config": _config_json(t.config),
-                     "matches": sum(counts[t.id].values()),
-                     "finished": counts[t.id].get("finished", 0),
-                     "running": counts[t.id].get("running", 0)}
-                    for t in items])
-        return
-    table = Table("id", "name", "status", "done", "bots", "created")
-    table.columns[1].overflow = table.columns[4].overflow = "fold"
-    for t in items:
-        bots = ", ".join(b["name"] for b in t.config.get("bots", []))
-        done = f"{counts[t.id].get('finished', 0)}/{sum(counts[t.id].values())}"
-        table.add_row(str(t.id), t.name, t.status.value, done, bots,
-                      f"{t.created_at:%Y-%m-%d %H:%M}")
-    out.print(table)
+from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog
 
 
 def matches_cmd(
@@ -290,14 +101,6 @@ def pack(parts: Sequence[str], width: int) -> str:
                 lines[-1] += ","
             lines.append(part)
     return "\n".join(lines)
-
-
-def _config_json(config: dict[str, Any]) -> dict[str, Any]:
-    """A tournament config for --json: its seed as a decimal string (it is 63-bit)."""
-    seed = config.get("seed")
-    if isinstance(seed, int) and not isinstance(seed, bool):
-        return {**config, "seed": seed_json(seed)}
-    return config
 
 
 def show_cmd(
@@ -457,9 +260,6 @@ def export_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(bots_app, name="bots")
-    app.command("standings")(standings_cmd)
-    app.add_typer(tournaments_app, name="tournaments")
     app.command("matches")(matches_cmd)
     app.command("show")(show_cmd)
     app.command("export")(export_cmd)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Rules
-from cfarena.server.match_writer import MatchWriter, StoreOutcome
+from cfarena.server.match.writer import MatchWriter, StoreOutcome
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl
 from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.sandbox.host_reset import HostReset, HostResetError
@@ -38,7 +38,7 @@ from cfarena.server.tournament.config import (
     TournamentError,
     host_defences,
 )
-from cfarena.server.tournament.match_play import MatchRoom
+from cfarena.server.tournament.match_room import MatchRoom
 from cfarena.server.tournament.pool import BotPool, BotStartError, Launch, needed_processes
 from cfarena.server.tournament.schedule import round_robin, seats_needed
 from cfarena.server.tournament.stored_tournament import match_phases

@@ -15,7 +15,7 @@ the transaction that stores the match. What the standings show:
   point is 400 / (c ln 10) ~ 29.5 Elo points; a new bot shows 1500.
 
 The ladder ranks by the conservative score. The batch Bradley-Terry fit
-(`ratings.py`) stays as the order-independent check (see docs/RATINGS.md).
+(`rating/bradley_terry.py`) stays as the order-independent check (see docs/RATINGS.md).
 """
 
 from __future__ import annotations

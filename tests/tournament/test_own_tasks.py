@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from cfarena.server.settle import settle
+from cfarena.server.own_tasks import settle
 
 
 async def _forever() -> None:

@@ -1,13 +1,18 @@
-"""Log verification's half of the match law: replay a log's answers and faults through it.
+"""Re-simulation of a game log: replay its moves with the engine and its answers through the law.
 
-A fresh `MatchLaw` is started from the log's rules, seed and time control; at
-every decision it asks for, the log's next action is its answer (or, for a
-fallback action, the recorded fault of that decision is). What the law then
-writes (turn ids, which moves are decisions, fallbacks, each fault's forfeit,
-the forfeited seats, timeouts for answers later than the time control
-allowed) must be what the log records. Moves and seats are the
-re-simulation's to check (`gamelog`): where they part from the law's, the
-replay stops.
+`resimulate` replays a log's actions from its seed and rules with the rules
+engine and re-derives the events, deals and result a log records.
+
+`decision_differences` is log verification's half of the match law: a fresh
+`MatchLaw` is started from the log's rules, seed and time control; at every
+decision it asks for, the log's next action is its answer (or, for a fallback
+action, the recorded fault of that decision is). What the law then writes
+(turn ids, which moves are decisions, fallbacks, each fault's forfeit, the
+forfeited seats, timeouts for answers later than the time control allowed)
+must be what the log records. Moves and seats are the engine re-simulation's
+to check: where they part from the law's, the replay stops.
+
+Comparing a log with its re-simulation is `cfarena.server.replay.verify`'s job.
 """
 
 from __future__ import annotations
@@ -15,12 +20,119 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from cfarena.engine import Rules
-from cfarena.server.law import Answer, Decision, Faulted, MatchLaw, Reply
-from cfarena.server.match_record import ActionRecord, FaultKind, TimeControl
+from cfarena.engine import (
+    IllegalMoveError,
+    Move,
+    Rules,
+    RulesError,
+    apply_move,
+    legal_moves,
+    new_match,
+    rank_seats,
+)
+from cfarena.engine.dealing import deal_round
+from cfarena.engine.state import MatchState
+from cfarena.server.match.law import Answer, Decision, Faulted, MatchLaw, Reply
+from cfarena.server.match.log_format import deal_to_dict, event_to_dict, log_seed
+from cfarena.server.match.record import ActionRecord, FaultKind, TimeControl
 
+
+class LogError(ValueError):
+    """A log that cannot be re-simulated (names the JSON path at fault)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resimulation:
+    """The state after replaying a log's actions, and its derived documents.
+
+    `spans[i]` is the slice of `events` produced by `actions[i]`.
+    """
+
+    state: MatchState
+    events: list[dict[str, Any]]
+    deals: list[dict[str, Any]]
+    result: dict[str, Any]
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def start_match(log: Mapping[str, Any]) -> MatchState:
+    """A new match from a log's rules, players and seed (LogError naming what is wrong)."""
+    try:
+        rules = Rules.from_options(log["rules"])
+        return new_match(rules, int(log["players"]), log_seed(log))
+    except (KeyError, TypeError, ValueError, AttributeError, RulesError) as exc:
+        raise LogError(f"rules/players/seed: cannot start the match: {exc}") from exc
+
+
+def replay_moves(log: Mapping[str, Any]) -> tuple[Resimulation, LogError | None]:
+    """Re-simulate as far as the actions allow; the (partial) result and the error, if any."""
+    state = start_match(log)
+    spans: list[tuple[int, int]] = []
+    error: LogError | None = None
+    actions = log.get("actions", [])
+    for i, action in enumerate(actions if isinstance(actions, list) else []):
+        path = f"actions[{i}]"
+        if state.is_over:
+            error = LogError(f"{path}: the match was already over (an action was added?)")
+            break
+        seat = action.get("seat") if isinstance(action, dict) else None
+        if seat != state.current_seat:
+            error = LogError(
+                f"{path}.seat: seat {seat} acted but seat {state.current_seat} was to move"
+            )
+            break
+        moves = legal_moves(state)
+        try:
+            move = Move.parse(str(action.get("move")))
+            if move not in moves:
+                raise IllegalMoveError(move, f"{move.key} is not legal here")
+            start = len(state.events)
+            apply_move(state, move)
+        except (ValueError, IllegalMoveError) as exc:
+            error = LogError(f"{path}.move: {exc}")
+            break
+        spans.append((start, len(state.events)))
+    result_doc = log.get("result")
+    forfeited = list(result_doc.get("forfeited", [])) if isinstance(result_doc, dict) else []
+    round_scores = [list(r.scores) for r in state.round_outcomes]
+    totals = [sum(r[s] for r in round_scores) for s in range(state.players)]
+    ranks: list[int] = []
+    if state.outcome is not None:
+        ranks = list(
+            rank_seats(round_scores, state.rules.tie_break, forfeited)
+            if forfeited
+            else state.outcome.ranks
+        )
+    result = {
+        "round_scores": round_scores, "totals": totals, "ranks": ranks, "forfeited": forfeited
+    }
+    sim = Resimulation(
+        state=state,
+        events=[event_to_dict(e) for e in state.events],
+        deals=[deal_to_dict(d) for d in state.deals],
+        result=result,
+        spans=spans,
+    )
+    return sim, error
+
+
+def resimulate(log: Mapping[str, Any]) -> Resimulation:
+    """Replay a log's actions from its seed and rules with the engine (LogError if impossible)."""
+    sim, error = replay_moves(log)
+    if error is not None:
+        raise error
+    return sim
+
+
+def seeded_deal(state: MatchState, round_index: int) -> dict[str, Any]:
+    """The deal of round `round_index` that the match's seed gives (JSON form)."""
+    return deal_to_dict(deal_round(state.rules, state.deal_seed, round_index).to_deal())
+
+
+# ------------------------------------------------- the law fed the log
 _MAX_REPORTED = 5
 
 
@@ -48,7 +160,7 @@ class _Stop(Exception):
     """The log parts from the law in a way the re-simulation reports: replay no further."""
 
 
-class _Replay:
+class _LawReplay:
     def __init__(self, log: Mapping[str, Any], rules: Rules, seed: int) -> None:
         raw_actions = log.get("actions")
         self.actions = [a if isinstance(a, dict) else {}
@@ -184,7 +296,7 @@ def decision_differences(log: Mapping[str, Any], rules: Rules, seed: int, *,
     """What the log records of decisions, faults and forfeits that the match law,
     fed the log's answers and faults, does not give. `complete`: the log's moves
     re-simulate without error (else what follows the error is not checked)."""
-    replay = _Replay(log, rules, seed)
+    replay = _LawReplay(log, rules, seed)
     with contextlib.suppress(_Stop):
         replay.run()
     problems = replay.problems[:_MAX_REPORTED]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cfarena.engine import Rules
-from cfarena.server.abort_reason import AbortReason
-from cfarena.server.match_writer import MatchWriter, is_outage, to_stored
+from cfarena.server.match.abort_reason import AbortReason
+from cfarena.server.match.writer import MatchWriter, is_outage, to_stored
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
 from cfarena.server.storage import (
     MatchStatus,

@@ -15,7 +15,7 @@ it through one port:
 the fallback moves of forfeited seats by itself, and stops at the next seat
 that must choose. The drivers: the gRPC referee (`referee/match_runner.py`), the
 in-process simulation (`replay/simulate.py`, `benchmarks/bot_strength.py`,
-both through `play_out`) and log verification (`gamelog.verify_log`), which
+both through `play_out`) and log verification (`replay/verify.verify_log`), which
 replays a log's recorded answers and faults through a fresh law and compares.
 
 The rules (docs/REFEREE.md): a decision may take `move_timeout_ms` plus what is
@@ -45,7 +45,7 @@ from cfarena.engine import (
     rank_seats,
 )
 from cfarena.engine.state import MatchState
-from cfarena.server.match_record import (
+from cfarena.server.match.record import (
     ActionRecord,
     Fault,
     FaultKind,
