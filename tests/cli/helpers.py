@@ -110,9 +110,9 @@ def one_match_database(db: Path, match_id: str = "m1") -> str:
     in-process by the simulation: no processes); its URL."""
     import dataclasses
 
-    from cfarena.server.match.writer import to_stored
     from cfarena.server.replay.simulate import simulate_record
     from cfarena.server.storage import MatchPlan, open_database
+    from cfarena.server.storage.match_writer import to_stored
 
     rules = {"preset": "standard", "rounds": "single"}
     url = f"sqlite:///{db}"

@@ -57,7 +57,6 @@ from cfarena.server.arena.tokens import LiveTokens
 from cfarena.server.backoff import Backoff
 from cfarena.server.match.abort_reason import AbortReason
 from cfarena.server.match.record import MatchRecord
-from cfarena.server.match.writer import MatchWriter, dump_unsaved, is_outage, to_stored
 from cfarena.server.rating.online import Skill
 from cfarena.server.referee import RefereeServer, ShuttingDown
 from cfarena.server.referee.connection import BotConnection
@@ -72,6 +71,7 @@ from cfarena.server.storage import (
     StoredMatch,
 )
 from cfarena.server.storage.arena_fleet import ArenaBeat
+from cfarena.server.storage.match_writer import MatchWriter, dump_unsaved, is_outage, to_stored
 
 STOP_GRACE_S = 5.0  # running matches get this long to finish on SIGINT/SIGTERM
 FLUSH_TIMEOUT_S = 10.0  # then the writer gets this long to store what is queued

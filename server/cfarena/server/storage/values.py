@@ -106,7 +106,7 @@ class SeatLog:
 @dataclass(frozen=True, slots=True)
 class StoredMatch:
     """What storage keeps of one match, stored by `Database.record_match`: its
-    result, faults, game log and seat logs (`match.writer.to_stored` makes one
+    result, faults, game log and seat logs (`storage.match_writer.to_stored` makes one
     from the referee's `MatchRecord`).
 
     For a finished match `totals`, `ranks` are per seat (rank 1 = best, equal =

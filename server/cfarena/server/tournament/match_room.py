@@ -15,7 +15,6 @@ from pathlib import Path
 
 from cfarena.engine import Rules
 from cfarena.server.match.abort_reason import AbortReason
-from cfarena.server.match.writer import MatchWriter, is_outage, to_stored
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
 from cfarena.server.storage import (
     MatchStatus,
@@ -24,6 +23,7 @@ from cfarena.server.storage import (
     StorageError,
     StoredMatch,
 )
+from cfarena.server.storage.match_writer import MatchWriter, is_outage, to_stored
 from cfarena.server.tournament.pool import BotPool, WarmBot
 
 log = logging.getLogger("cfarena.tournament")

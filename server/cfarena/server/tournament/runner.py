@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from cfarena.server.match.writer import dump_unsaved
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, ScheduledMatch, StorageError, TournamentStatus
+from cfarena.server.storage.match_writer import dump_unsaved
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
 from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app, uses_queue

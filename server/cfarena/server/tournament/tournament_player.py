@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Rules
-from cfarena.server.match.writer import MatchWriter, StoreOutcome
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl
 from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.sandbox.host_reset import HostReset, HostResetError
@@ -32,6 +31,7 @@ from cfarena.server.storage import (
     StorageError,
     StoredMatch,
 )
+from cfarena.server.storage.match_writer import MatchWriter, StoreOutcome
 from cfarena.server.tournament.config import (
     BotSpec,
     TournamentConfig,

@@ -56,11 +56,11 @@ from procrastinate.worker import Worker
 
 from cfarena.server.backoff import Backoff
 from cfarena.server.match.abort_reason import AbortReason
-from cfarena.server.match.writer import dump_unsaved, is_outage
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, LeaseLost, StorageError, TournamentStatus
 from cfarena.server.storage.connect import one_line
+from cfarena.server.storage.match_writer import dump_unsaved, is_outage
 from cfarena.server.tournament import job_queue, queue_link
 from cfarena.server.tournament.config import TournamentError
 from cfarena.server.tournament.pool import Launch
