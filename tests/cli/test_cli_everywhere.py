@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import tomllib
@@ -20,6 +19,7 @@ import pytest
 from cfarena.server.match.record import Fault, FaultKind
 from cfarena.server.replay import simulate_log
 from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
+from tests.harness.ports import free_port
 from tests.harness.postgres import PgCluster
 
 from .helpers import CFARENA, run_in_process, run_json
@@ -167,16 +167,9 @@ def test_psycopg_is_a_dependency_not_an_extra() -> None:
     assert psycopg.__version__
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.mark.parametrize("scheme", ["postgres", "postgresql", "postgresql+psycopg"])
 def test_every_postgres_url_form_reaches_the_driver(scheme: str, tmp_path: Path) -> None:
-    port = _closed_port()
+    port = free_port()  # nothing listens on it
     error = one_line_error(run_in_process("tournaments", "--db",
                                    f"{scheme}://cf:secret@127.0.0.1:{port}/arena", cwd=tmp_path))
     # the psycopg driver tried to connect: no "No module named", no unknown dialect

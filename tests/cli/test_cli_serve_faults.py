@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from cfarena.server.storage import (
     hash_token,
     open_database,
 )
+from tests.harness.ports import busy_port
 from tests.harness.postgres import PgCluster
 from tests.harness.serve import Arena as ServeArena
 
@@ -261,10 +261,7 @@ def test_port_in_use_is_one_line(tmp_path: Path, arena_factory: Callable[[str], 
     db = f"sqlite:///{tmp_path / 'arena.db'}"
     arena = arena_factory(db)
     arena.add_bots("p1")
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        port = holder.getsockname()[1]
+    with busy_port() as port:
         result = run_in_process("serve", "--port", str(port), "--db", db, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [

@@ -7,11 +7,23 @@ cluster, which restarts on the same port in the outage tests)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Iterator
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago (nothing listens on it: also
+    what a test of a refused connection dials)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def busy_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 that something listens on while the block runs."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield int(holder.getsockname()[1])

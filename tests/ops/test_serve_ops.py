@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from tests.cli.helpers import run_cli, run_in_process, run_json
+from tests.harness.ports import busy_port
 from tests.harness.serve import Arena
 
 from .metrics_text import scrape, value
@@ -143,11 +144,7 @@ def test_tls_and_http_option_errors_are_one_line(tmp_path: Path) -> None:
         _one_line_error(run_in_process("serve", "--port", "0", *args, "--db", db,
                                        cwd=tmp_path), *needles)
     # the HTTP port in use
-    import socket
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        used = busy.getsockname()[1]
+    with busy_port() as used:
         _one_line_error(run_in_process("serve", "--port", "0", "--http-port", str(used),
                                        "--db", db, cwd=tmp_path),
                         f"cannot listen on 127.0.0.1:{used}: address already in use")

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 from collections.abc import Awaitable
 from dataclasses import replace
@@ -21,6 +20,7 @@ from cfarena.engine.rules import PlayDrawn
 from cfarena.engine.tiles import Tile
 from cfarena.sdk import MatchInfo, TimeControl, Turn
 from cfarena.sdk.cli import load_bot_class
+from tests.harness.ports import free_port
 
 from .sdk_fake_referee import FakeReferee, Session
 from .sdk_samples import RULES, match_end, match_start, observation, start_events, turn, welcome
@@ -110,9 +110,7 @@ def test_several_bots_need_a_class_name(tmp_path: Path) -> None:
 
 
 def test_connection_refused_exits_1() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens on it
     code, err = _run_cli(
         "run", "cfarena.bots.greedy", "--server", f"127.0.0.1:{port}", "--token", "t",
         "--retries", "1",

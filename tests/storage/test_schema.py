@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from sqlalchemy import inspect, text
 from cfarena.server.storage import Database, StorageError, open_database
 from cfarena.server.storage.connect import alembic_config, make_engine, upgrade
 from cfarena.server.storage.models import Base
+from tests.harness.ports import free_port
 
 from .helpers import TABLES, bots, count, plan, result, snapshot
 
@@ -178,9 +178,7 @@ def test_sqlite_in_a_missing_directory_is_a_storage_error(tmp_path: Path) -> Non
 
 
 def test_unreachable_postgres_is_a_storage_error() -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nothing listens on
     with pytest.raises(StorageError) as info:
         open_database(f"postgresql+psycopg://postgres:secret@127.0.0.1:{port}/cfarena")
     message = _one_line(info.value)
