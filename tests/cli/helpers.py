@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tests.harness.host_processes import pids_where
 from tests.harness.sandboxes import run_sandboxes
 
 CFARENA = shutil.which("cfarena") or str(Path(sys.executable).with_name("cfarena"))
@@ -78,18 +79,7 @@ def marker() -> str:
 def processes_with_marker(mark: str) -> list[int]:
     """PIDs of live processes whose environment carries CFARENA_TEST_MARK=mark."""
     needle = f"CFARENA_TEST_MARK={mark}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and ") Z " not in stat:
-            found.append(int(entry.name))
-    return found
+    return pids_where(lambda entry: needle in (entry / "environ").read_bytes().split(b"\0"))
 
 
 def wait_no_processes(mark: str, cwd: Path, timeout: float = 15.0) -> list[int]:

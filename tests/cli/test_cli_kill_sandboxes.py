@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.harness.host_processes import pids_where
+
 from .helpers import CFARENA
 
 KILLS = 4
@@ -19,18 +21,7 @@ KILLS = 4
 
 def _processes_in(cwd: Path) -> list[int]:
     """Live processes (any user: bwrap runs as root, bots as a sandbox uid) working in `cwd`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            where = os.readlink(entry / "cwd")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if where == str(cwd) and state != "Z":
-            found.append(int(entry.name))
-    return found
+    return pids_where(lambda entry: os.readlink(entry / "cwd") == str(cwd))
 
 
 def _describe(pids: list[int]) -> list[str]:

@@ -21,6 +21,7 @@ scenario to end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -41,6 +42,7 @@ from cfarena.server.storage.values import FaultInfo, MatchDetail, MatchInfo, Sea
 from tests.cli.helpers import marker, processes_with_marker, run_cli
 from tests.fairplay.bots.page_cache import usr_file
 from tests.harness import host
+from tests.harness.host_processes import proc_entries
 from tests.harness.sandboxes import run_sandboxes
 
 BOTS = Path(__file__).resolve().parent / "bots"
@@ -252,16 +254,12 @@ def cmdline_processes(text: str) -> list[str]:
     """Live processes whose command line contains `text`, described."""
     needle = text.encode()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or entry.name == str(os.getpid()):
-            continue
-        try:
+    for entry in proc_entries():
+        with contextlib.suppress(OSError):
             argv = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if needle in argv:
-            shown = argv.replace(b"\0", b" ")[:200].decode(errors="replace")
-            found.append(f"pid {entry.name}: {shown}")
+            if needle in argv and entry.name != str(os.getpid()):
+                shown = argv.replace(b"\0", b" ")[:200].decode(errors="replace")
+                found.append(f"pid {entry.name}: {shown}")
     return found
 
 
@@ -296,9 +294,7 @@ class DaemonWatch:
 
     def scan(self) -> None:
         now = time.time()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
+        for entry in proc_entries():
             try:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:

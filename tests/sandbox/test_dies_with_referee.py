@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cfarena.server.sandbox import cgroups, keeper
+from tests.harness.host_processes import pids_where
 
 # The "referee": builds the prefix, forks, and dies at once; the child waits until its
 # parent is gone and only then runs the prefix, as a child does when the referee is
@@ -111,14 +112,8 @@ KILLS = 8
 
 def _in_cgroups_below(name: str) -> list[int]:
     """Processes in a cgroup below a referee's parent `name` (cfarena-PID-START)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and f"/{name}/" in (entry / "cgroup").read_text():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    return pids_where(lambda entry: f"/{name}/" in (entry / "cgroup").read_text(),
+                      zombies=True)
 
 
 def test_no_sandbox_outlives_a_referee_killed_while_bwrap_sets_it_up() -> None:

@@ -25,6 +25,7 @@ from cfarena.server.storage import open_database
 from cfarena.server.tournament import BotSpec, TournamentConfig, run_tournament
 from cfarena.server.tournament.pool import Launch
 from cfarena.v1 import arena_pb2 as pb
+from tests.harness.host_processes import pids_where
 
 CONFIG = TournamentConfig(bots=(BotSpec("greedy"), BotSpec("smart")),
                           rules=Rules.preset("standard").with_options(rounds=1), players=2,
@@ -41,18 +42,14 @@ def _results(db: Path) -> dict[str, tuple[object, ...]]:
 
 def _kill_process_of(seat_pass: SeatPass) -> bool:
     """SIGKILL the bot process that connected with `seat_pass` (found by its token)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        for var in environ:
-            if var.startswith(b"CFARENA_TOKEN=") and \
-                    hash_token(var.split(b"=", 1)[1].decode()) == seat_pass.token_hash:
-                os.kill(int(entry.name), signal.SIGKILL)
-                return True
+    def holds_the_pass(entry: Path) -> bool:
+        return any(var.startswith(b"CFARENA_TOKEN=")
+                   and hash_token(var.split(b"=", 1)[1].decode()) == seat_pass.token_hash
+                   for var in (entry / "environ").read_bytes().split(b"\0"))
+
+    for pid in pids_where(holds_the_pass):
+        os.kill(pid, signal.SIGKILL)
+        return True
     return False
 
 
