@@ -43,7 +43,7 @@ def test_a_sandbox_cgroup_is_made_limited_read_and_removed() -> None:
     dirs = dict(group.dirs)
     try:
         # below this referee's own parent, named by its PID and start time
-        me = f"cfarena-{os.getpid()}-{keeper.start_time(os.getpid())}"
+        me = f"cfarena-{os.getpid()}-{keeper.start_time(os.getpid())}-{cgroups._pid_namespace()}"
         assert {d.parent.name for d in dirs.values()} == {me}
         mem = group.dirs["memory"]
         hard = 64 * MIB + cgroups.headroom(64 * MIB)
@@ -118,17 +118,23 @@ def test_the_leftovers_of_a_referee_that_is_gone_are_removed() -> None:
     try:
         for parent in ours:
             own = parent.parent  # the referee's own cgroup in this controller
-            gone = own / "cfarena-999999999-1"  # no process has this PID
-            reused = own / f"cfarena-{os.getpid()}-1"  # our PID, another start time
-            for stale in (gone, reused):
+            ns = cgroups._pid_namespace()
+            gone = own / f"cfarena-999999999-1-{ns}"  # no process has this PID
+            reused = own / f"cfarena-{os.getpid()}-1-{ns}"  # our PID, another start time
+            elsewhere = own / "cfarena-999999999-1-1"  # another PID namespace's referee
+            for stale in (gone, reused, elsewhere):
                 (stale / "sandbox-1").mkdir(parents=True)
             (gone / "sandbox-1" / "cgroup.procs").write_text(str(left.pid))
         for parent in ours:
             own = parent.parent
             cgroups._remove_stale(own)
-            assert not (own / "cfarena-999999999-1").exists()
-            assert not (own / f"cfarena-{os.getpid()}-1").exists()
+            assert not (own / f"cfarena-999999999-1-{ns}").exists()
+            assert not (own / f"cfarena-{os.getpid()}-1-{ns}").exists()
             assert parent.exists()  # ours: this referee runs
+            elsewhere = own / "cfarena-999999999-1-1"
+            assert elsewhere.exists()  # not ours to judge: left alone
+            (elsewhere / "sandbox-1").rmdir()
+            elsewhere.rmdir()
         assert left.wait(timeout=5) == -signal.SIGKILL
     finally:
         left.kill()

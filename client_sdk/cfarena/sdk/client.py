@@ -161,7 +161,8 @@ class BotClient:
             ("grpc.initial_reconnect_backoff_ms", int(backoff_initial * 1000)),
             # despite its name, gRPC's least time for one connection attempt (to the
             # referee's first SETTINGS frame): a busy or briefly frozen referee is
-            # waited for, not given up on after a fraction of a second
+            # waited for, not given up on after a fraction of a second (an address
+            # that drops packets costs this much per attempt; a refused one, nothing)
             ("grpc.min_reconnect_backoff_ms", CONNECT_ATTEMPT_MS),
             ("grpc.max_reconnect_backoff_ms", int(backoff_max * 1000)),
             *KEEPALIVE_OPTIONS,

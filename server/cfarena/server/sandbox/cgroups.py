@@ -26,15 +26,15 @@ to install), runs nothing of the referee between fork and exec (Python's
 user cannot leave the cgroups: it has no capabilities and `/sys` is not shown.
 
 The cgroups of one referee process live below a parent of its own,
-`<the referee's cgroup>/cfarena-<pid>-<start time>` in each controller: nested
+`<the referee's cgroup>/cfarena-<pid>-<start time>-<PID namespace>` in each controller: nested
 in the referee's own cgroup, so that whatever bounds the referee (a service
 manager's limit) bounds its bots too, and named so that leftovers can be told
 apart. A sandbox's cgroups are removed when it is stopped (`remove`), the parent
 when the referee exits. Whatever a referee that died leaves in them (a sandbox
 that bwrap was setting up when it died: see `keeper`) is killed, and the cgroups
 removed, by the referee's keeper, a process that outlives it for that alone; or,
-were the keeper gone too, by the next referee that starts (a parent whose referee
-is gone: no process with that PID and start time).
+were the keeper gone too, by the next referee that starts in the same PID namespace
+(a parent whose referee is gone: no process with that PID and start time there).
 
 Where cgroups cannot be used (not root, a controller missing or read-only,
 cgroup v2 only: not supported yet, or `CFARENA_CGROUPS=off` in the environment)
@@ -259,7 +259,9 @@ def _support() -> Support:
         parents[controller] = parent
     if parents:
         atexit.register(_remove_parents, list(parents.values()))
-        _keepers.append(keeper.start(list(parents.values())))
+        # (a keeper told no start time would take the referee for gone at once)
+        if keeper.start_time(os.getpid()) is not None:
+            _keepers.append(keeper.start(list(parents.values())))
     return Support(parents, ", ".join(problems))
 
 
@@ -293,18 +295,27 @@ def _own_cgroups() -> dict[str, str]:
     return own
 
 
+def _pid_namespace() -> str:
+    """This process's PID namespace (its inode): PIDs name processes only within it."""
+    return str(os.stat("/proc/self/ns/pid").st_ino)
+
+
 def _referee_name(pid: int) -> str:
-    return f"cfarena-{pid}-{keeper.start_time(pid)}"
+    return f"cfarena-{pid}-{keeper.start_time(pid)}-{_pid_namespace()}"
 
 
 def _remove_stale(mine: Path) -> None:
     """Remove the parents (and their sandboxes' cgroups) of referees that are gone: no
-    process has their PID and start time. What still runs in them is killed first."""
+    process has their PID and start time in this PID namespace. What still runs in them
+    is killed first. A parent of a referee in another PID namespace (another container
+    sharing the cgroup) is left alone: whether it runs cannot be told from here."""
     with contextlib.suppress(OSError):
         for entry in mine.iterdir():
             parts = entry.name.split("-")
-            if len(parts) != 3 or parts[0] != "cfarena" or not parts[1].isdigit():
+            if len(parts) != 4 or parts[0] != "cfarena" or not parts[1].isdigit():
                 continue
+            if parts[3] != _pid_namespace():
+                continue  # another PID namespace's referee
             if keeper.start_time(int(parts[1])) == parts[2]:
                 continue  # that referee runs
             keeper.sweep(entry, seconds=1.0)

@@ -50,6 +50,7 @@ log = logging.getLogger("cfarena.tournament")
 
 # consecutive processes of one bot that may fail to start before it is given up
 START_ATTEMPTS = 3
+EXCUSED_IN_A_ROW = 3 * START_ATTEMPTS  # start failures in a referee's freezes not counted
 
 
 class BotStartError(Exception):
@@ -121,6 +122,8 @@ class BotPool:
         self._unstarted = dict(demand)
         self._ready: dict[str, asyncio.Queue[WarmBot]] = {n: asyncio.Queue() for n in commands}
         self._failures: dict[str, int] = dict.fromkeys(commands, 0)
+        # start failures in a row not counted because the referee froze (`_count_failure`)
+        self._excused: dict[str, int] = dict.fromkeys(commands, 0)
         self._dead: dict[str, str] = {}
         self._live: set[WarmBot] = set()
         self._taken: set[WarmBot] = set()  # handed out for a match by `take`, not released
@@ -430,13 +433,14 @@ class BotPool:
             arena_socket=self.server.unix_socket, binds=self.binds(name),
             limits=self.launch.limits, workdir=self.launch.cwd)
         self._servers.add(server)
+        started_at = time.perf_counter()
         try:
             await server.start(self.launch.connect_timeout)
         except (ForkServerError, OSError) as exc:
             self._servers.discard(server)
             reason = f"could not be started: {exc}"
             if count:
-                self._failures[name] += 1
+                reason = self._count(name, reason, self.server.lag.froze_since(started_at))
             log.warning("bot %s: %s", name, reason)
             if count and self._failures[name] >= START_ATTEMPTS:
                 self._dead[name] = f"bot {name!r} {reason}"
@@ -464,11 +468,11 @@ class BotPool:
         self._unstarted[name] = self._unstarted.get(name, 1) - 1
         reason = await self._connected(warm)
         if reason is None:
-            self._failures[name] = 0
+            self._failures[name] = self._excused[name] = 0
             return warm
+        reason = self._count_failure(warm, reason)
         await self._stop(warm)
         self._unstarted[name] += 1
-        reason = self._count_failure(warm, reason)
         log.warning("bot %s: process %s %s", name, process.label, reason)
         if self._failures[name] >= START_ATTEMPTS:
             self._dead[name] = f"bot {name!r} {reason}"
@@ -558,7 +562,7 @@ class BotPool:
     async def _await_connection(self, warm: WarmBot) -> None:
         reason = await self._connected(warm)
         if reason is None:
-            self._failures[warm.bot] = 0
+            self._failures[warm.bot] = self._excused[warm.bot] = 0
             self._ready[warm.bot].put_nowait(warm)
             return
         warm.failure = reason
@@ -586,8 +590,8 @@ class BotPool:
     async def _failed(self, warm: WarmBot, reason: str) -> None:
         name = warm.bot
         warm.failure = reason
+        reason = self._count_failure(warm, reason)  # before `_stop` closes its connection
         await self._stop(warm)
-        reason = self._count_failure(warm, reason)
         log.warning("bot %s: process %s %s", name, warm.process.label, reason)
         if self._failures[name] >= START_ATTEMPTS:
             self._dead[name] = f"bot {name!r} {reason}"
@@ -597,13 +601,28 @@ class BotPool:
         await self._spawn(name)
 
     def _count_failure(self, warm: WarmBot, reason: str) -> str:
-        """Count `warm`'s failure to start towards writing its bot off, unless the
-        referee froze since the process was started: a process that could not connect
-        to a frozen referee, or whose connection the freeze ended, failed by the
-        referee's doing, not its bot's (referee/lag.py). `reason`, as it is logged."""
-        if self.server.lag.froze_since(warm.started_at):
+        """Count `warm`'s failure to start towards writing its bot off, unless it may
+        be the referee's doing (referee/lag.py): its connection ended during or just
+        after a freeze (`ended_by_stall`), or, never connected, it was started before a
+        freeze that came before its failure (it could not connect to a frozen referee).
+        At most EXCUSED_IN_A_ROW such failures of one bot in a row are not counted (a
+        bot that keeps failing on a referee that keeps freezing is written off all the
+        same). `reason`, as it is logged."""
+        lag = self.server.lag
+        connection = warm.connection
+        if connection is not None and connection.closed:
+            excused = lag.ended_by_stall(connection.closed_at)
+        else:
+            excused = lag.froze_since(warm.started_at)
+        return self._count(warm.bot, reason, excused)
+
+    def _count(self, name: str, reason: str, excused: bool) -> str:
+        """Count a start failure of `name` unless `excused` (and not excused too often
+        in a row); `reason`, as it is logged."""
+        if excused and self._excused[name] < EXCUSED_IN_A_ROW:
+            self._excused[name] += 1
             return f"{reason} (the referee froze meanwhile: not counted against the bot)"
-        self._failures[warm.bot] += 1
+        self._failures[name] += 1
         return reason
 
     def _sandbox_fault(self, namespace: str, reason: str) -> None:
