@@ -99,13 +99,11 @@ class LoopLag:
         times): its freezes, each with its recovery, a freeze going on now included
         (`until` may be in the future), and its short stalls up to `short_cap`."""
         now = time.perf_counter()
-        freezes = [(start, end + self.recovery_s) for start, end in self.freezes]
+        freezes = [(start, end + self.recovery_s) for start, end in self._freezes(now)]
         short = list(self.stalls)
-        if self._handle is not None and now - self._due > self.margin_s:
-            if now - self._due >= self.ends_connections_s:
-                freezes.append((self._due, now + self.recovery_s))
-            else:
-                short.append((self._due, now))
+        if self._handle is not None and self.margin_s < now - self._due < \
+                self.ends_connections_s:
+            short.append((self._due, now))  # a short stall going on now
         return _overlap(freezes, since, until) + min(short_cap,
                                                      _overlap(short, since, until))
 
@@ -114,10 +112,7 @@ class LoopLag:
         more) at any time after `since` (perf_counter), or is frozen now: what went
         wrong with a bot's process meanwhile (it could not connect, its connection
         ended) may be the referee's doing, not the bot's."""
-        now = time.perf_counter()
-        if self._handle is not None and now - self._due >= self.ends_connections_s:
-            return True
-        return any(end >= since for _start, end in self.freezes)
+        return any(end >= since for _start, end in self._freezes(time.perf_counter()))
 
     def ended_by_stall(self, closed_at: float) -> bool:
         """Whether a connection that closed at `closed_at` (perf_counter) may have ended
@@ -125,12 +120,16 @@ class LoopLag:
         or more, or within twice that after it (what the bot's side saw of a frozen
         referee arrives once it runs again). Shorter stalls never count, however many
         there were (see the module docstring)."""
-        freezes = list(self.freezes)
-        now = time.perf_counter()
-        if self._handle is not None and now - self._due >= self.ends_connections_s:
-            freezes.append((self._due, now))  # going on now
         return any(start <= closed_at <= end + 2 * self.ends_connections_s
-                   for start, end in freezes)
+                   for start, end in self._freezes(time.perf_counter()))
+
+    def _freezes(self, now: float) -> list[tuple[float, float]]:
+        """The freezes seen, and one going on at `now` (the tick is that overdue: whoever
+        asks is the first to run after it) as (due, now)."""
+        freezes = list(self.freezes)
+        if self._handle is not None and now - self._due >= self.ends_connections_s:
+            freezes.append((self._due, now))
+        return freezes
 
 
 def _overlap(spans: list[tuple[float, float]], since: float, until: float) -> float:
