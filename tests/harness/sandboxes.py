@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cfarena.server.sandbox.bubblewrap import SANDBOX_UID_MIN
+from tests.harness.host_processes import proc_entries
 
 __all__ = ["SANDBOX_UID_MIN", "SandboxProcess", "run_sandboxes", "wait_run_sandboxes_gone"]
 
@@ -40,9 +41,7 @@ class SandboxProcess:
 
 
 def _processes() -> Iterator[SandboxProcess]:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in proc_entries():
         try:
             status = (entry / "status").read_text()
             stat = (entry / "stat").read_text()
