@@ -154,7 +154,7 @@ def sprt_cmd(
     ] = EloModel.NORMALIZED,
     max_matches: Annotated[int, typer.Option(
         "--max-matches", help="stop undecided (inconclusive) after this many matches")
-    ] = 20_000,
+    ] = 60_000,
     score: Annotated[ScoreKind, typer.Option(
         "--score", help="a seat's result: its placement (raw) or placement minus the luck "
         "of its draws (adjusted)")] = ScoreKind.ADJUSTED,
