@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,13 +24,11 @@ from cfarena.server.cli.common import (
     out,
     print_json,
 )
-from cfarena.server.cli.tournament import _sqlite_files, _terminable, parse_bot
+from cfarena.server.cli.tournament import _sqlite_files, parse_bot, play_to_end
 from cfarena.server.referee import MatchRecord, TimeControl
 from cfarena.server.sandbox import SandboxLimits, sandbox_problem
 from cfarena.server.sprt.match_results import ScoreKind
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, SprtStatus, Verdict
-from cfarena.server.storage import StorageError
-from cfarena.server.tournament import TournamentError
 from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.sprt_runner import SprtConfig, SprtRun, run_sprt
@@ -191,24 +187,8 @@ def sprt_cmd(
         memory_mb, cpu_seconds, db_url)
     with database(db_url) as db:
         bar = _SprtProgress(elo_model, max_matches)
-        try:
-            terminated: list[bool] = []
-            run = asyncio.run(_terminable(run_sprt(config, db, launch, concurrency=concurrency,
-                                                   progress=bar), terminated))
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            if not terminated and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                raise
-            bar.stop()
-            err.print("[yellow]interrupted: finished matches are stored; run the same "
-                      "command again to resume[/]")
-            raise typer.Exit(143 if terminated else 130) from None
-        except TournamentError as exc:
-            bar.stop()
-            fail(escape(str(exc)))
-        except StorageError as exc:
-            bar.stop()
-            fail(str(exc), code=1)
-        bar.stop()
+        run = play_to_end(run_sprt(config, db, launch, concurrency=concurrency, progress=bar),
+                          bar.stop)
     verdict = run.status.verdict
     if json_out:
         print_json(run_json(config, run))
