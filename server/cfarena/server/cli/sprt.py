@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -24,9 +26,15 @@ from cfarena.server.cli.common import (
     out,
     print_json,
 )
-from cfarena.server.cli.tournament import _sqlite_files, parse_bot, play_to_end
+from cfarena.server.cli.tournament import (
+    _sqlite_files,
+    check_sandbox,
+    parse_bot,
+    play_to_end,
+    run_tournament_cmd,
+)
 from cfarena.server.referee import MatchRecord, TimeControl
-from cfarena.server.sandbox import SandboxLimits, sandbox_problem
+from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.sprt.match_results import ScoreKind
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, SprtStatus, Verdict
 from cfarena.server.tournament.config import missing_defences
@@ -128,15 +136,6 @@ def sprt_cmd(
         "--field", help="a bot for the other seats at tables of more than 2, NAME or "
         "NAME=COMMAND (repeatable, seated in order) [default: the bundled bots other than "
         "NEW and OLD]")] = None,
-    players: Annotated[int, typer.Option("--players", "-k", help="seats per table (2-8)")] = 4,
-    rules: Annotated[str | None, typer.Option(
-        "--rules", help="preset: standard, maltese, trains [default: standard, or the "
-        "rules file's preset]")] = None,
-    rules_file: Annotated[Path | None, typer.Option(
-        "--rules-file", help="TOML or JSON file of rule options")] = None,
-    rule: Annotated[list[str] | None, typer.Option(
-        "--rule", help="override one rule option, KEY=VALUE (repeatable), e.g. rounds=single")
-    ] = None,
     elo0: Annotated[float, typer.Option("--elo0", help="H0: NEW's Elo difference over OLD "
                                         "is this")] = 0.0,
     elo1: Annotated[float, typer.Option("--elo1", help="H1: NEW's Elo difference over OLD "
@@ -157,21 +156,11 @@ def sprt_cmd(
     seed: Annotated[int | None, typer.Option(
         "--seed", help="fix the test's seed (deals derive from it) [default: drawn from the "
         "OS, unpredictable]")] = None,
-    timeout_ms: Annotated[int, typer.Option("--timeout-ms", help="time per decision")] = 1000,
-    bank_ms: Annotated[int, typer.Option("--bank-ms", help="time bank per match")] = 0,
-    increment_ms: Annotated[int, typer.Option("--increment-ms", help="bank increment")] = 0,
-    strikes: Annotated[int, typer.Option("--strikes", help="faults that forfeit a match")] = 1,
     concurrency: Annotated[int, typer.Option(
         "--concurrency", "-c", help="deal groups played side by side")] = 2,
-    no_sandbox: Annotated[bool, typer.Option(
-        "--no-sandbox", help="run the bots unsandboxed (only bots you trust)")] = False,
-    memory_mb: Annotated[int, typer.Option(
-        "--memory-mb", help="memory limit of a bot process (and its children), MiB")] = 512,
-    cpu_seconds: Annotated[int, typer.Option(
-        "--cpu-seconds", help="CPU time limit of a bot process per match, s")] = 300,
-    db_url: str = DbOption,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as one JSON "
                                            "object")] = False,
+    **shared: Any,
 ) -> None:
     """Test whether NEW is better than OLD: a sequential test (SPRT) on duplicate deal groups.
 
@@ -180,12 +169,13 @@ def sprt_cmd(
     when --max-matches is reached first. Run the same command again to resume an
     interrupted test (docs/TESTING_BOTS.md).
     """
+    o = SimpleNamespace(**shared)  # run-tournament's options (`_SHARED`)
     config, launch = _config(
-        new, old, field, players, rules, rules_file, rule or [],
+        new, old, field, o.players, o.rules, o.rules_file, o.rule or [],
         (elo0, elo1, alpha, beta, elo_model), max_matches, score, seed,
-        TimeControl(timeout_ms, bank_ms, increment_ms, strikes), concurrency, no_sandbox,
-        memory_mb, cpu_seconds, db_url)
-    with database(db_url) as db:
+        TimeControl(o.timeout_ms, o.bank_ms, o.increment_ms, o.strikes), concurrency,
+        o.no_sandbox, o.memory_mb, o.cpu_seconds, o.db_url)
+    with database(o.db_url) as db:
         bar = _SprtProgress(elo_model, max_matches)
         run = play_to_end(run_sprt(config, db, launch, concurrency=concurrency, progress=bar),
                           bar.stop)
@@ -202,6 +192,20 @@ def sprt_cmd(
         out.print(figures(run.status, elo_model))
         out.print(f"[bold]{VERDICT_TEXT[verdict]}[/]")
     raise typer.Exit(EXIT_CODES.get(verdict, 3))
+
+
+# the options sprt takes from run-tournament, as it declares them
+_SHARED = ("players", "rules", "rules_file", "rule", "timeout_ms", "bank_ms", "increment_ms",
+           "strikes", "no_sandbox", "memory_mb", "cpu_seconds", "db_url")
+_OWN = inspect.signature(sprt_cmd, eval_str=True)
+_RUN = inspect.signature(run_tournament_cmd, eval_str=True)
+sprt_cmd.__signature__ = _OWN.replace(  # type: ignore[attr-defined]
+    parameters=[*(p for p in _OWN.parameters.values() if p.kind is not p.VAR_KEYWORD),
+                *(_RUN.parameters[name] for name in _SHARED)])
+sprt_cmd.__annotations__ = {**{k: v for k, v in sprt_cmd.__annotations__.items()
+                               if k != "shared"},
+                            **{name: run_tournament_cmd.__annotations__[name]
+                               for name in _SHARED}}
 
 
 def _config(new: str, old: str, field: list[str] | None, players: int, rules: str | None,
@@ -245,13 +249,7 @@ def _config(new: str, old: str, field: list[str] | None, players: int, rules: st
     config = SprtConfig(new_spec, old_spec, tuple(field_specs), rule_set, players, sprt_bounds,
                         score, max_matches, seed, time_control)
     check_range("--max-matches", max_matches, config.matches_per_group, 10_000_000)
-    if no_sandbox:
-        err.print("[yellow]--no-sandbox: bots run unsandboxed, as you; only for bots you "
-                  "trust[/]")
-    else:
-        problem = sandbox_problem()
-        if problem is not None:
-            fail(problem)
+    check_sandbox(no_sandbox)
     launch = Launch(sandbox=not no_sandbox,
                     limits=SandboxLimits(memory_mib=memory_mb, cpu_seconds=cpu_seconds),
                     hide=tuple(_sqlite_files(db_url)))

@@ -76,6 +76,18 @@ def parse_bot(spec: str) -> BotSpec:
     return BotSpec(name)
 
 
+def check_sandbox(no_sandbox: bool) -> None:
+    """Warn that bots run unsandboxed (`--no-sandbox`), or exit 2 if this machine cannot
+    sandbox them."""
+    if no_sandbox:
+        err.print("[yellow]--no-sandbox: bots run unsandboxed, as you; only for bots you "
+                  "trust[/]")
+    else:
+        problem = sandbox_problem()
+        if problem is not None:
+            fail(problem)
+
+
 class _ProgressBar:
     """Rich progress on stderr: matches done, ETA, live leader."""
 
@@ -232,13 +244,7 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
     for path in sandbox_bind or []:
         if not path.exists():
             fail(f"--sandbox-bind: no such file or directory: {path}")
-    if no_sandbox:
-        err.print("[yellow]--no-sandbox: bots run unsandboxed, as you; only for bots you "
-                  "trust[/]")
-    else:
-        problem = sandbox_problem()
-        if problem is not None:
-            fail(problem)
+    check_sandbox(no_sandbox)
     launch = Launch(
         sandbox=not no_sandbox,
         limits=SandboxLimits(memory_mib=memory_mb, cpu_seconds=cpu_seconds,

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from cfarena.engine import Rules
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl, TokenRegistry
-from cfarena.server.sandbox.host_reset import claim_host_reset
+from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.sprt.deal_group import group_score, seatings
 from cfarena.server.sprt.match_results import ScoreKind, logged_seated_results
 from cfarena.server.sprt.sequential import SequentialTest, SprtBounds, SprtStatus, Verdict
@@ -195,45 +195,44 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
     if found is not None and found.decided:
         return SprtRun(found.id, found.tournament_id, stored_test(config, store, found).status(),
                        False, 0, time.monotonic() - started, already_finished=True)
-    socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))  # 0700: the referee's
-    server = RefereeServer(TokenRegistry(), port=None, unix_socket=socket_dir / "arena.sock")
-    await server.start()
-    host = claim_host_reset()
-    locks = contextlib.ExitStack()
     player: TournamentPlayer | None = None
     info = found
-    locked = False
+    locked = False  # this run holds the test's tournament lock (only then may it set its status)
     status = TournamentStatus.INTERRUPTED
     played = 0
     unsaved: str | None = None
-    test = config.new_test()
-    try:
-        if found is not None:
-            lock_tournament(locks, db, found.tournament_id)
-            locked = True
-            test = stored_test(config, store, found)
-        tournament = config.tournament()
-        player = TournamentPlayer(server, db, tournament, launch, concurrency, log_dir,
-                                  acknowledge=True, host=host)
-        await player.start(list(config.seatings) * concurrency)
-        ids = bot_ids(db, tournament)
-        if info is None:
-            seed = config.seed if config.seed is not None else secrets.randbits(62)
-            stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None,
-                      "defences": host_defences(launch)}
-            info = store.create_test(f"sprt {config.new.name} vs {config.old.name}",
-                                     config.new.name, config.old.name, stored, digest)
-            lock_tournament(locks, db, info.tournament_id)
-            locked = True
-        else:
-            db.set_tournament_status(info.tournament_id, TournamentStatus.RUNNING)
-        player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()})
-        sink.started(info.id, test.status(), found is not None)
-        played = await _play_groups(config, db, store, info, ids, player, test, sink,
-                                    concurrency, first_phase=0 if found is None else 1)
-        status = TournamentStatus.FINISHED
-    finally:
+    test = config.new_test() if found is None else stored_test(config, store, found)
+    # unwound last in, first out: the lock, the host reset, the referee, its directory
+    # (also when a Ctrl-C lands in the clean-up of the player below)
+    async with contextlib.AsyncExitStack() as stack:
+        server, host = await _local_referee(stack)
+        locks = stack.enter_context(contextlib.ExitStack())
         try:
+            if found is not None:
+                lock_tournament(locks, db, found.tournament_id)
+                locked = True
+            tournament = config.tournament()
+            player = TournamentPlayer(server, db, tournament, launch, concurrency, log_dir,
+                                      acknowledge=True, host=host)
+            await player.start(list(config.seatings) * concurrency)
+            ids = bot_ids(db, tournament)
+            if info is None:
+                seed = config.seed if config.seed is not None else secrets.randbits(62)
+                stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None,
+                          "defences": host_defences(launch)}
+                info = store.create_test(f"sprt {config.new.name} vs {config.old.name}",
+                                         config.new.name, config.old.name, stored, digest)
+                lock_tournament(locks, db, info.tournament_id)
+                locked = True
+            else:
+                db.set_tournament_status(info.tournament_id, TournamentStatus.RUNNING)
+            player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()})
+            sink.started(info.id, test.status(), found is not None)
+            played = await _play_groups(config, db, store, info, ids, player, test, sink,
+                                        concurrency, first_phase=0 if found is None else 1)
+            status = TournamentStatus.FINISHED
+        finally:
+            # what is played is stored before the status says so
             left = await player.close(_FLUSH_TIMEOUT_S) if player is not None else []
             if left:
                 where = dump_unsaved(left, Path.cwd())
@@ -243,17 +242,26 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
             if info is not None and locked:
                 with contextlib.suppress(Exception):
                     db.set_tournament_status(info.tournament_id, status)
-        finally:  # also when a Ctrl-C lands in the clean-up above: the referee stops
-            locks.close()
-            await server.stop(grace=0.5)
-            shutil.rmtree(socket_dir, ignore_errors=True)
-            if host is not None:
-                host.release()
     if unsaved is not None:
         raise TournamentError(unsaved)
     assert info is not None
     return SprtRun(info.id, info.tournament_id, test.status(), found is not None, played,
                    time.monotonic() - started)
+
+
+async def _local_referee(stack: contextlib.AsyncExitStack
+                         ) -> tuple[RefereeServer, HostReset | None]:
+    """A referee on a Unix socket in a private directory (0700) and this host's cache
+    reset (None where it cannot be had), each undone by `stack`."""
+    socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))
+    stack.callback(shutil.rmtree, socket_dir, ignore_errors=True)
+    server = RefereeServer(TokenRegistry(), port=None, unix_socket=socket_dir / "arena.sock")
+    await server.start()
+    stack.push_async_callback(server.stop, 0.5)
+    host = claim_host_reset()
+    if host is not None:
+        stack.callback(host.release)
+    return server, host
 
 
 async def _play_groups(config: SprtConfig, db: Database, store: SprtStore, info: SprtTestInfo,
