@@ -141,9 +141,11 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
 
 def test_a_bot_against_itself_does_not_accept_h1(tmp_path: Path) -> None:
     greedy = " ".join(bundled_command("greedy"))
+    # (greedy plays the same moves in the same position: every group scores 1/2, and
+    # [0, 150] accepts H0 after 6 groups, one batch of --concurrency 6)
     result = run_cli("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
-                     "--max-matches", "60", "--json", "--db", f"sqlite:///{tmp_path / 'c.db'}",
-                     cwd=tmp_path, timeout=300)
+                     "--elo1", "150", "--concurrency", "6", "--max-matches", "60", "--json",
+                     "--db", f"sqlite:///{tmp_path / 'c.db'}", cwd=tmp_path, timeout=300)
     data = json.loads(result.stdout)
     assert data["verdict"] in ("H0", "inconclusive"), data
     assert result.returncode == EXIT[data["verdict"]]
