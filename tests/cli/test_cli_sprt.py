@@ -139,7 +139,8 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
     assert shown.returncode == 0, shown.stderr
 
 
-def test_a_bot_against_itself_does_not_accept_h1(tmp_path: Path) -> None:
+def test_a_bot_against_itself_does_not_accept_h1_and_a_cap_is_inconclusive(tmp_path: Path
+                                                                         ) -> None:
     greedy = " ".join(bundled_command("greedy"))
     # (greedy plays the same moves in the same position: every group scores 1/2, and
     # [0, 150] accepts H0 after 6 groups, one batch of --concurrency 6)
@@ -150,3 +151,10 @@ def test_a_bot_against_itself_does_not_accept_h1(tmp_path: Path) -> None:
     assert data["verdict"] in ("H0", "inconclusive"), data
     assert result.returncode == EXIT[data["verdict"]]
     assert data["matches"] <= 60
+
+    # a cap that is not a whole number of groups is rounded down to one: inconclusive
+    capped = run_cli("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
+                     "--max-matches", "5", "--json", "--db", f"sqlite:///{tmp_path / 'c.db'}",
+                     cwd=tmp_path, timeout=300)
+    data = json.loads(capped.stdout)
+    assert (capped.returncode, data["verdict"], data["matches"]) == (3, "inconclusive", 4)

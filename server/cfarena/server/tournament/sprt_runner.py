@@ -116,7 +116,9 @@ class SprtConfig:
             "score": self.score.value, "max_matches": self.max_matches}}
 
     def new_test(self) -> SequentialTest:
-        return SequentialTest(self.bounds, self.matches_per_group, self.max_matches)
+        """The test, its cap rounded down to whole deal groups (at least one)."""
+        k = self.matches_per_group
+        return SequentialTest(self.bounds, k, max(self.max_matches // k, 1) * k)
 
 
 class SprtProgress(Protocol):
@@ -270,7 +272,8 @@ async def _play_groups(config: SprtConfig, db: Database, store: SprtStore, info:
     """Play batches of groups and count them until the test decides; the matches played."""
     seed = int(info.config["seed"])
     options = config.rules.to_options()
-    max_groups = config.max_matches // config.matches_per_group
+    assert test.max_matches is not None
+    max_groups = test.max_matches // config.matches_per_group  # the test ends there
     phase = first_phase
     played = 0
 
