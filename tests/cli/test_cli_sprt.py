@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,8 +16,7 @@ import pytest
 from cfarena.server.bundled_bots import bundled_command
 
 from .helpers import (
-    CFARENA,
-    as_in_a_terminal,
+    cli_process,
     marker,
     processes_with_marker,
     run_cli,
@@ -86,21 +84,13 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
     args = ["sprt", "smart", "greedy", *QUICK, "--max-matches", "200", "--json",
             "--db", f"sqlite:///{db}"]
     mark = marker()
-    proc = subprocess.Popen([CFARENA, *args], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=dict(os.environ, CFARENA_TEST_MARK=mark),
-                            preexec_fn=as_in_a_terminal)
-    try:
+    with cli_process(*args, cwd=tmp_path, mark=mark) as proc:
         deadline = time.monotonic() + 120
         while len(_finished(db)) < 5 and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGINT)
         _out, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert proc.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "run the same command again to resume" in stderr
