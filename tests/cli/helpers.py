@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,23 @@ def run_cli(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | N
             os.killpg(proc.pid, 9)
             proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@contextlib.contextmanager
+def cli_process(*args: str, cwd: Path, mark: str) -> Iterator[subprocess.Popen[str]]:
+    """`cfarena ARGS` started as from a terminal (its own session, SIGINT at its default,
+    CFARENA_TEST_MARK=mark in its environment, output piped); killed with its process
+    group if it still runs when the block ends."""
+    proc = subprocess.Popen([CFARENA, *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=dict(os.environ, CFARENA_TEST_MARK=mark),
+                            preexec_fn=as_in_a_terminal)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def run_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None

@@ -9,7 +9,8 @@ from sqlalchemy import text
 from cfarena.server.storage import Database, MatchPlan, StoredMatch, hash_token
 
 TABLES = ("bots", "tournaments", "matches", "match_seats", "faults", "seat_logs", "game_logs",
-          "ratings", "rating_history", "skill_ratings", "skill_history", "arenas")
+          "ratings", "rating_history", "skill_ratings", "skill_history", "arenas",
+          "sprt_tests", "sprt_groups")
 STANDARD = {"preset": "standard"}
 
 

@@ -32,6 +32,10 @@ class Entry:
 COMMANDS: dict[str, Entry] = {
     "run-tournament": Entry(("tournament",), "Run a round-robin between bots on a local "
                             "referee and print the standings."),
+    "sprt": Entry(("sprt",), "Test whether NEW is better than OLD: a sequential test (SPRT) "
+                  "on duplicate deal groups."),
+    "sprt-tests": Entry(("sprt",), "List bot tests (`cfarena sprt`) with their state, "
+                        "verdict, matches and LLR."),
     "serve": Entry(("serve",), "Run the competition ladder for bots registered with "
                    "`cfarena bots add`."),
     "standings": Entry(("standings",), "Standings: the ladder (`serve`'s online rating per "

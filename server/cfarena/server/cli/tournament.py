@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -74,6 +74,18 @@ def parse_bot(spec: str) -> BotSpec:
         fail(f"--bot {name}: no bundled bot of that name (bundled: {bundled_names()}); "
              f"use NAME=COMMAND for your own")
     return BotSpec(name)
+
+
+def check_sandbox(no_sandbox: bool) -> None:
+    """Warn that bots run unsandboxed (`--no-sandbox`), or exit 2 if this machine cannot
+    sandbox them."""
+    if no_sandbox:
+        err.print("[yellow]--no-sandbox: bots run unsandboxed, as you; only for bots you "
+                  "trust[/]")
+    else:
+        problem = sandbox_problem()
+        if problem is not None:
+            fail(problem)
 
 
 class _ProgressBar:
@@ -232,13 +244,7 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
     for path in sandbox_bind or []:
         if not path.exists():
             fail(f"--sandbox-bind: no such file or directory: {path}")
-    if no_sandbox:
-        err.print("[yellow]--no-sandbox: bots run unsandboxed, as you; only for bots you "
-                  "trust[/]")
-    else:
-        problem = sandbox_problem()
-        if problem is not None:
-            fail(problem)
+    check_sandbox(no_sandbox)
     launch = Launch(
         sandbox=not no_sandbox,
         limits=SandboxLimits(memory_mib=memory_mb, cpu_seconds=cpu_seconds,
@@ -262,27 +268,10 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         return
     with database(db_url) as db:
         bar = _ProgressBar(enabled=True)
-        try:
-            terminated: list[bool] = []
-            result = asyncio.run(_terminable(run_tournament(
-                config, db, concurrency=concurrency, progress=bar, resume_id=resume,
-                log_dir=log_dir, connect_timeout=connect_timeout, launch=launch, new=new,
-            ), terminated))
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            if not terminated and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                raise
-            bar.stop()
-            err.print("[yellow]interrupted: finished matches are stored; run the same "
-                      "command again to resume[/]")
-            # 128 + the signal, as a shell reports it: 130 Ctrl-C, 143 SIGTERM
-            raise typer.Exit(143 if terminated else 130) from None
-        except TournamentError as exc:
-            bar.stop()
-            fail(escape(str(exc)))  # it may quote a bot's output
-        except StorageError as exc:
-            bar.stop()
-            fail(str(exc), code=1)
-        bar.stop()
+        result = play_to_end(run_tournament(
+            config, db, concurrency=concurrency, progress=bar, resume_id=resume,
+            log_dir=log_dir, connect_timeout=connect_timeout, launch=launch, new=new,
+        ), bar.stop)
         rows = standings_rows(db, result.tournament_id)
         if json_out:
             print_json({
@@ -372,6 +361,32 @@ def register(app: typer.Typer) -> None:
 
 
 _T = TypeVar("_T")
+
+
+def play_to_end(run: Coroutine[Any, Any, _T], stop_progress: Callable[[], None]) -> _T:
+    """Run a command's play (`run_tournament`, `run_sprt`) to its end, then stop its
+    progress display. Ctrl-C or SIGTERM stops it (the finished matches are stored; exit
+    130 or 143, as a shell reports the signal); a TournamentError is one line (exit 2),
+    a StorageError too (exit 1)."""
+    try:
+        terminated: list[bool] = []
+        result = asyncio.run(_terminable(run, terminated))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        if not terminated and not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            raise
+        stop_progress()
+        err.print("[yellow]interrupted: finished matches are stored; run the same "
+                  "command again to resume[/]")
+        # 128 + the signal, as a shell reports it: 130 Ctrl-C, 143 SIGTERM
+        raise typer.Exit(143 if terminated else 130) from None
+    except TournamentError as exc:
+        stop_progress()
+        fail(escape(str(exc)))  # it may quote a bot's output
+    except StorageError as exc:
+        stop_progress()
+        fail(str(exc), code=1)
+    stop_progress()
+    return result
 
 
 async def _terminable(run: Coroutine[Any, Any, _T], terminated: list[bool]) -> _T:

@@ -272,3 +272,50 @@ class SkillHistory(Base):
     pool: Mapped[str] = mapped_column(String(100))
     mu: Mapped[float] = mapped_column(Float)
     sigma: Mapped[float] = mapped_column(Float)
+
+
+class SprtVerdict(enum.StrEnum):
+    """Where a stored bot test (`cfarena sprt`) stands: `sprt.sequential.Verdict`'s values."""
+
+    CONTINUE = "continue"
+    H1 = "H1"
+    H0 = "H0"
+    INCONCLUSIVE = "inconclusive"
+
+
+class SprtTest(Base):
+    """A sequential test of NEW against OLD (`cfarena sprt`, 0007). Its matches are the
+    matches of its own tournament (`tournament_id`: scheduled, played, stored and shown
+    like any tournament's); the row holds what the test adds: its two bots, its
+    bounds (`config`), and where it stands after its last counted deal group."""
+
+    __tablename__ = "sprt_tests"
+    __table_args__ = (CheckConstraint(_in("verdict", SprtVerdict), name="verdict"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tournament_id: Mapped[int] = mapped_column(
+        ForeignKey("tournaments.id", ondelete="CASCADE"), unique=True)
+    new_bot: Mapped[str] = mapped_column(String(200))
+    old_bot: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]] = mapped_column(Json)
+    config_hash: Mapped[str] = mapped_column(String(64), index=True)
+    verdict: Mapped[str] = mapped_column(String(16))
+    groups: Mapped[int] = mapped_column(Integer)
+    matches: Mapped[int] = mapped_column(Integer)
+    llr: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)
+
+
+class SprtGroup(Base):
+    """One counted deal group of a test, in order: its score and the test's LLR after it
+    (the LLR trace)."""
+
+    __tablename__ = "sprt_groups"
+
+    test_id: Mapped[int] = mapped_column(
+        ForeignKey("sprt_tests.id", ondelete="CASCADE"), primary_key=True)
+    group_number: Mapped[int] = mapped_column(Integer, primary_key=True)  # from 0
+    score: Mapped[float] = mapped_column(Float)
+    llr: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(Timestamp)

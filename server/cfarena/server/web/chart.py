@@ -26,16 +26,18 @@ def _ticks(low: float, high: float, count: int = 4) -> list[float]:
 
 
 def rating_chart(ratings: Sequence[float], labels: Sequence[str] = (),
-                 title: str = "rating after each match") -> str:
-    """An `<svg>` of `ratings` (one point per match, oldest first); `labels[i]` is the
-    tooltip of point i. An empty series is a chart saying so."""
+                 title: str = "rating after each match", *, unit: str = "match",
+                 levels: Sequence[float] = (), digits: int = 0) -> str:
+    """An `<svg>` of `ratings` (one point per `unit`, oldest first); `labels[i]` is the
+    tooltip of point i, its value shown with `digits` decimals; `levels` are drawn as
+    horizontal lines (a test's bounds). An empty series is a chart saying so."""
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
             f'role="img" aria-label="{html.escape(title)}" class="chart" '
             f'data-points="{len(ratings)}">')
     if not ratings:
         return (head + f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" '
-                'class="chart-empty">no rated match yet</text></svg>')
-    ticks = _ticks(min(ratings), max(ratings))
+                f'class="chart-empty">no rated {unit} yet</text></svg>')
+    ticks = _ticks(min([*ratings, *levels]), max([*ratings, *levels]))
     low, high = ticks[0], ticks[-1]
     plot_w = WIDTH - PAD_LEFT - PAD_RIGHT
     plot_h = HEIGHT - PAD_TOP - PAD_BOTTOM
@@ -53,15 +55,18 @@ def rating_chart(ratings: Sequence[float], labels: Sequence[str] = (),
                      f'y1="{y(t):.1f}" y2="{y(t):.1f}"/>'
                      f'<text class="axis" x="{PAD_LEFT - 6}" y="{y(t) + 4:.1f}" '
                      f'text-anchor="end">{t:g}</text>')
-    parts.append(f'<text class="axis" x="{PAD_LEFT}" y="{HEIGHT - 8}">match 1</text>'
+    for level in levels:
+        parts.append(f'<line class="level" x1="{PAD_LEFT}" x2="{WIDTH - PAD_RIGHT}" '
+                     f'y1="{y(level):.1f}" y2="{y(level):.1f}"/>')
+    parts.append(f'<text class="axis" x="{PAD_LEFT}" y="{HEIGHT - 8}">{unit} 1</text>'
                  f'<text class="axis" x="{WIDTH - PAD_RIGHT}" y="{HEIGHT - 8}" '
-                 f'text-anchor="end">match {n}</text>')
+                 f'text-anchor="end">{unit} {n}</text>')
     points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(ratings))
     parts.append(f'<polyline class="line" fill="none" points="{points}"/>')
     if n <= 200:  # a dot (with its tooltip) per match while they can be told apart
         for i, v in enumerate(ratings):
-            label = labels[i] if i < len(labels) else f"match {i + 1}"
+            label = labels[i] if i < len(labels) else f"{unit} {i + 1}"
             parts.append(f'<circle class="dot" cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5">'
-                         f"<title>{html.escape(label)}: {v:.0f}</title></circle>")
+                         f"<title>{html.escape(label)}: {v:.{digits}f}</title></circle>")
     parts.append("</svg>")
     return "".join(parts)

@@ -11,10 +11,11 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
+from cfarena.server.web import sprt_tests as sprt_view
 from cfarena.server.web import tournaments as tournament_view
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.data import NotFound
-from cfarena.server.web.params import BotName, MatchId, PoolQuery, TournamentId
+from cfarena.server.web.params import BotName, MatchId, PoolQuery, SprtTestId, TournamentId
 from cfarena.server.web.site import WebSite
 
 TEMPLATES = Jinja2Templates(directory=str(__import__("pathlib").Path(__file__).parent
@@ -86,6 +87,17 @@ def make_router() -> APIRouter:
         site: WebSite = request.app.state.site
         info = await site.read(tournament_view.tournament, site.db, tournament_id)
         return page(request, "tournament.html", t=info)
+
+    @pages.get("/sprt/{test_id}")
+    async def sprt_test(request: Request, test_id: SprtTestId) -> Response:
+        site: WebSite = request.app.state.site
+        info = await site.read(sprt_view.sprt_test, site.db, test_id)
+        trace = info["trace"]
+        chart = rating_chart([p["llr"] for p in trace],
+                             [f"group {p['group'] + 1}, score {p['score']:.3f}"
+                              for p in trace], "LLR after each deal group", unit="group",
+                             levels=(info["lower"], info["upper"]), digits=2)
+        return page(request, "sprt_test.html", t=info, chart=Markup(chart))
 
     @pages.get("/bots/{name}")
     async def bot(request: Request, name: BotName, pool: PoolQuery = None) -> Response:

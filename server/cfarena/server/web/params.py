@@ -18,5 +18,6 @@ INT32_MAX = 2**31 - 1
 MatchId = Annotated[str, Path(pattern=PRINTABLE, max_length=MAX_TEXT)]
 BotName = Annotated[str, Path(pattern=PRINTABLE, max_length=MAX_TEXT)]
 TournamentId = Annotated[int, Path(ge=0, le=INT32_MAX)]
+SprtTestId = Annotated[int, Path(ge=0, le=INT32_MAX)]
 PoolQuery = Annotated[str | None, Query(pattern=PRINTABLE, max_length=MAX_TEXT)]
 BotQuery = Annotated[str | None, Query(pattern=PRINTABLE, max_length=MAX_TEXT)]

@@ -1,0 +1,27 @@
+"""A stored match (its seats, ranks and game log) scores as its match record does."""
+
+from __future__ import annotations
+
+import pytest
+
+from cfarena.bots import make_bot
+from cfarena.engine import Rules
+from cfarena.server.match.log_format import record_to_log
+from cfarena.server.replay.simulate import play_match
+from cfarena.server.sprt.match_results import ScoreKind, logged_seated_results, seated_results
+
+
+@pytest.mark.parametrize("kind", list(ScoreKind))
+def test_a_logged_match_scores_as_its_record(kind: ScoreKind) -> None:
+    seats = ("smart", "greedy", "random")
+    rules = Rules.preset("standard").with_options(rounds="single")
+    for seed in range(6):
+        record = play_match([make_bot(name) for name in seats], rules, seed, f"m{seed}",
+                            names=seats).record
+        logged = logged_seated_results(seats, record.ranks, record_to_log(record), kind)
+        assert logged == seated_results(record, kind)
+
+
+def test_an_adjusted_score_needs_the_log() -> None:
+    with pytest.raises(ValueError, match="game log"):
+        logged_seated_results(("a", "b"), (1, 2), None, ScoreKind.ADJUSTED)
