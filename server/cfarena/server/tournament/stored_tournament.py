@@ -16,6 +16,7 @@ import secrets
 from dataclasses import dataclass
 
 from cfarena.engine import Rules
+from cfarena.server.rating.bradley_terry import fit_ratings
 from cfarena.server.referee import new_token
 from cfarena.server.storage import (
     Database,
@@ -175,8 +176,14 @@ def bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
 
 
 def leader(db: Database, tournament_id: int) -> str | None:
+    """"name (rating)": the best Bradley-Terry estimate so far (the standings' rating,
+    without its interval); None before any match, or when the database is away."""
     try:
-        table = db.standings(tournament_id)
+        fit = fit_ratings(db.results_for_fit(tournament_id), bootstrap=0)
+        names = {b.id: b.name for b in db.list_bots()}
     except StorageError:  # the database is away: the progress line goes without
         return None
-    return f"{table[0].name} ({table[0].elo:.0f})" if table else None
+    if not fit:
+        return None
+    best = max(fit, key=lambda bot_id: fit[bot_id].elo)
+    return f"{names.get(best, best)} ({fit[best].elo:.0f})"
