@@ -63,7 +63,7 @@ def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots
         args += ["--bot", b if b != "random2" else "random2=python -m cfarena.sdk run "
                  "cfarena.bots.random_bot"]
     if len(bots) < players:  # one bot holds several seats of the table: only when asked
-        args += ["--seats-per-bot", str(-(-players // len(bots)))]
+        args.append("--fill")
     data = run_json(*args, cwd=tmp_path)
     assert data["status"] == "finished"
     assert data["matches"] == _expected_matches(len(bots), players, 1)
