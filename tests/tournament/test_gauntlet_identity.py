@@ -80,7 +80,8 @@ def test_the_gauntlet_is_part_of_the_identity_and_reads_back() -> None:
 
 @pytest.mark.parametrize(("command", "named"), [
     ("python -m cfarena.sdk run mine.py", ["mine.py"]),
-    ("python -m cfarena.sdk run mine.py:Bot", []),  # not a file as written
+    ("python -m cfarena.sdk run mine.py:Bot", ["mine.py"]),  # FILE:Class
+    ("python -m cfarena.sdk run other.py:Bot", []),  # no such file
     ("python3 'mine.py' --weights data/w.bin", ["data/w.bin", "mine.py"]),
     ("python -m mypkg.bot", []),  # a module by name: not hashed
     ("./run.sh data", ["./run.sh"]),  # a directory is not hashed

@@ -52,8 +52,9 @@ class BotSpec:
 def bot_files(bot: BotSpec) -> tuple[tuple[str, str], ...]:
     """(name, SHA-256) of the files a bot runs, sorted: a bundled bot's module file
     (named by its module), or the words of a command that are existing files (as
-    written; relative to the working directory). A module a command names by its
-    module name (`-m pkg.mod`) or a directory is not hashed."""
+    written, relative to the working directory; `FILE:Class` names FILE, the form
+    `python -m cfarena.sdk run` takes). A module a command names by its module name
+    (`-m pkg.mod`) or a directory is not hashed."""
     if bot.command is None:
         spec = importlib.util.find_spec(BUNDLED[bot.name].module)
         origin = None if spec is None else spec.origin
@@ -63,7 +64,8 @@ def bot_files(bot: BotSpec) -> tuple[tuple[str, str], ...]:
             words = shlex.split(bot.command)
         except ValueError:  # unbalanced quotes: the shell will say so when it runs
             words = bot.command.split()
-        found = {word: Path(word) for word in words if Path(word).is_file()}
+        found = {name: Path(name) for word in words
+                 for name in {word, word.rpartition(":")[0]} if name and Path(name).is_file()}
     return tuple(sorted((name, hashlib.sha256(path.read_bytes()).hexdigest())
                         for name, path in found.items()))
 
