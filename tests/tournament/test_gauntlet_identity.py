@@ -4,6 +4,7 @@ tournament (and says which bot's files changed) while old tournaments keep worki
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 from collections.abc import Iterator
@@ -108,11 +109,8 @@ def test_a_bundled_bot_is_hashed_by_its_module_file() -> None:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
-    store = open_database(f"sqlite:///{tmp_path / 'c.db'}")
-    try:
+    with contextlib.closing(open_database(f"sqlite:///{tmp_path / 'c.db'}")) as store:
         yield store
-    finally:
-        store.close()
 
 
 def _config(tmp_path: Path) -> TournamentConfig:
