@@ -66,8 +66,12 @@ def bot_files(bot: BotSpec) -> tuple[tuple[str, str], ...]:
             words = bot.command.split()
         found = {name: Path(name) for word in words
                  for name in {word, word.rpartition(":")[0]} if name and Path(name).is_file()}
-    return tuple(sorted((name, hashlib.sha256(path.read_bytes()).hexdigest())
-                        for name, path in found.items()))
+    return tuple(sorted((name, _sha256(path)) for name, path in found.items()))
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as file:  # read in chunks: a bot's data file may be large
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
