@@ -22,6 +22,12 @@ order and concurrency of its matches on one machine), `job_queue` and `worker`
 (the same on PostgreSQL, across machines), `tournament_player` (a tournament's bots and
 room on this machine), `match_room` (`MatchRoom`: one match, from taking its
 processes to storing it) and `pool` (the bot processes).
+
+`run_tournament` itself is four steps, one job each: find the tournament (a finished
+one is only reported), start where matches are played (`_Referee`: its own referee,
+or the queue's local worker), then `_Run`: open it (lock, start the bots, create or
+reopen it; a new one's schedule is computed once, `NewTournament`), play its
+pending matches, and close it (store what is played, then write its status).
 """
 
 from __future__ import annotations
