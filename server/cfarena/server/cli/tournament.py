@@ -181,12 +181,12 @@ def run_tournament_cmd(
         "standings show NEW's head-to-head Elo difference with each opponent")] = None,
     name: Annotated[str, typer.Option("--name", help="tournament name")] = "",
 ) -> None:
-    """Run a round-robin (or `--gauntlet NEW`) between bots on a local referee and print
-    the standings.
+    """Run a round-robin between bots on a local referee and print the standings.
 
     With no options: the four bundled bots, `standard` rules, 4-player tables,
-    SQLite file cfarena.db. Run the same command again to resume an interrupted
-    tournament. On PostgreSQL the matches are jobs: `cfarena worker` on other
+    SQLite file cfarena.db. `--gauntlet NEW` plays only NEW's tables. Run the same
+    command again to resume an interrupted tournament (a bot whose files changed
+    makes it a new one). On PostgreSQL the matches are jobs: `cfarena worker` on other
     machines plays some of them meanwhile (docs/WORKERS.md).
     """
     _tournament_cmd(False, **locals())
