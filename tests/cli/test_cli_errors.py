@@ -42,7 +42,9 @@ def _snapshot(db: Path) -> list[tuple[object, ...]]:
       "--players", "2"], "no_such_module", True),
     (["--bot", "mute=sleep 60", "--bot", "random", "--connect-timeout", "2", "--players", "2"],
      "did not connect within 2 s", True),
-    (["--bot", "random", "--bot", "greedy", "--bot", "smart"], "--seats-per-bot 2", False),
+    (["--bot", "random", "--bot", "greedy", "--bot", "smart"], "or --fill to fill", False),
+    (["--bot", "random", "--bot", "greedy", "--players", "2", "--gauntlet", "smart"],
+     "--gauntlet smart: not one of the bots", False),
     (["--rule", "hand_size=40", "--players", "4"], "'hand_size'", False),
 ])
 def test_bad_input_exits_2_and_touches_nothing(recorded: Path, args: list[str], message: str,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -63,7 +64,7 @@ def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots
         args += ["--bot", b if b != "random2" else "random2=python -m cfarena.sdk run "
                  "cfarena.bots.random_bot"]
     if len(bots) < players:  # one bot holds several seats of the table: only when asked
-        args += ["--seats-per-bot", str(-(-players // len(bots)))]
+        args.append("--fill")
     data = run_json(*args, cwd=tmp_path)
     assert data["status"] == "finished"
     assert data["matches"] == _expected_matches(len(bots), players, 1)
@@ -156,3 +157,40 @@ def test_resume_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
     # nothing finished before was lost or played again
     assert all(after[mid] == stamp for mid, stamp in before.items())
     assert sum(r["matches"] for r in data["standings"]) == total * 2
+
+
+def test_a_gauntlet_plays_only_new_s_tables_and_an_edited_bot_starts_anew(
+        tmp_path: Path) -> None:
+    """`--gauntlet NEW`: only the tables with NEW are played (each in both rotations), the
+    standings show NEW's head-to-head Elo against each opponent; the same command after
+    NEW's file changed plays a new tournament and says whose files changed."""
+    bot = tmp_path / "mine.py"
+    bot.write_text("from cfarena.sdk import Bot\n\nclass First(Bot):\n"
+                   "    def choose(self, turn):\n        return turn.legal_moves[0]\n")
+    args = ["run-tournament", "--bot", "mine=python -m cfarena.sdk run mine.py:First",
+            "--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
+            "--rule", "rounds=single", "--gauntlet", "mine", "--json"]
+    first = run_json(*args, cwd=tmp_path)
+    assert (first["status"], first["matches"]) == ("finished", 2 * 2)  # 2 tables, 2 rotations
+    with sqlite3.connect(tmp_path / "cfarena.db") as conn:
+        seated = conn.execute(
+            "select m.id, group_concat(b.name) from matches m join match_seats s on "
+            "s.match_id = m.id join bots b on b.id = s.bot_id group by m.id").fetchall()
+    assert len(seated) == 4 and all("mine" in names.split(",") for _, names in seated)
+    assert sorted(sorted(n.split(",")) for _, n in seated) == [
+        ["greedy", "mine"], ["greedy", "mine"], ["mine", "random"], ["mine", "random"]]
+    column = {row["bot"]: row["gauntlet"] for row in first["standings"]}
+    assert column["mine"] is None
+    for opponent in ("random", "greedy"):
+        assert column[opponent]["new"] == "mine" and column[opponent]["matches"] == 2
+    again = run_json(*args, cwd=tmp_path)
+    assert again["already_finished"] and again["tournament_id"] == first["tournament_id"]
+    bot.write_text(bot.read_text() + "# v2\n")
+    edited = run_cli(*args, cwd=tmp_path)
+    assert edited.returncode == 0, edited.stderr[-3000:]
+    [note] = [line for line in edited.stderr.splitlines() if "changed since" in line]
+    assert note == (f"the files of bot mine (mine.py) changed since tournament "
+                    f"#{first['tournament_id']}: a new tournament starts (`--resume "
+                    f"{first['tournament_id']}` is refused)")
+    data = json.loads(edited.stdout)
+    assert data["tournament_id"] != first["tournament_id"] and data["played_now"] == 4

@@ -13,7 +13,7 @@ yet the second rotation's process finds no page of the region cached, so no hand
 dropped); every cheap probe and eviction is refused by the sandbox with the errno a
 kernel without it gives; the stored tournament says which defences held. The same
 on a real `cfarena worker` on PostgreSQL. And one bot never holds two seats of a
-table unless the organiser says so (`--seats-per-bot`).
+table unless the organiser says so (`--fill`).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def test_one_bot_is_not_given_two_seats_of_a_table_unless_asked(tmp_path: Path) 
     refused = run_cli("run-tournament", *three, cwd=tmp_path)
     assert refused.returncode == 2
     lines = refused.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--seats-per-bot 2" in lines[0], refused.stderr
+    assert len(lines) == 1 and "--fill" in lines[0], refused.stderr
     assert "Traceback" not in refused.stderr
     if (tmp_path / "cfarena.db").exists():
         db = open_database(f"sqlite:///{tmp_path / 'cfarena.db'}")
@@ -141,7 +141,7 @@ def test_one_bot_is_not_given_two_seats_of_a_table_unless_asked(tmp_path: Path) 
             assert db.list_tournaments() == []  # nothing was scheduled
         finally:
             db.close()
-    created = run_json("tournaments", "create", *three, "--seats-per-bot", "2", cwd=tmp_path)
+    created = run_json("tournaments", "create", *three, "--fill", cwd=tmp_path)
     db = open_database(f"sqlite:///{tmp_path / 'cfarena.db'}")
     try:
         info = db.get_tournament(created["tournament_id"])

@@ -59,15 +59,24 @@ def test_a_defence_stays_held_only_while_every_machine_gave_it(tmp_path: Path) -
                                        "memory_cgroup": True}
 
 
-def test_seats_per_bot_is_refused_unless_allowed() -> None:
+def test_fewer_bots_than_seats_are_refused_unless_filled() -> None:
     three = (BotSpec("random"), BotSpec("greedy"), BotSpec("smart"))
     refused = TournamentConfig(bots=three, rules=Rules.preset("standard"), players=4)
-    assert "--seats-per-bot 2" in (refused.seats_problem() or "")
+    assert "--fill" in (refused.seats_problem() or "")
+    assert refused.fill_note() is None
     allowed = TournamentConfig(bots=three, rules=Rules.preset("standard"), players=4,
-                               seats_per_bot=2)
+                               fill=True)
     assert allowed.seats_problem() is None
+    # stored as the seats a bot holds: the identity of tournaments allowed by the number
     assert allowed.to_json()["seats_per_bot"] == 2
+    assert allowed.fill_note() == ("--fill: 3 bots at 4-seat tables: random greedy smart "
+                                   "random (random 2 seats of every match)")
     assert "seats_per_bot" not in refused.to_json()  # the identity of older tournaments
+    enough = TournamentConfig(bots=three, rules=Rules.preset("standard"), players=3,
+                              fill=True)  # nothing to fill: the same tournament as without
+    assert enough.fill_note() is None
+    assert enough.to_json() == TournamentConfig(bots=three, rules=Rules.preset("standard"),
+                                                players=3).to_json()
 
 
 def test_a_job_of_a_later_phase_waits_as_long_as_it_takes_and_failures_are_counted() -> None:

@@ -382,6 +382,10 @@ def test_every_page_fits_the_window(arena: WebArena, browser: Browser,
                 assert progress.get_attribute("data-finished") == "1"
                 assert progress.get_attribute("data-total") == "2"
                 assert page.page.locator("#standings tr[data-bot]").count() == len(SAMPLES)
+                # the head-to-head matrix: every pair of its one match met once
+                assert page.page.locator("#matrix tr[data-bot]").count() == len(SAMPLES)
+                met = page.page.locator("#matrix td[data-matches='1']")
+                assert met.count() == len(SAMPLES) * (len(SAMPLES) - 1)
             shot = page.screenshot(f"{name}-{label}")
             assert shot.stat().st_size > 8_000  # a blank page is a few kB
             page.check()

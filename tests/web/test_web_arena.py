@@ -397,9 +397,20 @@ def test_a_tournament_deal_is_hidden_until_every_rotation_is_over(
     assert listed[tid]["bots"] == ["ruby", "jade", "onyx", "opal"]
     one = arena.get(f"/api/tournaments/{tid}").json()
     assert one["standings"][0]["bot"] == "ruby"  # rank 1 of its one match
+    # head to head: row bot against column bot, in the standings' order
+    matrix = one["matrix"]
+    assert matrix["bots"] == [row["bot"] for row in one["standings"]]
+    cells = {(a, b): c for a, row in zip(matrix["bots"], matrix["rows"], strict=True)
+             for b, c in zip(matrix["bots"], row, strict=True)}
+    assert all(cells[b, b] is None for b in matrix["bots"])
+    # one game each, in one deal, and the prior's half deal: ruby won (1 + 1/2) / 2
+    assert (cells["ruby", "opal"]["score"], cells["ruby", "opal"]["matches"]) == (0.75, 1)
+    assert cells["opal", "ruby"]["score"] == 0.25
+    assert one["gauntlet"] is None and one["standings"][0]["gauntlet"] is None
     assert {m["id"] for m in one["matches"]} == {first, second}
     page = arena.get(f"/tournaments/{tid}").text
     assert 'data-finished="1" data-total="2"' in page and 'data-bot="ruby"' in page
+    assert 'id="matrix"' in page and page.count("data-against=") == 4 * 3
     assert f'data-tournament="{tid}"' in arena.get("/tournaments").text
     assert arena.get("/api/tournaments/999999").status == 404
     for url, template in (("/api/tournaments", "/api/tournaments"),

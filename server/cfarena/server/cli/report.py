@@ -1,5 +1,6 @@
-"""Standings as tables: the rows of `cfarena.server.standings` (stored Elo plus the
-order-free Bradley-Terry estimate per bot; the ladder's online rating per bot version)."""
+"""Standings as tables: the rows of `cfarena.server.standings` (the order-free
+Bradley-Terry estimate per bot; the head-to-head matrix; the ladder's online rating per
+bot version)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ from rich.table import Table
 
 
 def standings_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """One rating per bot, the Bradley-Terry fit with its interval (the sequential Elo,
+    which depends on match order and can contradict it, is left to --json); in a
+    gauntlet, NEW's head-to-head Elo difference with each opponent."""
+    new = next((r["gauntlet"]["new"] for r in rows if r.get("gauntlet")), None)
     table = Table(title=title, title_justify="left")
     table.add_column("#", justify="right")
-    table.add_column("bot", overflow="fold")  # a long name wraps, never cut
+    table.add_column("bot", overflow="fold",  # a long name wraps, never cut
+                     min_width=min(16, max((len(r["bot"]) for r in rows), default=3)))
     table.add_column("rating (95% CI)", justify="right", no_wrap=True)
-    table.add_column("Elo", justify="right")
+    if new is not None:
+        table.add_column(f"{new} vs it", justify="right", no_wrap=True)
     table.add_column("games", justify="right")
     table.add_column("wins", justify="right")
     table.add_column("pts/rnd", justify="right")
@@ -24,14 +31,47 @@ def standings_table(rows: list[dict[str, Any]], title: str) -> Table:
             if r["bt_elo"] is not None
             else "-"
         )
+        against = [] if new is None else [
+            "-" if not r.get("gauntlet") else elo_with_interval(r["gauntlet"])]
         mean = "-" if r["mean_score"] is None else f"{r['mean_score']:.1f}"
         faults = str(r["faults"]) + (f" ({r['forfeits']} forfeits)" if r["forfeits"] else "")
-        table.add_row(str(i), r["bot"], rating, f"{r['elo']:.0f}", str(r["matches"]),
+        table.add_row(str(i), r["bot"], rating, *against, str(r["matches"]),
                       str(r["wins"]), mean, faults)
     table.caption = (
         "rating: Bradley-Terry fit over all results (order-free), bootstrap 95% CI; "
-        "Elo: pairwise multiplayer Elo in match order; pts/round: lower is better"
+        "pts/round: lower is better"
+        + (f"; {new} vs it: {new}'s Elo difference over the bot [95% CI] from their "
+           "results against each other, per deal" if new is not None else "")
     )
+    table.caption_justify = "left"
+    return table
+
+
+def elo_with_interval(cell: dict[str, Any]) -> str:
+    """A head-to-head cell's Elo difference and interval: "+85 [+20, +150]"; an open
+    end (a score of 0 or 1) shows as -inf or +inf."""
+    def elo(value: float | None, open_end: str) -> str:
+        return open_end if value is None else f"{value:+.0f}"
+    return (f"{elo(cell['elo'], '+inf' if cell['score'] >= 0.5 else '-inf')} "
+            f"[{elo(cell['elo_low'], '-inf')}, {elo(cell['elo_high'], '+inf')}]")
+
+
+def matrix_table(matrix: dict[str, Any], title: str) -> Table:
+    """The head-to-head matrix: row bot against column bot, its Elo difference with
+    the 95% interval and the matches where both sat."""
+    table = Table(title=title, title_justify="left", show_lines=True)
+    table.add_column("row vs column", overflow="fold")
+    for bot in matrix["bots"]:
+        table.add_column(bot, justify="right", overflow="fold")
+    for bot, cells in zip(matrix["bots"], matrix["rows"], strict=True):
+        table.add_row(bot, *(
+            "" if cell is None else
+            f"{elo_with_interval(cell)}\n{cell['score']:.2f}, {cell['matches']} matches"
+            for cell in cells))
+    table.caption = (
+        "each cell: the row bot's Elo difference over the column bot [95% CI], its mean "
+        "score against it (0.50: even) and the matches where both sat; from their pairwise "
+        "results per deal (a deal's rotations are one piece of evidence)")
     table.caption_justify = "left"
     return table
 

@@ -14,8 +14,8 @@ from cfarena.server.cli.common import (
     out,
     print_json,
 )
-from cfarena.server.cli.report import ladder_table, standings_table
-from cfarena.server.standings import ladder_rows, standings_rows
+from cfarena.server.cli.report import ladder_table, matrix_table, standings_table
+from cfarena.server.standings import head_to_head_matrix, ladder_rows, standings_rows
 
 
 def standings_cmd(
@@ -30,20 +30,29 @@ def standings_cmd(
     versions: Annotated[bool, typer.Option(
         "--versions", help="every version of each bot in the ladder, not only the latest")
                         ] = False,
+    matrix: Annotated[bool, typer.Option(
+        "--matrix", help="also the head-to-head matrix: each bot's Elo difference over "
+        "each other bot, 95% CI, matches (with --json: {standings, matrix})")] = False,
     db_url: str = DbOption,
 ) -> None:
     """Standings: the ladder (`serve`'s online rating per bot version, which ranks) and
-    per bot the Bradley-Terry fit and Elo, matches, wins, points per round, faults."""
+    per bot the Bradley-Terry fit with its interval, matches, wins, points per round,
+    faults; `--matrix`: every pair's head-to-head Elo difference."""
     if tournament is not None and (ladder or versions):
         fail("--ladder and --versions are for serve's pools, not tournaments")
+    if ladder and matrix:
+        fail("--matrix is for the standings, not --ladder")
     check_id("--tournament", tournament)
     with database(db_url, create=False) as db:
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")
         ladder_list = ladder_rows(db, pool or "global", versions) if tournament is None else []
         rows = [] if ladder else standings_rows(db, tournament, pool)
+        pairs = (head_to_head_matrix(db, tournament, pool, [r["bot"] for r in rows])
+                 if matrix else None)
     if json_out:
-        print_json(ladder_list if ladder else rows)
+        print_json(ladder_list if ladder else
+                   rows if pairs is None else {"standings": rows, "matrix": pairs})
         return
     if ladder_list:
         out.print(ladder_table(ladder_list, f"Ladder, pool {pool or 'global'}"))
@@ -51,6 +60,8 @@ def standings_cmd(
         return
     title = f"Tournament #{tournament}" if tournament is not None else f"Pool {pool or 'global'}"
     out.print(standings_table(rows, title))
+    if pairs is not None:
+        out.print(matrix_table(pairs, f"{title}: head to head"))
 
 
 def register(app: typer.Typer) -> None:

@@ -47,11 +47,12 @@ from cfarena.server.cli.report import standings_table
 from cfarena.server.referee import MatchRecord, TimeControl
 from cfarena.server.sandbox import SandboxLimits, sandbox_problem
 from cfarena.server.standings import standings_rows
-from cfarena.server.storage import StorageError
+from cfarena.server.storage import Database, StorageError
 from cfarena.server.tournament import BotSpec, TournamentConfig, TournamentError, run_tournament
 from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.runner import schedule_tournament
+from cfarena.server.tournament.stored_tournament import files_note
 
 DEFAULT_BOTS = tuple(BUNDLED)  # every bundled bot
 
@@ -60,20 +61,21 @@ MAX_GAMES = 100_000
 
 
 def parse_bot(spec: str) -> BotSpec:
-    """`NAME` (a bundled bot) or `NAME=COMMAND`."""
+    """`NAME` (a bundled bot) or `NAME=COMMAND`, with the hashes of the files it runs."""
     name, sep, command = spec.partition("=")
     name = name.strip()
     problem = bot_name_problem(name)
     if problem is not None:
         fail(f"--bot: {problem}")
-    if sep:
-        if not command.strip():
-            fail(f"--bot {name}=: the command is empty")
-        return BotSpec(name, command.strip())
-    if name not in BUNDLED:
+    if sep and not command.strip():
+        fail(f"--bot {name}=: the command is empty")
+    if not sep and name not in BUNDLED:
         fail(f"--bot {name}: no bundled bot of that name (bundled: {bundled_names()}); "
              f"use NAME=COMMAND for your own")
-    return BotSpec(name)
+    try:
+        return BotSpec(name, command.strip() if sep else None).hashed()
+    except OSError as exc:
+        fail(f"--bot {name}: cannot read {exc.filename}: {exc.strerror}")
 
 
 def check_sandbox(no_sandbox: bool) -> None:
@@ -181,16 +183,22 @@ def run_tournament_cmd(
     ] = None,
     connect_timeout: Annotated[float, typer.Option(
         "--connect-timeout", help="seconds a bot may take to connect")] = 30.0,
-    seats_per_bot: Annotated[int, typer.Option(
-        "--seats-per-bot", help="seats one bot may hold at one table, with fewer bots than "
-        "seats (its processes there can read each other's hands)")] = 1,
+    fill: Annotated[bool, typer.Option(
+        "--fill", help="with fewer bots than seats, fill each table with copies (A B C A; "
+        "a bot's processes at one table can read each other's hands); without it, refused")
+                    ] = False,
+    gauntlet: Annotated[str | None, typer.Option(
+        "--gauntlet", metavar="NEW", help="only the tables where bot NEW sits (every "
+        "rotation of each): NEW plays the field, the field never plays itself; the "
+        "standings show NEW's head-to-head Elo difference with each opponent")] = None,
     name: Annotated[str, typer.Option("--name", help="tournament name")] = "",
 ) -> None:
     """Run a round-robin between bots on a local referee and print the standings.
 
     With no options: the four bundled bots, `standard` rules, 4-player tables,
-    SQLite file cfarena.db. Run the same command again to resume an interrupted
-    tournament. On PostgreSQL the matches are jobs: `cfarena worker` on other
+    SQLite file cfarena.db. `--gauntlet NEW` plays only NEW's tables. Run the same
+    command again to resume an interrupted tournament (a bot whose files changed
+    makes it a new one). On PostgreSQL the matches are jobs: `cfarena worker` on other
     machines plays some of them meanwhile (docs/WORKERS.md).
     """
     _tournament_cmd(False, **locals())
@@ -215,7 +223,8 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
                     games: int, timeout_ms: int, bank_ms: int, increment_ms: int,
                     strikes: int, seed: int | None, db_url: str, json_out: bool, new: bool,
                     no_sandbox: bool, memory_mb: int, cpu_seconds: int, max_processes: int,
-                    name: str, max_files: int = 256, seats_per_bot: int = 1,
+                    name: str, max_files: int = 256, fill: bool = False,
+                    gauntlet: str | None = None,
                     concurrency: int = 2,
                     resume: int | None = None,
                     log_dir: Path | None = None, sandbox_bind: list[Path] | None = None,
@@ -233,7 +242,7 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
             ("--strikes", strikes, 1, 1000), ("--memory-mb", memory_mb, 1, 1 << 20),
             ("--cpu-seconds", cpu_seconds, 1, 7 * 86400),
             ("--max-processes", max_processes, 1, 1 << 22),
-            ("--max-files", max_files, 1, 1 << 20), ("--seats-per-bot", seats_per_bot, 1, 8)):
+            ("--max-files", max_files, 1, 1 << 20)):
         check_range(opt, value, low, high)
     check_connect_timeout(connect_timeout)
     check_seed(seed)
@@ -256,17 +265,21 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
     config = TournamentConfig(
         bots=tuple(specs), rules=rule_set, players=players, games=games, seed=seed,
         time_control=TimeControl(timeout_ms, bank_ms, increment_ms, strikes), name=name,
-        seats_per_bot=seats_per_bot,
+        fill=fill, gauntlet=gauntlet,
     )
     problem = config.seats_problem()
     if problem is not None:
         fail(problem)
+    note = config.fill_note()
+    if note is not None:
+        err.print(escape(note), soft_wrap=True)
     for line in missing_defences(launch):
         err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     if schedule_only:
         _schedule(config, db_url, launch, new, json_out)
         return
     with database(db_url) as db:
+        _say_files_changed(config, db, launch, new or resume is not None)
         bar = _ProgressBar(enabled=True)
         result = play_to_end(run_tournament(
             config, db, concurrency=concurrency, progress=bar, resume_id=resume,
@@ -293,9 +306,24 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
                 f"{players}-player tables, {result.total} matches ({result.wall_s:.1f} s)"))
 
 
+def _say_files_changed(config: TournamentConfig, db: Database, launch: Launch,
+                       elsewhere: bool) -> None:
+    """One line when a bot's files changed since this command's tournament was stored
+    (a new one starts); nothing with --new or --resume (`elsewhere`)."""
+    if elsewhere:
+        return
+    try:
+        note = files_note(config, db, launch)
+    except StorageError:
+        return  # the run itself will say what is wrong with the database
+    if note is not None:
+        err.print(f"[yellow]{escape(note)}[/]", soft_wrap=True)
+
+
 def _schedule(config: TournamentConfig, db_url: str, launch: Launch, new: bool,
               json_out: bool) -> None:
     with database(db_url) as db:
+        _say_files_changed(config, db, launch, new)
         try:
             tournament_id, total, queued = asyncio.run(
                 schedule_tournament(config, db, launch, new=new))

@@ -42,3 +42,13 @@ def elo_update(
         delta[a] += change
         delta[b] -= change
     return {bot: before[bot] + delta[bot] for bot in before}
+
+
+def elo_difference(score: float) -> float:
+    """The rating difference whose expected score is `score` (the inverse of
+    `expected_score`): 400 log10(score / (1 - score)); infinite at 0 and 1."""
+    if score <= 0.0:
+        return -math.inf
+    if score >= 1.0:
+        return math.inf
+    return 400.0 * math.log10(score / (1.0 - score))

@@ -5,7 +5,10 @@ The CLI (`cfarena standings`, `bots show`, `run-tournament`'s table) and the web
 JSON values, rounded as shown:
 
 - `table.standings_rows`: per bot, a tournament's or a pool's Bradley-Terry fit with
-  its 95% interval, the sequential Elo, matches, wins, points per round and faults;
+  its 95% interval, matches, wins, points per round, faults, in a gauntlet NEW's
+  head-to-head result against it (and the sequential Elo, for scripts);
+- `head_to_head.head_to_head_matrix`: every pair's results against each other
+  (score, Elo difference with its 95% interval, matches), row bot against column bot;
 - `ladder.ladder_rows`: `serve`'s ladder, the online rating per bot version;
   `ladder.leaderboard_rows`: the same with each bot's results in the pool;
 - `bot.bot_report`: what a bot's owner may see (versions, faults, decision times);
@@ -17,8 +20,9 @@ It imports storage and the rating code only, never the CLI or the web.
 from __future__ import annotations
 
 from cfarena.server.standings.bot import bot_report, rated_games, rating_history
+from cfarena.server.standings.head_to_head import head_to_head_matrix
 from cfarena.server.standings.ladder import ladder_rows, leaderboard_rows
 from cfarena.server.standings.table import standings_rows
 
-__all__ = ["bot_report", "ladder_rows", "leaderboard_rows", "rated_games", "rating_history",
-           "standings_rows"]
+__all__ = ["bot_report", "head_to_head_matrix", "ladder_rows", "leaderboard_rows",
+           "rated_games", "rating_history", "standings_rows"]

@@ -1,11 +1,14 @@
-"""A tournament's or a pool's standings per bot: the order-free Bradley-Terry fit and
-the sequential Elo, with each bot's results."""
+"""A tournament's or a pool's standings per bot: the order-free Bradley-Terry fit with
+its interval (the one rating the tables show), each bot's results and, in a gauntlet,
+NEW's head-to-head result against it. The sequential Elo (`elo`: match order matters,
+so it can contradict the fit) stays in the rows for scripts only."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from cfarena.server.rating.bradley_terry import fit_ratings
+from cfarena.server.standings.head_to_head import head_to_head_cell, head_to_head_pairs
 from cfarena.server.storage import Database
 
 BOOTSTRAP = 200  # resamples of the Bradley-Terry fit's 95% interval
@@ -14,12 +17,17 @@ BOOTSTRAP = 200  # resamples of the Bradley-Terry fit's 95% interval
 def standings_rows(
     db: Database, tournament_id: int | None = None, pool: str | None = None
 ) -> list[dict[str, Any]]:
-    """One dict per bot, best first (by the Bradley-Terry estimate, then Elo)."""
+    """One dict per bot, best first (by the Bradley-Terry estimate, then Elo). In a
+    gauntlet each row's `gauntlet` is NEW's head-to-head cell against its bot
+    (`head_to_head`, with `new`: NEW's name), else None."""
     table = db.standings(tournament_id, pool)
     fit = fit_ratings(db.results_for_fit(tournament_id, pool), bootstrap=BOOTSTRAP, seed=0)
+    new = _gauntlet(db, tournament_id)
+    pairs = head_to_head_pairs(db, tournament_id, pool) if new is not None else {}
     rows = []
     for s in table:
         est = fit.get(s.bot_id)
+        against = pairs.get((new, s.name)) if new is not None else None
         rows.append(
             {
                 "bot": s.name,
@@ -32,6 +40,8 @@ def standings_rows(
                 "mean_score": None if s.mean_score is None else round(s.mean_score, 2),
                 "faults": s.faults,
                 "forfeits": s.forfeits,
+                "gauntlet": (None if against is None
+                             else {"new": new, **head_to_head_cell(against)}),
             }
         )
 
@@ -41,3 +51,10 @@ def standings_rows(
 
     rows.sort(key=order)
     return rows
+
+
+def _gauntlet(db: Database, tournament_id: int | None) -> str | None:
+    """The NEW bot of a gauntlet tournament; None for any other table."""
+    found = None if tournament_id is None else db.get_tournament(tournament_id)
+    new = None if found is None else found.config.get("gauntlet")
+    return None if new is None else str(new)

@@ -415,6 +415,13 @@ class Database(ArenaStore, FleetStore):
         with self._session() as s:
             return queries.results(s, tournament_id, pool)
 
+    def results_by_deal(self, tournament_id: int | None = None, pool: str | None = None
+                        ) -> list[tuple[int, list[tuple[int, int]]]]:
+        """(deal seed, (bot id, rank) per seat) of every finished match, in finishing
+        order: the matches of one seed are the rotations of one deal."""
+        with self._session() as s:
+            return queries.deal_results(s, tournament_id, pool)
+
     def rating_history(self, bot: str | int, pool: str = GLOBAL_POOL) -> list[RatingPoint]:
         with self._session() as s:
             return queries.rating_history(s, bot, pool)

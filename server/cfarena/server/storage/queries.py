@@ -105,14 +105,21 @@ def _seat_bots(s: Session, match_ids: Sequence[str]) -> dict[str, list[int]]:
 
 def results(s: Session, tournament_id: int | None, pool: str | None
             ) -> list[list[tuple[int, int]]]:
+    return [ranks for _, ranks in deal_results(s, tournament_id, pool)]
+
+
+def deal_results(s: Session, tournament_id: int | None, pool: str | None
+                 ) -> list[tuple[int, list[tuple[int, int]]]]:
+    """(deal seed, (bot id, rank) per seat) of every finished match, in finishing order."""
     rows = s.execute(
-        select(Match.id, MatchSeat.bot_id, MatchSeat.rank)
+        select(Match.id, Match.seed, MatchSeat.bot_id, MatchSeat.rank)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
         .where(Match.status == _FINISHED, *_filters(tournament_id, pool))
         .order_by(Match.finished_at, Match.id, MatchSeat.seat))
-    out: dict[str, list[tuple[int, int]]] = {}
-    for match_id, bot_id, rank in rows:
-        out.setdefault(match_id, []).append((bot_id, rank if rank is not None else 0))
+    out: dict[str, tuple[int, list[tuple[int, int]]]] = {}
+    for match_id, seed, bot_id, rank in rows:
+        out.setdefault(match_id, (int(seed), []))[1].append(
+            (bot_id, rank if rank is not None else 0))
     return list(out.values())
 
 

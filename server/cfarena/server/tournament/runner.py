@@ -22,6 +22,12 @@ order and concurrency of its matches on one machine), `job_queue` and `worker`
 (the same on PostgreSQL, across machines), `tournament_player` (a tournament's bots and
 room on this machine), `match_room` (`MatchRoom`: one match, from taking its
 processes to storing it) and `pool` (the bot processes).
+
+`run_tournament` itself is four steps, one job each: find the tournament (a finished
+one is only reported), start where matches are played (`_Referee`: its own referee,
+or the queue's local worker), then `_Run`: open it (lock, start the bots, create or
+reopen it; a new one's schedule is computed once, `NewTournament`), play its
+pending matches, and close it (store what is played, then write its status).
 """
 
 from __future__ import annotations
@@ -33,27 +39,34 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
-from cfarena.server.storage import Database, ScheduledMatch, StorageError, TournamentStatus
+from cfarena.server.storage import (
+    Database,
+    ScheduledMatch,
+    StorageError,
+    TournamentInfo,
+    TournamentStatus,
+)
 from cfarena.server.storage.match_writer import dump_unsaved
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
 from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app, uses_queue
 from cfarena.server.tournament.match_queue import play_all
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.schedule import round_robin
 from cfarena.server.tournament.stored_tournament import (
+    NewTournament,
     bot_ids,
+    create_tournament,
     find_tournament,
     leader,
     lock_tournament,
     match_phases,
-    open_tournament,
+    reopen_tournament,
 )
 from cfarena.server.tournament.tournament_player import TournamentPlayer
 
@@ -106,8 +119,11 @@ async def schedule_tournament(config: TournamentConfig, db: Database, launch: La
     if found is not None and found.status is TournamentStatus.FINISHED:
         raise TournamentError(f"tournament {found.id} with this configuration is finished; "
                               "--new schedules another")
-    tournament_id, pending = open_tournament(config, db, None if found is None else found.id,
-                                             launch)
+    if found is None:
+        tournament_id, pending = create_tournament(config, db, launch,
+                                                   NewTournament.of(config))
+    else:
+        tournament_id, pending = found.id, reopen_tournament(db, found.id)
     total = len(db.finished_keys(tournament_id)) + len(pending)
     if not uses_queue(db.engine):
         return tournament_id, total, None
@@ -138,129 +154,187 @@ async def run_tournament(
     is finished, only reports it (`already_finished`); `new=True` always starts
     another. A tournament another process is playing is refused (TournamentError).
     """
-    sink = progress or _Quiet()
     config.rules.resolve(config.players)  # RulesError before anything starts
     launch = launch or Launch(connect_timeout=connect_timeout)
     started = time.monotonic()
-    queued = uses_queue(db.engine)
-    if queued:
-        install_schema(db.engine)
-    from cfarena.server.tournament.worker import QueueWorker, WorkerOptions
-
-    worker = QueueWorker(db, WorkerOptions(
-        concurrency=concurrency, binds=launch.binds, connect_timeout=launch.connect_timeout,
-        log_dir=log_dir)) if queued else None
-    if worker is not None:
-        server = await worker.start()
-    else:
-        socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))  # 0700: the referee's
-        server = RefereeServer(TokenRegistry(), port=None, unix_socket=socket_dir / "arena.sock")
-        await server.start()
-    if on_server is not None:
-        on_server(server)
-    status = TournamentStatus.INTERRUPTED
-    tournament_id: int | None = None
-    resumed = False
-    total = 0
-    counter = _Counter(sink, db)
-    player: TournamentPlayer | None = None
-    unsaved: str | None = None
-    locks = contextlib.ExitStack()
-    host: HostReset | None = None  # the local run's (a worker releases its own)
-    locked = False  # this run holds its tournament's lock (only then may it write its status)
+    found = None if new else find_tournament(config, db, resume_id, launch)
+    if found is not None and found.status is TournamentStatus.FINISHED:
+        return TournamentRun(found.id, False, 0, len(db.finished_keys(found.id)),
+                             TournamentStatus.FINISHED.value, time.monotonic() - started,
+                             already_finished=True)
+    referee = _Referee(db, launch, concurrency, log_dir)
+    server = await referee.start()
+    run = _Run(config, db, launch, referee, _Counter(progress or _Quiet(), db))
     try:
-        found = None if new else find_tournament(config, db, resume_id, launch)
-        if found is not None and found.status is TournamentStatus.FINISHED:
-            status = TournamentStatus.FINISHED
-            tournament_id = found.id
-            total = len(db.finished_keys(found.id))
-            return TournamentRun(found.id, False, 0, total, status.value,
-                                 time.monotonic() - started, already_finished=True)
+        if on_server is not None:
+            on_server(server)
+        try:
+            pending = await run.open(server, found)
+            await run.play(pending)
+        finally:
+            await run.close()
+    finally:  # also when a Ctrl-C lands in the clean-up above: the referee stops
+        await referee.stop()
+    if run.unsaved is not None:
+        raise TournamentError(run.unsaved)
+    assert run.tournament_id is not None
+    return TournamentRun(run.tournament_id, run.resumed, run.counter.played, run.total,
+                         run.status.value, time.monotonic() - started)
+
+
+@dataclass
+class _Referee:
+    """Where this run's matches are played: its own referee on a Unix socket in a
+    private directory (SQLite), or one local worker of the database's job queue
+    (PostgreSQL), which has its referee; and what drops the host's caches."""
+
+    db: Database
+    launch: Launch
+    concurrency: int
+    log_dir: Path | None
+    worker: QueueWorker | None = None
+    host: HostReset | None = None  # the local run's (a worker releases its own)
+    _server: RefereeServer | None = None
+    _socket_dir: Path | None = None
+
+    async def start(self) -> RefereeServer:
+        if uses_queue(self.db.engine):
+            install_schema(self.db.engine)
+            from cfarena.server.tournament.worker import QueueWorker, WorkerOptions
+
+            self.worker = QueueWorker(self.db, WorkerOptions(
+                concurrency=self.concurrency, binds=self.launch.binds,
+                connect_timeout=self.launch.connect_timeout, log_dir=self.log_dir))
+            return await self.worker.start()
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))  # 0700
+        self._server = RefereeServer(TokenRegistry(), port=None,
+                                     unix_socket=self._socket_dir / "arena.sock")
+        await self._server.start()
+        return self._server
+
+    def host_reset(self) -> HostReset | None:
+        """What drops this host's caches between phases (the worker's, if there is
+        one); None where it cannot be done."""
+        if self.worker is not None:
+            return self.worker.host
+        self.host = claim_host_reset()  # released when the run ends
+        return self.host
+
+    async def stop(self) -> None:
+        if self.worker is not None:
+            await self.worker.close()
+            return
+        assert self._server is not None and self._socket_dir is not None
+        await self._server.stop(grace=0.5)
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
+        if self.host is not None:
+            self.host.release()
+
+
+@dataclass
+class _Run:
+    """One run of one tournament: opened (found again or created, locked, its bots
+    started), played, and closed (what is played stored, then its status)."""
+
+    config: TournamentConfig
+    db: Database
+    launch: Launch
+    referee: _Referee
+    counter: _Counter
+    tournament_id: int | None = None
+    resumed: bool = False
+    total: int = 0
+    status: TournamentStatus = TournamentStatus.INTERRUPTED
+    unsaved: str | None = None  # why the run ends with an error after its clean-up
+    player: TournamentPlayer | None = None
+    locks: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    locked: bool = False  # this run holds its tournament's lock (only then may it write)
+
+    async def open(self, server: RefereeServer, found: TournamentInfo | None
+                   ) -> list[ScheduledMatch]:
+        """The tournament's pending matches, its bots started. Bots first: a bot that
+        does not start or connect stops the run before any match is played and before
+        a new tournament is stored."""
+        db, referee = self.db, self.referee
+        created: NewTournament | None = None
         if found is not None:
-            lock_tournament(locks, db, found.id)
-            locked = True
-            found_id: int | None = found.id
+            self._lock(found.id)
+            names = {b.id: b.name for b in db.list_bots()}
+            seatings = [[names[i] for i in m.seat_bot_ids] for m in db.pending_matches(found.id)]
         else:
-            found_id = None
-        if found_id is not None:
-            ids = {b.name: b.id for b in db.list_bots()}
-            names = {bot_id: name for name, bot_id in ids.items()}
-            seatings = [[names[i] for i in m.seat_bot_ids]
-                        for m in db.pending_matches(found_id)]
+            created = NewTournament.of(self.config)
+            seatings = [list(m.seats) for m in created.plan]
+        self.player = TournamentPlayer(
+            server, db, self.config, self.launch, referee.concurrency, referee.log_dir,
+            acknowledge=referee.worker is not None, host=referee.host_reset())
+        await self.player.start(seatings)
+        if created is not None:
+            self.tournament_id, pending = create_tournament(self.config, db, self.launch,
+                                                            created)
+            self._lock(self.tournament_id)
         else:
-            seatings = [list(m.seats) for m in round_robin(
-                [b.name for b in config.bots], config.players, config.games, 0)]
-        # Bots first: a bot that does not start or connect stops the run before
-        # any match is played.
-        host = _host_reset(worker)
-        player = TournamentPlayer(server, db, config, launch, concurrency, log_dir,
-                                  acknowledge=queued, host=host)
-        await player.start(seatings)
-        tournament_id, pending = open_tournament(config, db, found_id, launch)
-        if found_id is None:
-            lock_tournament(locks, db, tournament_id)
-            locked = True
-        resumed = found_id is not None
-        player.attach(tournament_id,
-                      {bot_id: name for name, bot_id in bot_ids(db, config).items()})
-        total = len(db.finished_keys(tournament_id)) + len(pending)
-        sink.started(tournament_id, total, total - len(pending), resumed)
-        counter.player, counter.tournament_id = player, tournament_id
+            assert found is not None
+            self.tournament_id, pending = found.id, reopen_tournament(db, found.id)
+            self.resumed = True
+        self.player.attach(self.tournament_id,
+                           {bot_id: name for name, bot_id in bot_ids(db, self.config).items()})
+        self.total = len(db.finished_keys(self.tournament_id)) + len(pending)
+        self.counter.sink.started(self.tournament_id, self.total, self.total - len(pending),
+                                  self.resumed)
+        self.counter.player, self.counter.tournament_id = self.player, self.tournament_id
+        return pending
+
+    def _lock(self, tournament_id: int) -> None:
+        lock_tournament(self.locks, self.db, tournament_id)
+        self.locked = True
+
+    async def play(self, pending: Sequence[ScheduledMatch]) -> None:
+        """Play the pending matches: on PostgreSQL schedule them, then run one local
+        worker (the same jobs any `cfarena worker` takes); on SQLite the local worker
+        takes them straight from the schedule."""
+        player, counter = self.player, self.counter
+        assert player is not None and self.tournament_id is not None
+        worker = self.referee.worker
         if worker is not None:
-            # schedule, then run one local worker: the same jobs any `cfarena worker` takes
-            await _play_queued(worker, db, tournament_id, pending, player, counter)
-        else:  # SQLite: the local worker takes its matches straight from the schedule
+            await _play_queued(worker, self.db, self.tournament_id, pending, player, counter)
+        else:
             async def play(match: ScheduledMatch) -> None:
-                assert player is not None
                 counter.match_done(await player.play(match), None)
 
-            await play_all(pending, play, concurrency, player.phases, player.enter_phase)
-        status = TournamentStatus.FINISHED
-    finally:
+            await play_all(pending, play, self.referee.concurrency, player.phases,
+                           player.enter_phase)
+        self.status = TournamentStatus.FINISHED
+
+    async def close(self) -> None:
+        """Store what is played before the status says so; then write the status and
+        let the lock go."""
         try:
-            # what is played is stored before the status says so
-            left = await player.close(_FLUSH_TIMEOUT_S) if player is not None else []
-            await counter.flush()  # every match's progress line is out
+            left = await self.player.close(_FLUSH_TIMEOUT_S) if self.player is not None else []
+            await self.counter.flush()  # every match's progress line is out
             if left:
                 where = dump_unsaved(left, Path.cwd())
-                status = TournamentStatus.INTERRUPTED
-                unsaved = (f"{len(left)} finished match(es) could not be stored (the "
-                           f"database is away); they are in {where}")
-            if status is TournamentStatus.FINISHED and worker is None \
-                    and tournament_id is not None:
-                # a match aborted in play (the referee's stalls voided it each time it
-                # was played) is not finished: a rerun plays it
-                with contextlib.suppress(StorageError):
-                    aborted = len(await asyncio.to_thread(db.pending_matches, tournament_id))
-                    if aborted:
-                        status = TournamentStatus.INTERRUPTED
-                        unsaved = (f"{aborted} match(es) were aborted in play (see the log "
-                                   "above); run the same command again to play them")
-            if tournament_id is not None and locked:
+                self.status = TournamentStatus.INTERRUPTED
+                self.unsaved = (f"{len(left)} finished match(es) could not be stored (the "
+                                f"database is away); they are in {where}")
+            await self._unfinished_by_aborts()
+            if self.tournament_id is not None and self.locked:
                 with contextlib.suppress(Exception):
-                    db.set_tournament_status(tournament_id, status)
-        finally:  # also when a Ctrl-C lands in the clean-up above: the referee stops
-            locks.close()
-            if worker is not None:
-                await worker.close()
-            else:
-                await server.stop(grace=0.5)
-                shutil.rmtree(socket_dir, ignore_errors=True)
-                if host is not None:
-                    host.release()
-    if unsaved is not None:
-        raise TournamentError(unsaved)
-    assert tournament_id is not None
-    return TournamentRun(tournament_id, resumed, counter.played, total, status.value,
-                         time.monotonic() - started)
+                    self.db.set_tournament_status(self.tournament_id, self.status)
+        finally:
+            self.locks.close()
 
-
-def _host_reset(worker: QueueWorker | None) -> HostReset | None:
-    """What drops this host's caches between phases (the worker's, if there is one);
-    None where it cannot be done."""
-    if worker is not None:
-        return worker.host
-    return claim_host_reset()  # released when the run ends
+    async def _unfinished_by_aborts(self) -> None:
+        """A match aborted in play (the referee's stalls voided it each time it was
+        played) is not finished: the local run is interrupted and a rerun plays it."""
+        if self.status is not TournamentStatus.FINISHED or self.referee.worker is not None \
+                or self.tournament_id is None:
+            return
+        with contextlib.suppress(StorageError):
+            aborted = len(await asyncio.to_thread(self.db.pending_matches, self.tournament_id))
+            if aborted:
+                self.status = TournamentStatus.INTERRUPTED
+                self.unsaved = (f"{aborted} match(es) were aborted in play (see the log "
+                                "above); run the same command again to play them")
 
 
 @dataclass

@@ -1,11 +1,13 @@
 """Round-robin schedules for a multiplayer game, with duplicate seat rotations.
 
 With N bots and tables of k seats, every k-combination of bots forms a table
-(when N < k there is one table and bots fill several seats, cyclically). Each
-table plays every cyclic seat rotation with the same deal seed (a deal of its
-own), so each bot gets
-each seat's hands (duplicate play: luck cancels); `games` repeats that with new
-seeds. Pure functions: the same inputs always give the same schedule and keys.
+(when N < k there is one table and bots fill several seats, cyclically: the
+organiser's `--fill`). A gauntlet of bot NEW keeps only the tables with NEW (the
+field never plays itself), with their round-robin numbers and deals. Each table
+plays every cyclic seat rotation with the same deal seed (a deal of its own), so
+each bot gets each seat's hands (duplicate play: luck cancels); `games` repeats
+that with new seeds. Pure functions: the same inputs always give the same
+schedule and keys.
 
 A deal is played in several views: which hand each bot holds. Matches are grouped
 in *phases* (`phases`) so that within one phase each bot holds one view of each deal;
@@ -51,19 +53,29 @@ def tables(bots: Sequence[str], players: int) -> list[tuple[str, ...]]:
         raise ValueError("bot names must be distinct")
     if len(bots) >= players:
         return list(itertools.combinations(bots, players))
-    return [tuple(bots[i % len(bots)] for i in range(players))]
+    return [filled_table(bots, players)]
+
+
+def filled_table(bots: Sequence[str], players: int) -> tuple[str, ...]:
+    """The one table of fewer bots than seats: the bots in order, again from the first
+    until every seat is taken (A B C A)."""
+    return tuple(bots[i % len(bots)] for i in range(players))
 
 
 def round_robin(
-    bots: Sequence[str], players: int, games: int, seed: int
+    bots: Sequence[str], players: int, games: int, seed: int, gauntlet: str | None = None
 ) -> list[PlannedMatch]:
-    """The whole schedule, game by game (so an early stop leaves every table evenly played)."""
+    """The whole schedule, game by game (so an early stop leaves every table evenly
+    played); with `gauntlet`, only the tables where that bot sits."""
     if games < 1:
         raise ValueError("games must be at least 1")
+    if gauntlet is not None and gauntlet not in bots:
+        raise ValueError(f"the gauntlet's bot {gauntlet!r} is not one of the bots")
     plan: list[PlannedMatch] = []
-    all_tables = tables(bots, players)
+    played = [(t, table) for t, table in enumerate(tables(bots, players))
+              if gauntlet is None or gauntlet in table]
     for game in range(games):
-        for t, table in enumerate(all_tables):
+        for t, table in played:
             deal_seed = derive_seed(seed, game, t)
             for rotation in range(players):
                 seats = tuple(table[(s + rotation) % players] for s in range(players))
@@ -73,12 +85,13 @@ def round_robin(
     return plan
 
 
-def seats_needed(plan: Sequence[PlannedMatch]) -> dict[str, int]:
-    """How many seats each bot holds at most in one match (bot processes to start)."""
+def seats_needed(seatings: Iterable[Sequence[str]]) -> dict[str, int]:
+    """How many seats each bot holds at most in one match of `seatings` (bot by seat,
+    one per match): the bot processes to start per match."""
     need: dict[str, int] = {}
-    for match in plan:
-        for name in set(match.seats):
-            need[name] = max(need.get(name, 0), match.seats.count(name))
+    for seats in seatings:
+        for name in set(seats):
+            need[name] = max(need.get(name, 0), seats.count(name))
     return need
 
 

@@ -104,7 +104,7 @@ class SprtConfig:
         seats = max((s.count(b.name) for s in self.seatings for b in self.field), default=1)
         return TournamentConfig(bots=(self.new, self.old, *self.field), rules=self.rules,
                                 players=self.players, games=1, seed=self.seed,
-                                time_control=self.time_control, seats_per_bot=seats)
+                                time_control=self.time_control, fill=seats > 1)
 
     def to_json(self, launch: Launch | None = None) -> dict[str, Any]:
         """What identifies the test: its tournament's identity and the test's own terms."""

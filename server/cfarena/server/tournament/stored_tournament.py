@@ -1,12 +1,22 @@
 """The tournament as storage knows it: found again (resume) or created and scheduled,
-locked while it is played, and its leader for the progress line."""
+locked while it is played, and its leader for the progress line.
+
+A tournament is found again by the hash of its identity (`TournamentConfig.to_json`),
+which holds the SHA-256 of the files its bots run: after a bot's file changes, the
+same command plays a new tournament, and `files_note` says which bot's files changed.
+A tournament stored before files were hashed has the identity without them: the same
+command resumes it while it is unfinished; once finished it is not reported again
+(what its bots ran is unknown), a new one is played.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import secrets
+from dataclasses import dataclass
 
 from cfarena.engine import Rules
+from cfarena.server.rating.bradley_terry import fit_ratings
 from cfarena.server.referee import new_token
 from cfarena.server.storage import (
     Database,
@@ -21,11 +31,30 @@ from cfarena.server.storage import (
 from cfarena.server.storage.locks import TournamentBusy, tournament_lock
 from cfarena.server.tournament.config import TournamentConfig, TournamentError, host_defences
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.schedule import phases, round_robin
+from cfarena.server.tournament.schedule import PlannedMatch, phases
+
+# the stored config's hash of the identity without the bots' files: what finds the
+# tournament a changed bot file left behind (`files_note`)
+_WITHOUT_FILES = "identity_without_files"
 
 
-def plan_matches(config: TournamentConfig, bot_ids: dict[str, int], seed: int
-                 ) -> list[MatchPlan]:
+@dataclass(frozen=True, slots=True)
+class NewTournament:
+    """A tournament to create: its master seed and every match, computed once."""
+
+    seed: int
+    plan: list[PlannedMatch]
+
+    @classmethod
+    def of(cls, config: TournamentConfig) -> NewTournament:
+        """Without --seed the master seed comes from the OS's CSPRNG (and is stored): no
+        deal can be known before it is played."""
+        seed = config.seed if config.seed is not None else secrets.randbits(62)
+        return cls(seed, config.schedule(seed))
+
+
+def plan_matches(config: TournamentConfig, bot_ids: dict[str, int],
+                 plan: list[PlannedMatch]) -> list[MatchPlan]:
     options = config.rules.to_options()
     return [
         MatchPlan(
@@ -35,8 +64,9 @@ def plan_matches(config: TournamentConfig, bot_ids: dict[str, int], seed: int
             players=config.players,
             seat_bot_ids=[bot_ids[name] for name in m.seats],
         )
-        for m in round_robin([b.name for b in config.bots], config.players, config.games, seed)
+        for m in plan
     ]
+
 
 def lock_tournament(locks: contextlib.ExitStack, db: Database, tournament_id: int) -> None:
     """Hold the tournament's lock until the run ends; TournamentError if another has it."""
@@ -49,41 +79,77 @@ def lock_tournament(locks: contextlib.ExitStack, db: Database, tournament_id: in
 def find_tournament(config: TournamentConfig, db: Database, resume_id: int | None,
                      launch: Launch) -> TournamentInfo | None:
     """The tournament this configuration plays: the newest with the same identity, finished
-    or not (or the one `--resume` names); None for a new one. Reads only."""
+    or not, else an unfinished one stored before files were hashed (or the one `--resume`
+    names); None for a new one. Reads only."""
     identity = config_hash(config.to_json(launch))
+    legacy = config_hash(config.to_json(launch, files=False))
     if resume_id is None:
-        return db.find_tournament(identity)
+        return (db.find_tournament(identity)
+                or db.find_tournament(legacy, unfinished_only=True))
     existing = db.get_tournament(resume_id)
     if existing is None:
         raise TournamentError(f"no tournament {resume_id} to resume")
-    if existing.config_hash != identity:
+    if existing.config_hash not in (identity, legacy):
+        changed = _changed_bots(existing, config) \
+            if existing.config.get(_WITHOUT_FILES) == legacy else None
         raise TournamentError(
-            f"tournament {resume_id} was run with a different configuration; "
-            "resume it with the same options (see `cfarena tournaments`)"
-        )
+            f"tournament {resume_id} was run with a different configuration"
+            + (f" (the files of {changed} changed)" if changed else "")
+            + "; resume it with the same options (see `cfarena tournaments`)")
     return existing
 
 
-def open_tournament(config: TournamentConfig, db: Database, found: int | None,
-                     launch: Launch) -> tuple[int, list[ScheduledMatch]]:
-    """The tournament to play (found again, or created and scheduled) and its pending
-    matches. Without --seed the master seed comes from the OS's CSPRNG and is stored:
-    no deal can be known before it is played."""
-    if found is not None:
-        db.set_tournament_status(found, TournamentStatus.RUNNING)
-        return found, db.pending_matches(found)
+def files_note(config: TournamentConfig, db: Database, launch: Launch) -> str | None:
+    """One line when the same command would play a tournament stored before, were it not
+    for its bots' files (changed since, or not recorded then): which, and that a new
+    tournament starts; None otherwise. Reads only."""
+    if find_tournament(config, db, None, launch) is not None:
+        return None
+    legacy = config_hash(config.to_json(launch, files=False))
+    for t in reversed(db.list_tournaments()):
+        if t.config.get(_WITHOUT_FILES) == legacy:
+            return (f"the files of {_changed_bots(t, config)} changed since tournament "
+                    f"#{t.id}: a new tournament starts (`--resume {t.id}` is refused)")
+        if t.config_hash == legacy and legacy != config_hash(config.to_json(launch)):
+            return (f"tournament #{t.id} is finished and was stored before bots' files "
+                    "were recorded: a new tournament starts")
+    return None
+
+
+def _changed_bots(stored: TournamentInfo, config: TournamentConfig) -> str:
+    """"bot a (a.py), bot b (b.py)": the bots whose files differ from the stored ones."""
+    before = {str(b.get("name")): b.get("files") or {} for b in stored.config.get("bots", [])}
+    changed = []
+    for bot in config.bots:
+        old, new = before.get(bot.name, {}), dict(bot.files)
+        if old != new:
+            names = sorted(n for n in {*old, *new} if old.get(n) != new.get(n))
+            changed.append(f"bot {bot.name} ({', '.join(names)})")
+    return ", ".join(changed) or "its bots"
+
+
+def reopen_tournament(db: Database, tournament_id: int) -> list[ScheduledMatch]:
+    """Mark a tournament found again running; its pending matches."""
+    db.set_tournament_status(tournament_id, TournamentStatus.RUNNING)
+    return db.pending_matches(tournament_id)
+
+
+def create_tournament(config: TournamentConfig, db: Database, launch: Launch,
+                      new: NewTournament) -> tuple[int, list[ScheduledMatch]]:
+    """Store a new tournament with its schedule; its id and pending matches."""
     problem = config.seats_problem()
     if problem is not None:
         raise TournamentError(problem)
     identity = config.to_json(launch)
-    seed = config.seed if config.seed is not None else secrets.randbits(62)
-    name = config.name or f"{_rules_label(config.rules)} {config.players}p round-robin"
+    kind = f"gauntlet of {config.gauntlet}" if config.gauntlet else "round-robin"
+    name = config.name or f"{_rules_label(config.rules)} {config.players}p {kind}"
     # `defences`: what the machines playing it gave (each one that did not give one
     # sets it false: TournamentPlayer); `seats_per_bot`: what the organiser allowed
-    stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None,
-              "seats_per_bot": config.seats_per_bot, "defences": host_defences(launch)}
+    stored = {**identity, "seed": new.seed, "seed_fixed": config.seed is not None,
+              "seats_per_bot": config.seats_per_bot, "defences": host_defences(launch),
+              _WITHOUT_FILES: config_hash(config.to_json(launch, files=False))}
     tournament_id = db.create_tournament(name, stored, identity=identity)
-    db.schedule_matches(tournament_id, plan_matches(config, bot_ids(db, config), seed))
+    db.schedule_matches(tournament_id, plan_matches(config, bot_ids(db, config), new.plan))
     return tournament_id, db.pending_matches(tournament_id)
 
 
@@ -110,8 +176,14 @@ def bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
 
 
 def leader(db: Database, tournament_id: int) -> str | None:
+    """"name (rating)": the best Bradley-Terry estimate so far (the standings' rating,
+    without its interval); None before any match, or when the database is away."""
     try:
-        table = db.standings(tournament_id)
+        fit = fit_ratings(db.results_for_fit(tournament_id), bootstrap=0)
+        names = {b.id: b.name for b in db.list_bots()}
     except StorageError:  # the database is away: the progress line goes without
         return None
-    return f"{table[0].name} ({table[0].elo:.0f})" if table else None
+    if not fit:
+        return None
+    best = max(fit, key=lambda bot_id: fit[bot_id].elo)
+    return f"{names.get(best, best)} ({fit[best].elo:.0f})"

@@ -40,7 +40,7 @@ from cfarena.server.tournament.config import (
 )
 from cfarena.server.tournament.match_room import MatchRoom
 from cfarena.server.tournament.pool import BotPool, BotStartError, Launch, needed_processes
-from cfarena.server.tournament.schedule import round_robin, seats_needed
+from cfarena.server.tournament.schedule import seats_needed
 from cfarena.server.tournament.stored_tournament import match_phases
 
 log = logging.getLogger("cfarena.tournament")
@@ -75,7 +75,7 @@ class TournamentPlayer:
         """Start the bots' processes ahead of need (`seatings`: the matches to come);
         TournamentError if a bot does not start or connect."""
         config = self.config
-        need = seats_needed(round_robin([b.name for b in config.bots], config.players, 1, 0))
+        need = seats_needed(seatings)
         self.pool = BotPool(
             self.server, self.launch, {b.name: b.command for b in config.bots},
             warm={b.name: need.get(b.name, 1) * self.concurrency for b in config.bots},
@@ -192,8 +192,8 @@ def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
     a worker on another machine plays. The bot commands must exist on that machine."""
     try:
         bots = tuple(
-            BotSpec(b["name"]) if str(b["command"]) == f"bundled:{b['name']}"
-            else BotSpec(b["name"], str(b["command"]))
+            BotSpec(b["name"], None if str(b["command"]) == f"bundled:{b['name']}"
+                    else str(b["command"]), tuple(sorted(dict(b.get("files") or {}).items())))
             for b in stored["bots"])
         tc = stored["time_control"]
         config = TournamentConfig(
@@ -202,7 +202,8 @@ def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
             seed=stored.get("seed") if stored.get("seed_fixed") else None,
             time_control=TimeControl(tc["move_timeout_ms"], tc["bank_ms"],
                                      tc["increment_ms"], tc["strikes"]),
-            seats_per_bot=int(stored.get("seats_per_bot", 1)),
+            fill=int(stored.get("seats_per_bot", 1)) > 1,
+            gauntlet=None if stored.get("gauntlet") is None else str(stored["gauntlet"]),
         )
         sandbox = stored.get("sandbox")
         launch = Launch(sandbox=False) if sandbox is None else Launch(

@@ -135,7 +135,27 @@ class TournamentSummary(BaseModel):
     rules: str = Field(description="the rules preset (\"custom\" for others)")
     games: int
     bots: list[str] = Field(description="the bots' names (never their commands)")
+    gauntlet: str | None = Field(
+        default=None, description="a gauntlet's NEW bot: only its tables were played")
     progress: Progress
+
+
+class HeadToHead(BaseModel):
+    """One bot's results against another, per deal (a deal's rotations: one value)."""
+
+    new: str | None = Field(default=None, description="in a gauntlet's column: NEW")
+    score: float = Field(description="its mean score per deal against the other (0.5: even)")
+    elo: float | None = Field(description="its Elo difference over the other (None: open)")
+    elo_low: float | None = Field(description="95% interval, low end (None: -infinity)")
+    elo_high: float | None = Field(description="95% interval, high end (None: +infinity)")
+    matches: int = Field(description="matches where both sat")
+    deals: int = Field(description="deals where both sat")
+
+
+class HeadToHeadMatrix(BaseModel):
+    bots: list[str] = Field(description="the bots, in the standings' order")
+    rows: list[list[HeadToHead | None]] = Field(
+        description="row bot against column bot (None: the diagonal, or never met)")
 
 
 class TournamentStanding(BaseModel):
@@ -149,10 +169,13 @@ class TournamentStanding(BaseModel):
     points_per_round: float | None
     faults: int
     forfeits: int
+    gauntlet: HeadToHead | None = Field(
+        default=None, description="in a gauntlet: NEW's results against this bot")
 
 
 class Tournament(TournamentSummary):
     standings: list[TournamentStanding]
+    matrix: HeadToHeadMatrix
     matches: list[MatchSummary] = Field(description="its latest matches (no seeds)")
 
 

@@ -3,8 +3,9 @@ machine while workers play them (docs/WORKERS.md). Synchronous reads: run them i
 worker thread.
 
 What a tournament shows is a whitelist of its config: name, status, players, the
-rules preset, games per table set and the bots' names. Never its master seed (every
-deal's seed follows from it), never a bot's command line or the sandbox settings.
+rules preset, games per table set, the bots' names and a gauntlet's NEW bot. Never
+its master seed (every deal's seed follows from it), never a bot's command line, its
+files' hashes or the sandbox settings.
 Its matches are listed without seeds (`data.match_summary`); one match shows its
 deal only under `disclosure`'s rule (every rotation of the deal over).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cfarena.server.standings import standings_rows
+from cfarena.server.standings import head_to_head_matrix, standings_rows
 from cfarena.server.storage import Database, MatchStatus, TournamentInfo
 from cfarena.server.web.data import NotFound, iso, match_summary
 
@@ -35,6 +36,7 @@ def tournament_summary(db: Database, t: TournamentInfo) -> dict[str, Any]:
         "rules": str(rules.get("preset", "custom")),
         "games": int(config.get("games", 0)),
         "bots": [str(b.get("name")) for b in config.get("bots", [])],
+        "gauntlet": None if config.get("gauntlet") is None else str(config["gauntlet"]),
         "progress": {
             "total": sum(counts.values()),
             **{status.value: counts.get(status.value, 0) for status in MatchStatus},
@@ -49,22 +51,26 @@ def tournaments(db: Database) -> list[dict[str, Any]]:
 
 def tournament(db: Database, tournament_id: int) -> dict[str, Any]:
     """One tournament: its summary, standings (Bradley-Terry with a 95% interval, Elo,
-    matches, wins, points per round, faults; as `cfarena standings --tournament`) and
-    its latest matches. NotFound if there is none."""
+    matches, wins, points per round, faults, a gauntlet's head-to-head column; as
+    `cfarena standings --tournament`), the head-to-head matrix (`--matrix`) and its
+    latest matches. NotFound if there is none."""
     found = db.get_tournament(tournament_id)
     if found is None:
         raise NotFound(f"no tournament {tournament_id}")
+    rows = standings_rows(db, tournament_id)
     standings = [{
         "rank": rank, "bot": r["bot"], "bt_rating": _round(r["bt_elo"]),
         "interval": (None if r["ci_low"] is None
                      else [round(r["ci_low"]), round(r["ci_high"])]),
         "elo": round(r["elo"]), "matches": r["matches"], "wins": r["wins"],
         "points_per_round": r["mean_score"], "faults": r["faults"],
-        "forfeits": r["forfeits"],
-    } for rank, r in enumerate(standings_rows(db, tournament_id), 1)]
+        "forfeits": r["forfeits"], "gauntlet": r["gauntlet"],
+    } for rank, r in enumerate(rows, 1)]
+    matrix = head_to_head_matrix(db, tournament_id, order=[r["bot"] for r in rows])
     matches = [match_summary(m) for m in db.list_matches(tournament_id=tournament_id,
                                                           limit=MATCHES_SHOWN)]
-    return {**tournament_summary(db, found), "standings": standings, "matches": matches}
+    return {**tournament_summary(db, found), "standings": standings, "matrix": matrix,
+            "matches": matches}
 
 
 def _round(value: float | None) -> int | None:
