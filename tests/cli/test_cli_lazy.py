@@ -42,3 +42,21 @@ def test_a_mistyped_command_is_still_matched_against_every_name() -> None:
     assert result.exit_code == 2
     assert "Did you mean 'standings'?" in result.output
     assert typer.main.get_command(app).get_command(None, "nosuch") is None
+
+
+def test_a_commands_help_loads_neither_pydantic_nor_what_the_command_runs() -> None:
+    # typer coerces option values through pydantic (0.2 s to import), and the replay
+    # tools are the command's work: `cfarena replay --help` needs neither
+    code = ("import sys\n"
+            "from cfarena.server.cli import main\n"
+            "sys.argv = ['cfarena', 'replay', '--help']\n"
+            "try:\n"
+            "    main()\n"
+            "except SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'"
+            " or m.startswith('cfarena.server.replay')), file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert out.stderr.strip() == "[]"
+    assert "Usage: cfarena replay" in out.stdout
