@@ -1,0 +1,39 @@
+"""Registering one name from several connections at once (two `cfarena bots add`, a
+web admin and a tournament): each gets the one bot, none an error."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from cfarena.server.storage import Registration, hash_token, open_database
+
+from .helpers import count
+
+RACERS = 4
+NAMES = 12
+
+
+def test_racing_registrations_of_one_name_all_get_the_one_bot(db_url: str) -> None:
+    stores = [open_database(db_url) for _ in range(RACERS)]  # a connection pool each
+    start = threading.Barrier(RACERS)
+
+    def race(store_index: int) -> list[Registration]:
+        store = stores[store_index]
+        got = []
+        for n in range(NAMES):
+            start.wait(30)  # every racer sends this name's registration at once
+            got.append(store.register_bot(f"bot{n}", hash_token(f"token-{n}")))
+        return got
+
+    try:
+        with ThreadPoolExecutor(RACERS) as pool:
+            results = list(pool.map(race, range(RACERS)))
+        for n in range(NAMES):
+            registrations = [got[n] for got in results]
+            assert len({r.bot_id for r in registrations}) == 1, registrations
+            assert sum(r.added for r in registrations) == 1, registrations
+        assert count(stores[0], "bots") == NAMES
+    finally:
+        for store in stores:
+            store.close()
