@@ -21,14 +21,21 @@ def test_racing_registrations_of_one_name_all_get_the_one_bot(db_url: str) -> No
     def race(store_index: int) -> list[Registration]:
         store = stores[store_index]
         got = []
-        for n in range(NAMES):
-            start.wait(30)  # every racer sends this name's registration at once
-            got.append(store.register_bot(f"bot{n}", hash_token(f"token-{n}")))
+        try:
+            for n in range(NAMES):
+                start.wait(30)  # every racer sends this name's registration at once
+                got.append(store.register_bot(f"bot{n}", hash_token(f"token-{n}")))
+        except BaseException:
+            start.abort()  # the others stop waiting for this one
+            raise
         return got
 
     try:
         with ThreadPoolExecutor(RACERS) as pool:
-            results = list(pool.map(race, range(RACERS)))
+            racers = [pool.submit(race, i) for i in range(RACERS)]
+        errors = [repr(r.exception()) for r in racers if r.exception() is not None]
+        assert not errors, errors
+        results = [r.result() for r in racers]
         for n in range(NAMES):
             registrations = [got[n] for got in results]
             assert len({r.bot_id for r in registrations}) == 1, registrations

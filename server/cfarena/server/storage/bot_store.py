@@ -45,14 +45,20 @@ class BotStore(Sessions):
         `replace_token`, for bots the arena starts itself: every `run-tournament` issues
         fresh tokens to the processes it starts, so the latest one is what counts.
         Processes registering one name at once all get the one bot: the name's row is
-        inserted if missing (a concurrent writer's wins), then read.
+        inserted if missing (a concurrent writer's wins), then read. A token hash is
+        one bot's: another bot's is a `StorageError`.
         """
         token_hash = _checked(token_hash)
         with self._session(write=True) as s:
+            # on any conflict, not only the name's: a concurrent registration of the
+            # same name and token would otherwise fail on the token hash's index
             added = insert_or_ignore(s, Bot, [{"name": name, "token_hash": token_hash,
-                                               "command": command, "created_at": utc_now()}],
-                                     conflict=[Bot.name]) == 1
-            bot = bot_named(s, name)
+                                               "command": command, "created_at": utc_now()}]
+                                     ) == 1
+            bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
+            if bot is None:  # the hash is taken, by another name
+                raise StorageError(f"cannot register bot {name!r}: its token is another "
+                                   "bot's (one token, one bot)")
             if bot.token_hash != token_hash:
                 if not replace_token:
                     raise BotNameTaken(f"bot {name!r} already exists (registered with a "
