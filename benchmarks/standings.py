@@ -81,7 +81,7 @@ def build(path: Path, matches: int) -> None:
     """A database of `matches` finished 4-player matches (seeded: the same every time)."""
     rng = random.Random(0)
     with open_database(f"sqlite:///{path}") as db:
-        ids = [db.ensure_bot(name, hash_token(f"token-of-{name}")) for name in BOTS]
+        ids = [db.register_bot(name, hash_token(f"token-of-{name}")).bot_id for name in BOTS]
         for n in range(matches):
             seats = rng.sample(range(len(BOTS)), PLAYERS)
             version = "1" if n < matches // 2 else "2"

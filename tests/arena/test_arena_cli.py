@@ -25,7 +25,7 @@ def test_rotate_revoke_show(tmp_path: Path) -> None:
         assert bot is not None and bot.name == "alice"
         assert store.bot_by_token_hash(hash_token(first)
                                        ) is None
-        bob = store.ensure_bot("bob", "b" * 64)
+        bob = store.register_bot("bob", "b" * 64).bot_id
         store.schedule_matches(None, [MatchPlan("m1", 5, {"preset": "standard"}, 2,
                                                 [bot.id, bob], seat_versions=["7", ""])])
         store.record_match(StoredMatch("m1", round_scores=[[0, 9]], totals=[0, 9],

@@ -50,7 +50,7 @@ async def _added_while_running(db: Database) -> None:
     server = RefereeServer(tokens)
     await server.start()
     try:
-        db.ensure_bot("late", hash_token("token-of-late"))
+        db.register_bot("late", hash_token("token-of-late"))
         client = _client(server, "token-of-late", version="1.2")
         task = asyncio.ensure_future(client.run())
         await _connected(server, 1)
@@ -73,8 +73,8 @@ def test_a_revoked_or_rotated_token_is_cut_off(db: Database, change: str, why: s
 
 
 async def _cut_off(db: Database, change: str, why: str) -> None:
-    db.ensure_bot("alice", hash_token("token-of-alice"))
-    db.ensure_bot("bob", hash_token("token-of-bob"))
+    db.register_bot("alice", hash_token("token-of-alice"))
+    db.register_bot("bob", hash_token("token-of-bob"))
     tokens = LiveTokens(db)
     tokens.sync(db.active_tokens(), time.monotonic(), [])
     server = RefereeServer(tokens)
@@ -121,7 +121,7 @@ async def _older_poll(db: Database) -> None:
     tokens = LiveTokens(db)
     polled_at = time.monotonic()
     before = db.active_tokens()  # the poll read the database before the bot existed
-    db.ensure_bot("late", hash_token("token-of-late"))
+    db.register_bot("late", hash_token("token-of-late"))
     assert await tokens.resolve("token-of-late") == "late"
     tokens.sync(before, polled_at, [])
     assert tokens.lookup("token-of-late") == "late"
@@ -135,7 +135,7 @@ def test_a_bad_version_is_refused(db: Database, version: str) -> None:
 
 
 async def _bad_version(db: Database, version: str) -> None:
-    db.ensure_bot("alice", hash_token("token-of-alice"))
+    db.register_bot("alice", hash_token("token-of-alice"))
     server = RefereeServer(LiveTokens(db))
     await server.start()
     try:

@@ -125,7 +125,7 @@ def one_match_database(db: Path, match_id: str = "m1") -> str:
     rules = {"preset": "standard", "rounds": "single"}
     url = f"sqlite:///{db}"
     with open_database(url) as store:
-        seats = [store.ensure_bot(name, name * 64) for name in ("a", "b")]
+        seats = [store.register_bot(name, name * 64).bot_id for name in ("a", "b")]
         store.schedule_matches(None, [MatchPlan(match_id, 7, rules, 2, seats)])
         record = simulate_record(rules, 2, 7, names=["a", "b"])
         assert store.record_match(to_stored(dataclasses.replace(record, match_id=match_id)))

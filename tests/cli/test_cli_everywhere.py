@@ -80,8 +80,9 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         (ROOT / "tests" / "replay" / "format1_logs.json").read_text())["maltese-3p-forfeit"]
     db = open_database(url)
     try:
-        ids = [db.ensure_bot(name, hash_token(f"token-{name}")) for name in LONG]
-        old_ids = [db.ensure_bot(name, hash_token(f"token-{name}")) for name in old["seats"]]
+        ids = [db.register_bot(name, hash_token(f"token-{name}")).bot_id for name in LONG]
+        old_ids = [db.register_bot(name, hash_token(f"token-{name}")).bot_id
+                   for name in old["seats"]]
         db.schedule_matches(None, [
             MatchPlan(key="m1", seed=BIG_SEED, rules=RULES, players=3, seat_bot_ids=ids),
             MatchPlan(key="old", seed=old["seed"], rules=old["rules"], players=3,

@@ -25,7 +25,7 @@ DEALS = [
 def recorded(tmp_path: Path) -> tuple[Path, int]:
     db = open_database(f"sqlite:///{tmp_path / 'cfarena.db'}")
     try:
-        ids = {name: db.register_local_bot(name, hash_token(name * 8), "test")
+        ids = {name: db.register_bot(name, hash_token(name * 8), "test", replace_token=True).bot_id
                for name in ("new", "old", "other")}
         tid = db.create_tournament("gauntlet", {
             "seed": 1, "players": 2, "games": 1, "rules": {"preset": "standard"},

@@ -20,21 +20,27 @@ def test_each_listed_summary_is_the_first_paragraph_of_the_commands_help() -> No
         assert (loaded.help or "").split("\n\n")[0] == entry.summary, name
 
 
-def test_the_group_help_lists_every_command_and_loads_none() -> None:
+def _help_loading(args: list[str], watched: str) -> tuple[str, str]:
+    """What `cfarena ARGS` (a help) prints, and which modules it loaded of those the
+    expression `watched` (of a module name `m`) picks, in a fresh interpreter."""
     code = ("import sys\n"
             "from cfarena.server.cli import command\n"
             "try:\n"
-            "    command().main(['--help'], prog_name='cfarena', standalone_mode=False)\n"
+            f"    command().main({args!r}, prog_name='cfarena', standalone_mode=False)\n"
             "finally:\n"
-            "    print(sorted(m for m in sys.modules if m.startswith('cfarena.server.cli.')"
-            " and m != 'cfarena.server.cli.common'"
-            " or m.split('.')[0] in ('sqlalchemy', 'alembic', 'grpc', 'uvicorn')),"
-            " file=sys.stderr)\n")
+            f"    print(sorted(m for m in sys.modules if {watched}), file=sys.stderr)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
-    assert out.stderr.strip() == "[]"
+    return out.stdout, out.stderr.strip()
+
+
+def test_the_group_help_lists_every_command_and_loads_none() -> None:
+    shown, loaded = _help_loading(
+        ["--help"], "m.startswith('cfarena.server.cli.') and m != 'cfarena.server.cli.common'"
+        " or m.split('.')[0] in ('sqlalchemy', 'alembic', 'grpc', 'uvicorn')")
+    assert loaded == "[]"
     for name in COMMANDS:
-        assert f" {name} " in out.stdout
+        assert f" {name} " in shown
 
 
 def test_a_mistyped_command_is_still_matched_against_every_name() -> None:
@@ -42,3 +48,12 @@ def test_a_mistyped_command_is_still_matched_against_every_name() -> None:
     assert result.exit_code == 2
     assert "Did you mean 'standings'?" in result.output
     assert typer.main.get_command(app).get_command(None, "nosuch") is None
+
+
+def test_a_commands_help_loads_neither_pydantic_nor_what_the_command_runs() -> None:
+    # typer coerces option values through pydantic (0.2 s to import), and the replay
+    # tools are the command's work: `cfarena replay --help` needs neither
+    shown, loaded = _help_loading(["replay", "--help"], "m.split('.')[0] == 'pydantic'"
+                                  " or m.startswith('cfarena.server.replay')")
+    assert loaded == "[]"
+    assert "Usage: cfarena replay" in shown

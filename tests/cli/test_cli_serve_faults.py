@@ -40,7 +40,7 @@ class Arena(ServeArena):
         """Register bots as `cfarena bots add NAME --token secret-NAME` does."""
         with open_database(self.db) as db:
             for name in names:
-                db.ensure_bot(name, hash_token(f"secret-{name}"))
+                db.register_bot(name, hash_token(f"secret-{name}"))
 
     def start_serve(self, *args: str, name: str = "serve", port: int = 0
                     ) -> tuple[subprocess.Popen[bytes], int]:
@@ -91,8 +91,8 @@ def _sigterm(proc: subprocess.Popen[bytes], timeout: float = 40) -> int:
 
 def test_abort_running_matches(db_url: str) -> None:
     with open_database(db_url) as db:
-        a = db.ensure_bot("a", hash_token("secret-a"))
-        b = db.ensure_bot("b", hash_token("secret-b"))
+        a = db.register_bot("a", hash_token("secret-a")).bot_id
+        b = db.register_bot("b", hash_token("secret-b")).bot_id
         t = db.create_tournament("t", {"x": 1})
         plans = [MatchPlan(f"m{i}", i, {"preset": "standard"}, 2, [a, b]) for i in range(4)]
         db.schedule_matches(None, plans)

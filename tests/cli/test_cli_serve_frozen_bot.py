@@ -41,7 +41,7 @@ def test_a_frozen_bot_is_charged_one_timeout_not_one_per_table(tmp_path: Path) -
     names = ("frozen", "a", "b")
     with open_database(f"sqlite:///{db}") as store:
         for name in names:
-            store.ensure_bot(name, hash_token(f"secret-{name}"))
+            store.register_bot(name, hash_token(f"secret-{name}"))
     arena = Arena(tmp_path, f"sqlite:///{db}")
     err = arena.err_path("serve")
     try:

@@ -32,7 +32,7 @@ def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("show-logs") / "cfarena.db"
     db = open_database(f"sqlite:///{path}")
     try:
-        ids = [db.ensure_bot(name, hash_token(f"token-{name}"))
+        ids = [db.register_bot(name, hash_token(f"token-{name}")).bot_id
                for name in ("alpha", "beta", "gamma")]
         rules = {"preset": "standard"}
         db.schedule_matches(None, [

@@ -15,7 +15,7 @@ STANDARD = {"preset": "standard"}
 
 
 def bots(db: Database, *names: str) -> list[int]:
-    return [db.ensure_bot(name, hash_token(f"token-of-{name}")) for name in names]
+    return [db.register_bot(name, hash_token(f"token-of-{name}")).bot_id for name in names]
 
 
 def plan(key: str, seats: list[int], seed: int = 7, rules: dict[str, Any] | None = None

@@ -24,7 +24,7 @@ from .helpers import bots, count, plan, result
 
 def test_bot_token_is_stored_only_as_its_sha256(db: Database) -> None:
     token = "s3cret-token-value"
-    bot_id = db.ensure_bot("alice", hash_token(token), command="python -m alice")
+    bot_id = db.register_bot("alice", hash_token(token), command="python -m alice").bot_id
     with db.engine.connect() as conn:
         rows = conn.execute(text("SELECT * FROM bots")).all()
     assert len(rows) == 1
@@ -33,7 +33,7 @@ def test_bot_token_is_stored_only_as_its_sha256(db: Database) -> None:
     assert found is not None and (found.id, found.name) == (bot_id, "alice")
     assert found.command == "python -m alice"
     with pytest.raises(ValueError, match="sha256"):
-        db.ensure_bot("bob", token)  # a raw token is refused
+        db.register_bot("bob", token)  # a raw token is refused
 
 
 def test_register_bot_adds_once_and_refuses_a_taken_name(db: Database) -> None:
@@ -49,16 +49,25 @@ def test_register_bot_adds_once_and_refuses_a_taken_name(db: Database) -> None:
     assert db.bot_by_name("bob") is None
 
 
-def test_ensure_bot_is_idempotent_and_checks_the_token(db: Database) -> None:
-    first = db.ensure_bot("alice", hash_token("a"))
-    assert db.ensure_bot("alice", hash_token("a"), command="./alice") == first
+def test_registering_again_is_idempotent_and_checks_the_token(db: Database) -> None:
+    first = db.register_bot("alice", hash_token("a")).bot_id
+    assert db.register_bot("alice", hash_token("a"), command="./alice").bot_id == first
     assert [(b.name, b.command) for b in db.list_bots()] == [("alice", "./alice")]
     with pytest.raises(StorageError, match="different token"):
-        db.ensure_bot("alice", hash_token("impostor"))
+        db.register_bot("alice", hash_token("impostor"))
     with pytest.raises(StorageError):
-        db.ensure_bot("bob", hash_token("a"))  # one token, one bot
+        db.register_bot("bob", hash_token("a"))  # one token, one bot
     assert db.bot_by_token_hash(hash_token("nobody")) is None
     assert count(db, "bots") == 1
+
+
+def test_a_bot_the_arena_starts_itself_takes_its_latest_token(db: Database) -> None:
+    first = db.register_bot("local", hash_token("run-1"), command="./local")
+    again = db.register_bot("local", hash_token("run-2"), replace_token=True)
+    assert (again.bot_id, again.added) == (first.bot_id, False)
+    assert db.bot_by_token_hash(hash_token("run-1")) is None
+    found = db.bot_by_token_hash(hash_token("run-2"))
+    assert found is not None and (found.name, found.command) == ("local", "./local")
 
 
 def test_tournaments_and_resumable_lookup(db: Database) -> None:

@@ -29,7 +29,8 @@ from cfarena.server.sandbox import BotProcess, sandbox_problem
 from cfarena.server.storage import MatchStatus, ScheduledMatch
 from cfarena.server.tournament.forks import ForkServer
 from cfarena.server.tournament.match_queue import play_all
-from cfarena.server.tournament.pool import BotPool, Launch, WarmBot
+from cfarena.server.tournament.pool import BotPool, Launch
+from cfarena.server.tournament.warm_processes import WarmBot
 
 FORKED, FRESH = "random", "fresh"
 # shell syntax (a redirection): run as written, a fresh interpreter per process
@@ -67,11 +68,11 @@ async def _run(tmp: Path) -> dict[str, list[bool]]:
                 break
             await asyncio.sleep(0.01)
         await pool.release(done)
-        while pool._tasks:  # the spares started in the background
-            await asyncio.gather(*pool._tasks, return_exceptions=True)
-        forked_idle = [s for s in pool._idle[FORKED] if s._forks > 0]
+        while pool.processes.tasks:  # the spares started in the background
+            await asyncio.gather(*pool.processes.tasks, return_exceptions=True)
+        forked_idle = [s for s in pool.forked.idle[FORKED] if s._forks > 0]
         assert forked_idle, "an idle fork server that forked before the change"
-        warm = [w for w in pool._live if w not in playing]
+        warm = [w for w in pool.processes.live if w not in playing]
         assert any(w.bot == FRESH for w in warm), "a warm fresh process before the change"
         live = playing + warm
         assert all(_alive(w) for w in live) and all(_alive(s) for s in forked_idle)
@@ -105,16 +106,16 @@ async def _run_mid_phase(tmp: Path) -> dict[str, Any]:
                    {FORKED: None}, warm={FORKED: 3}, demand={FORKED: 100})
     try:
         await pool.start()  # three servers, one of which forked the start's check
-        before = set(pool._servers)
+        before = set(pool.forked.servers)
         playing = await pool.take(FORKED, 1)  # a bot's code runs: the phase has begun
         pool.begin(FORKED, 1)
         # a server started now (as a replacement in the background would be) faults its
         # pages while the bot's reads are cached: it never forks, yet must not stay
-        mid = await pool._start_server(FORKED)
+        mid = await pool.forked.start_server(FORKED)
         assert mid is not None
-        while pool._tasks:
-            await asyncio.gather(*pool._tasks, return_exceptions=True)
-        during = set(pool._servers) - before
+        while pool.processes.tasks:
+            await asyncio.gather(*pool.processes.tasks, return_exceptions=True)
+        during = set(pool.forked.servers) - before
         unforked = [s for s in before if s._forks == 0]
         await pool.new_phase()
         pool.end(FORKED, 1)
@@ -122,12 +123,12 @@ async def _run_mid_phase(tmp: Path) -> dict[str, Any]:
             "unforked from the start": len(unforked),
             "started during the phase, alive": [s.label for s in during if _alive(s)],
             "unforked from the start, alive": [_alive(s) for s in unforked],
-            "forked, alive": [s.label for s in pool._servers if s.alive and s._forks > 0],
+            "forked, alive": [s.label for s in pool.forked.servers if s.alive and s._forks > 0],
             "playing process alive": _alive(playing),
         }
         await pool.restart()
         state["alive after restart, not started clean"] = [
-            s.label for s in pool._servers if s.alive and s not in pool._clean]
+            s.label for s in pool.forked.servers if s.alive and s not in pool.forked.clean]
         again = await pool.take(FORKED, 1)
         state["next phase forks a server started during the phase"] = again.server in during
         return state

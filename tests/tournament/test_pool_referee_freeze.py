@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from cfarena.server.referee import RefereeServer, TokenRegistry
-from cfarena.server.tournament.pool import START_ATTEMPTS, BotPool, BotStartError, Launch
+from cfarena.server.tournament.pool import BotPool, Launch
+from cfarena.server.tournament.start_failures import START_ATTEMPTS, BotStartError
 
 # exits 0.3 s after it starts, never connecting: a failure of its own, each time
 FAILING = f"{sys.executable} -c \"import sys, time; time.sleep(0.3); sys.exit('no weights')\""
@@ -33,7 +34,7 @@ def test_a_start_failure_during_a_referee_freeze_is_not_the_bots(
             asyncio.get_running_loop().call_later(0.1, time.sleep, FREEZE_S)
             with pytest.raises(BotStartError, match="no weights"):
                 await pool.start()
-            return pool.started
+            return pool.processes.started
         finally:
             await pool.close()
             await server.stop(grace=0)

@@ -30,7 +30,8 @@ import pytest
 from cfarena.server.referee import RefereeServer, TokenRegistry
 from cfarena.server.sandbox import sandbox_problem
 from cfarena.server.tournament.forks import ForkServer
-from cfarena.server.tournament.pool import BotPool, Launch, WarmBot
+from cfarena.server.tournament.pool import BotPool, Launch
+from cfarena.server.tournament.warm_processes import WarmBot
 
 BOT = "random"
 DEAL_1, DEAL_2 = 1001, 2002
@@ -81,12 +82,12 @@ class Script:
         self.alive.clear()
 
     def idle(self) -> list[ForkServer]:
-        return list(self.pool._idle[BOT])  # the pool's idle servers, in the order it uses
+        return list(self.pool.forked.idle[BOT])  # the pool's idle servers, in the order it uses
 
     async def settle(self) -> None:
         """Let the spare servers the pool started in the background finish starting."""
-        while self.pool._tasks:
-            await asyncio.gather(*self.pool._tasks, return_exceptions=True)
+        while self.pool.processes.tasks:
+            await asyncio.gather(*self.pool.processes.tasks, return_exceptions=True)
 
 
 async def _run(tmp: Path) -> Script:

@@ -88,7 +88,7 @@ class WebArena(Arena):
         with open_database(self.db) as db:
             for name in names:
                 token = f"token-of-{name}-0123456789"
-                db.ensure_bot(name, hash_token(token))
+                db.register_bot(name, hash_token(token))
                 self.tokens[name] = token
 
     def bot(self, name: str, sample: str, token: str | None = None, *args: str) -> None:

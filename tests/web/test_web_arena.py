@@ -432,7 +432,7 @@ def test_a_tournament_deal_is_hidden_until_every_rotation_is_over(
 def test_names_are_escaped(arena: WebArena) -> None:
     name = "<img src=x onerror=alert(1)>"
     with open_database(arena.db) as db:
-        db.ensure_bot(name, hash_token("token-of-the-script-kiddie-0123"))
+        db.register_bot(name, hash_token("token-of-the-script-kiddie-0123"))
     reply = arena.get("/bots/" + quote(name, safe=""))
     assert reply.status == 200
     assert name not in reply.text and "&lt;img src=x onerror=alert(1)&gt;" in reply.text

@@ -275,7 +275,7 @@ def test_made_up_pools_are_not_kept(tmp_path: Path) -> None:
     """`?pool=` is anyone's to choose: a pool without matches is answered, never
     cached (each made-up name of 8 KB would stay in memory for good)."""
     with open_database(f"sqlite:///{tmp_path / 'arena.db'}") as db:
-        db.ensure_bot("ruby", hash_token("token-of-ruby-0123456789"))
+        db.register_bot("ruby", hash_token("token-of-ruby-0123456789"))
         data = WebData(db)
         for i in range(50):
             pool = f"{i}-" + "x" * 8000

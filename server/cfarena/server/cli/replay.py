@@ -16,20 +16,14 @@ from cfarena.server.cli.common import (
     print_json,
     write_output,
 )
-from cfarena.server.replay import (
-    LogError,
-    LogFileError,
-    load_log_file,
-    replay_terminal,
-    verify_logs,
-    write_html,
-)
 
 
 def _load(match_id: str | None, file: Path | None, db_url: str) -> dict[str, Any]:
     if (match_id is None) == (file is None):
         fail("give a MATCH id or --file LOG.json (one of them)")
     if file is not None:
+        from cfarena.server.replay import LogFileError, load_log_file
+
         try:
             return load_log_file(file)
         except LogFileError as exc:
@@ -56,6 +50,9 @@ def replay_cmd(
     db_url: str = DbOption,
 ) -> None:
     """Step through a logged game: n/space next, p previous, r/R next/previous round, q quit."""
+    # the replay tools load when a command runs, not for its --help (nor for `cfarena`'s)
+    from cfarena.server.replay import LogError, replay_terminal, write_html
+
     log = _load(match_id, file, db_url)
     players = int(log.get("players", 0))
     if seat is not None and not 0 <= seat < players:
@@ -90,6 +87,8 @@ def verify_cmd(
     if chosen != 1:
         fail("give exactly one of: a MATCH id, --all, --tournament ID, --file LOG.json")
     check_id("--tournament", tournament)
+    from cfarena.server.replay import LogFileError, load_log_file, verify_logs
+
     logs: dict[str, Any] = {}
     broken: dict[str, str] = {}
     if file:

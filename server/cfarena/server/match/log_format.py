@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from cfarena.engine import Event, EventKind, RoundEnd, Tile
+from cfarena.engine import Event
 from cfarena.engine.dealing import RoundDeal
 from cfarena.server.match.record import MatchRecord, fault_to_dict
 
@@ -89,19 +89,6 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     return out
 
 
-def event_from_dict(data: dict[str, Any]) -> Event:
-    return Event(
-        kind=EventKind(data["kind"]),
-        round_index=int(data["round"]),
-        seat=data.get("seat"),
-        tile=Tile.parse(data["tile"]) if "tile" in data else None,
-        node=data.get("node"),
-        parent=data.get("parent"),
-        scores=tuple(data["scores"]) if "scores" in data else None,
-        reason=RoundEnd(data["reason"]) if "reason" in data else None,
-    )
-
-
 def deal_to_dict(deal: RoundDeal) -> dict[str, Any]:
     out: dict[str, Any] = {
         "round": deal.round_index,
@@ -146,7 +133,3 @@ def record_to_log(record: MatchRecord) -> dict[str, Any]:
             "forfeited": record.forfeited,
         },
     }
-
-
-def seats_of(log: Mapping[str, Any]) -> Sequence[str]:
-    return [str(s) for s in log.get("seats", [])]

@@ -7,7 +7,7 @@ database and returns the `Database` facade; see docs/STORAGE.md.
 from __future__ import annotations
 
 from cfarena.server.credentials import hash_token
-from cfarena.server.storage.arena_store import BotNameTaken, Registration
+from cfarena.server.storage.bot_store import BotNameTaken, Registration
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.database import Database, open_database
 from cfarena.server.storage.encoding import canonical_json, canonical_sha256, config_hash

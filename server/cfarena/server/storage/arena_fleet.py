@@ -1,4 +1,4 @@
-"""Several `cfarena serve` processes on one database (a mixin of `Database`).
+"""Several `cfarena serve` processes on one database (a store of `Database`).
 
 Each arena has a row in `arenas` (a random id, the address its bots dial) that it
 beats on every poll. Matches outside tournaments carry the id of the arena that
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,6 +37,7 @@ from cfarena.server.storage import scheduling
 from cfarena.server.storage.encoding import storable_text, utc_now
 from cfarena.server.storage.models import ArenaRow, Bot, Match, MatchSeat, MatchStatus
 from cfarena.server.storage.queries import aware
+from cfarena.server.storage.sessions import Sessions
 from cfarena.server.storage.upsert import dialect_insert
 from cfarena.server.storage.values import MatchPlan
 
@@ -71,11 +71,9 @@ def _db_now(s: Session) -> datetime:
     return utc_now()
 
 
-class FleetStore:
-    """Mixed into `Database`, which provides `_session`."""
-
-    def _session(self, write: bool = False) -> AbstractContextManager[Session]:
-        raise NotImplementedError
+class FleetStore(Sessions):
+    """The calls of `Database` for several arenas on one database (see the module
+    docstring)."""
 
     def arena_started(self, arena_id: str, host: str, address: str, stale_s: float,
                       stopped_reason: str) -> ArenaBeat:

@@ -1,19 +1,18 @@
-"""The competition arena's storage calls (a mixin of `Database`): token rotation and
-revocation, the online (openskill) rating per (bot, version), seat positions for
-the ladder, and what a bot's owner may see (versions, faults, decision times)."""
+"""The competition arena's storage calls (a store of `Database`): the online
+(openskill) rating per (bot, version), seat positions for the ladder, what may be
+shown of a match, and what a bot's owner may see (versions, faults, decision times)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from cfarena.server.rating.online import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
-from cfarena.server.storage.connect import StorageError
+from cfarena.server.storage.bot_store import bot_named
 from cfarena.server.storage.models import (
     Bot,
     Fault,
@@ -25,9 +24,10 @@ from cfarena.server.storage.models import (
     SkillHistory,
     SkillRating,
 )
-from cfarena.server.storage.queries import aware, bot_info
+from cfarena.server.storage.queries import aware
+from cfarena.server.storage.sessions import Sessions
 from cfarena.server.storage.upsert import insert_or_ignore
-from cfarena.server.storage.values import BotInfo, FaultInfo, SkillStanding
+from cfarena.server.storage.values import FaultInfo, SkillStanding
 
 Entrant = tuple[int, str]  # (bot id, version)
 
@@ -43,81 +43,8 @@ class VersionHistory:
     last_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class Registration:
-    """A registered bot's id, and whether this registration added it."""
-
-    bot_id: int
-    added: bool
-
-
-class BotNameTaken(StorageError):
-    """The name is registered with another token."""
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-class ArenaStore:
-    """Mixed into `Database`, which provides `_session`."""
-
-    def _session(self, write: bool = False) -> AbstractContextManager[Session]:
-        raise NotImplementedError
-
-    # -- bots and tokens ------------------------------------------------------
-
-    def register_bot(self, name: str, token_hash: str,
-                     command: str | None = None) -> Registration:
-        """Register bot `name` with a token (its hash). Registering it again with the
-        same token changes nothing (but a given `command`); `BotNameTaken` if the
-        name is held with another token, also when a concurrent registration took
-        it first."""
-        with self._session(write=True) as s:
-            added = insert_or_ignore(s, Bot, [{"name": name, "token_hash": token_hash,
-                                               "command": command, "created_at": _now()}],
-                                     conflict=[Bot.name]) == 1
-            bot = _bot(s, name)
-            if bot.token_hash != token_hash:
-                raise BotNameTaken(f"bot {name!r} already exists")
-            if command is not None:
-                bot.command = command
-            s.flush()
-            return Registration(bot.id, added)
-
-    def bot_by_name(self, name: str) -> BotInfo | None:
-        """Bot `name` (None: no such bot)."""
-        with self._session() as s:
-            bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
-            return None if bot is None else bot_info(bot)
-
-    def revoke_bot(self, name: str) -> BotInfo:
-        """Revoke bot `name`'s token: it admits no new connection, and a running arena
-        closes the live ones (it polls `active_tokens`). `StorageError` if no such bot."""
-        with self._session(write=True) as s:
-            bot = _bot(s, name)
-            if bot.revoked_at is None:
-                bot.revoked_at = _now()
-            s.flush()
-            return bot_info(bot)
-
-    def rotate_token(self, name: str, token_hash: str) -> BotInfo:
-        """Give bot `name` a new token (its hash): the old one admits nothing from now
-        on (live connections made with it are closed by a running arena), and a
-        revoked bot is admitted again with the new one."""
-        with self._session(write=True) as s:
-            bot = _bot(s, name)
-            bot.token_hash = token_hash
-            bot.token_changed_at = _now()
-            bot.revoked_at = None
-            s.flush()
-            return bot_info(bot)
-
-    def active_tokens(self) -> dict[str, str]:
-        """Token hash -> bot name of every bot not revoked."""
-        with self._session() as s:
-            rows = s.execute(select(Bot.token_hash, Bot.name).where(Bot.revoked_at.is_(None)))
-            return {h: n for h, n in rows}
+class ArenaStore(Sessions):
+    """The competition arena's calls of `Database` (see the module docstring)."""
 
     # -- online ratings ---------------------------------------------------------
 
@@ -201,7 +128,7 @@ class ArenaStore:
     def bot_versions(self, name: str) -> list[VersionHistory]:
         """The versions bot `name` played with, oldest first."""
         with self._session() as s:
-            bot = _bot(s, name)
+            bot = bot_named(s, name)
             rows = s.execute(
                 select(MatchSeat.bot_version, func.count(), func.min(Match.created_at),
                        func.max(Match.created_at))
@@ -215,7 +142,7 @@ class ArenaStore:
     def bot_faults(self, name: str, limit: int = 20) -> list[FaultInfo]:
         """Bot `name`'s latest faults, newest first, with their exact details."""
         with self._session() as s:
-            bot = _bot(s, name)
+            bot = bot_named(s, name)
             rows = s.scalars(select(Fault).where(Fault.bot_id == bot.id)
                              .order_by(Fault.created_at.desc(), Fault.id.desc()).limit(limit))
             return [FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat, bot_id=f.bot_id,
@@ -227,7 +154,7 @@ class ArenaStore:
         """Per version, bot `name`'s answer times in ms (as the referee measured them,
         from the stored game logs of its latest `matches` finished matches)."""
         with self._session() as s:
-            bot = _bot(s, name)
+            bot = bot_named(s, name)
             rows = s.execute(
                 select(MatchSeat.seat, MatchSeat.bot_version, GameLog.log)
                 .join(Match, Match.id == MatchSeat.match_id)
@@ -243,13 +170,6 @@ class ArenaStore:
                     if action.get("seat") == seat and ms is not None:
                         got.append(float(ms))
             return times
-
-
-def _bot(s: Session, name: str) -> Bot:
-    bot = s.scalars(select(Bot).where(Bot.name == name)).one_or_none()
-    if bot is None:
-        raise StorageError(f"no bot named {name!r}")
-    return bot
 
 
 def _standing(key: Entrant, name: str, skill: Skill, updated_at: datetime | None,

@@ -24,7 +24,8 @@ from cfarena.server.storage import (
     StoredMatch,
 )
 from cfarena.server.storage.match_writer import MatchWriter, is_outage, to_stored
-from cfarena.server.tournament.pool import BotPool, WarmBot
+from cfarena.server.tournament.pool import BotPool
+from cfarena.server.tournament.warm_processes import WarmBot
 
 log = logging.getLogger("cfarena.tournament")
 

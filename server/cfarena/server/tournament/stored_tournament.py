@@ -171,7 +171,8 @@ def _rules_label(rules: Rules) -> str:
 def bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
     """The bots' ids (registered on first use; their processes get one-time passes, so
     the stored token is a random one nobody holds)."""
-    return {bot.name: db.register_local_bot(bot.name, hash_token(new_token()), bot.describe())
+    return {bot.name: db.register_bot(bot.name, hash_token(new_token()), bot.describe(),
+                                      replace_token=True).bot_id
             for bot in config.bots}
 
 

@@ -39,8 +39,9 @@ from cfarena.server.tournament.config import (
     host_defences,
 )
 from cfarena.server.tournament.match_room import MatchRoom
-from cfarena.server.tournament.pool import BotPool, BotStartError, Launch, needed_processes
+from cfarena.server.tournament.pool import BotPool, Launch, needed_processes
 from cfarena.server.tournament.schedule import seats_needed
+from cfarena.server.tournament.start_failures import BotStartError
 from cfarena.server.tournament.stored_tournament import match_phases
 
 log = logging.getLogger("cfarena.tournament")
