@@ -1,22 +1,21 @@
 """Fit the luck value estimate's two weights (cfarena.server.sprt.luck) on simulated matches.
 
     python benchmarks/fit_luck.py --matches 4000                 # single rounds (the frozen fit)
-    python benchmarks/fit_luck.py --matches 400 --rounds full    # check the 1/sqrt(rounds) scaling
+    python benchmarks/fit_luck.py --matches 400 --rounds full    # check longer matches
 
 Matches are played in-process by the simulation's policies (greedy and random
 seats mixed, `cfarena.server.replay.simulate`), with seeds of their own (never
-a test's or a benchmark's). Each seat's placement is regressed (least squares,
-no intercept: both sums have mean zero) on its net luck sums (its sum minus the
-mean of the other seats'), with the sums scaled as `luck.corrections` scales
-them. The slopes printed are what `PIP_WEIGHT` and `STUCK_WEIGHT` hold; the
-fraction of placement variance they explain is printed too.
+a test's or a benchmark's). The points each seat is ahead of the other seats'
+mean are regressed (least squares, no intercept: both sides have mean zero) on
+its net luck sums (its sum minus the mean of the other seats', as
+`luck.luck_points` takes them). The slopes printed are what `PIP_WEIGHT` and
+`STUCK_WEIGHT` hold; the fraction of the variance they explain is printed too.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import random
 from collections.abc import Sequence
 
@@ -24,7 +23,6 @@ import numpy as np
 
 from cfarena.engine import new_match
 from cfarena.server.replay.simulate import simulate_record
-from cfarena.server.sprt.deal_group import placement
 from cfarena.server.sprt.luck import luck_sums
 
 
@@ -51,12 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = new_match(record.rules, record.players, record.seed)
         rounds = state.rules.rounds
         sums = luck_sums(state, (a.move for a in record.actions))
-        scale = 1.0 / math.sqrt(rounds)
-        for s, result in enumerate(placement(record.ranks)):
-            others = [sums[j] for j in range(args.players) if j != s]
-            rows.append((scale * (sums[s][0] - sum(o[0] for o in others) / len(others)),
-                         scale * (sums[s][1] - sum(o[1] for o in others) / len(others))))
-            target.append(result - 0.5)
+        for s, total in enumerate(record.totals):
+            others = [j for j in range(args.players) if j != s]
+            rows.append((sums[s][0] - sum(sums[j][0] for j in others) / len(others),
+                         sums[s][1] - sum(sums[j][1] for j in others) / len(others)))
+            target.append(sum(record.totals[j] for j in others) / len(others) - total)
     x = np.array(rows)
     y = np.array(target)
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
@@ -65,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{args.rounds} ({rounds})")
     print(f"PIP_WEIGHT = {coef[0]:.6f}")
     print(f"STUCK_WEIGHT = {coef[1]:.6f}")
-    print(f"placement variance explained: {explained:.1%}")
+    print(f"variance of the points ahead explained: {explained:.1%}")
     return 0
 
 
