@@ -81,10 +81,10 @@ def test_group_score_is_the_mean_over_its_matches() -> None:
 
 
 def test_points_score_the_point_difference_per_round() -> None:
-    assert point_results([0, 20, 35], 1) == (0.0, -0.2, -0.35)
-    assert point_results([0, 200], 10) == (0.0, -0.2)  # per round played
-    # NEW 20 points fewer than OLD in one round: 1/2 + 20 / 200
-    match = SeatedResults(("N", "f", "O"), point_results([10, 0, 30], 1))
+    assert point_results([0, 7, 35], 1) == pytest.approx((0.0, -0.2, -1.0))
+    assert point_results([0, 70], 10) == pytest.approx((0.0, -0.2))  # per round played
+    # NEW 7 points fewer than OLD in one round: 1/2 + 7 / 70
+    match = SeatedResults(("N", "f", "O"), point_results([10, 0, 17], 1))
     assert head_to_head(match, "N", "O") == pytest.approx(0.6)
     assert head_to_head(match, "O", "N") == pytest.approx(0.4)
     with pytest.raises(ValueError, match="at least one round"):

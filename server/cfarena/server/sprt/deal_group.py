@@ -18,10 +18,14 @@ fishtest's game pair (one opening, both colours) for more than two players.
 The score of a group is a head-to-head result: the mean over its matches of
 1/2 + (result(NEW) - result(OLD)) / 2. A seat's result is by default its
 points (`point_results`): minus its points per round over `POINT_SCALE`, so
-that a match scores 1/2 + (OLD's points - NEW's points) / (200 * rounds), 1/2
-when both hold as many points, 0.6 when NEW holds 20 fewer in one round (a
-difference beyond 100 a round, which no single round of 6,000 simulated ones
-reached, would leave [0, 1]; the test widens its support to the scores seen).
+that a match scores 1/2 + (OLD's points - NEW's points) / (70 * rounds): 1/2
+when both hold as many points, 0.6 when NEW holds 7 fewer in one round. The
+scale makes a group's point score spread over [0, 1] about as its placement
+score does (measured on deal groups of their own seeds: smart vs greedy and
+montecarlo vs a quarter of it), which matters because the test's
+regularization puts the unseen extremes at 0 and 1 (`llr`); a match's score
+leaves [0, 1] when the difference passes 35 points a round (a group's mean
+seldom does), and the test then widens its support to the scores seen.
 Points and not placement, because within a deal group points carry about
 three times the evidence per match: a point difference is additive, so the
 hands' strength cancels in it over the group's rotations, where placement, a
@@ -77,7 +81,7 @@ def placement(ranks: Sequence[int]) -> tuple[float, ...]:
     return tuple((players - r) / (players - 1) for r in ranks)
 
 
-POINT_SCALE = 100.0  # points per round that make a result of 1 (a head-to-head step of 1/2)
+POINT_SCALE = 35.0  # points per round that make a result of 1 (a head-to-head step of 1/2)
 
 
 def point_results(totals: Sequence[float], rounds: int) -> tuple[float, ...]:
