@@ -28,7 +28,10 @@ The bounds are logistic Elo [0, elo1] of the placement score. Points measure
 the same two bots on another scale, so for (b') and (c) H1 is translated to
 that scale as the same share of the pool's true gap: a mean point score of
 1/2 + (L(elo1) - 1/2) * (mean point score - 1/2) / (mean placement score - 1/2)
-(a benchmark's device: a real test states its bounds on its own score). H0
+(a benchmark's device: a real test states its bounds on its own score); when
+the pool shows no placement gap (within 2 standard errors) it is translated in
+units of spread instead: 1/2 + (L(elo1) - 1/2) * sd(points) / sd(placement)
+over groups. H0
 (no difference: a mean of 1/2) is the same on every scale.
 
 (b), (b') and (c) are run `--tests` times on groups resampled (with
@@ -169,8 +172,12 @@ def report(pair: Pair, field: Sequence[str], groups: Sequence[PlayedGroup],
                                              ScoreKind.ADJUSTED))
     match_scores = np.array([group_score([m], pair.new, pair.old)
                              for g in groups for m in g[ScoreKind.PLACEMENT]])
-    share = (logistic_score(pair.elo1) - 0.5) / (placed.mean() - 0.5)
-    points_elo1 = logistic_elo(0.5 + share * (raw.mean() - 0.5))
+    gap = placed.mean() - 0.5
+    if gap > 2 * placed.std(ddof=1) / math.sqrt(placed.size):  # H1 as a share of the gap
+        share, translated = (raw.mean() - 0.5) / gap, "share of the gap"
+    else:  # no gap to measure: H1 in units of each score's spread
+        share, translated = raw.std(ddof=1) / placed.std(ddof=1), "units of spread"
+    points_elo1 = logistic_elo(0.5 + share * (logistic_score(pair.elo1) - 0.5))
     points_bounds = SprtBounds(0.0, points_elo1, args.alpha, args.beta, EloModel.LOGISTIC)
     n_fixed, fixed_power = fixed_length(match_scores, bounds, args.tests, seed=1)
     b = resampled(placed, bounds, per_group, args, seed=2)
@@ -179,7 +186,7 @@ def report(pair: Pair, field: Sequence[str], groups: Sequence[PlayedGroup],
     lines = [
         f"{pair.label}: {pair.new} (NEW) vs {pair.old} (OLD), {len(groups)} deal groups of "
         f"{per_group} matches, field {', '.join(field)}; logistic Elo bounds "
-        f"[0, {pair.elo1:g}] on placement, [0, {points_elo1:.1f}] on points, "
+        f"[0, {pair.elo1:g}] on placement, [0, {points_elo1:.1f}] on points ({translated}), "
         f"alpha {args.alpha}, beta {args.beta}",
         f"  mean score: placement {placed.mean():.4f}, points {raw.mean():.4f}, "
         f"adjusted points {adj.mean():.4f}",

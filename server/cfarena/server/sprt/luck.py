@@ -26,9 +26,10 @@ so a draw moves the drawer's V one way and the others' by 1 / (players - 1)
 of it the other way. A seat's luck is the sum of its terms (positive: its
 draws were better than expected, they saved it points), and its adjusted total
 is its points plus its luck (a lucky seat is charged what luck saved it). The
-two weights are the least-squares slopes of the points a seat is ahead of the
-others' mean on those two sums, fitted once on matches simulated with seeds of
-their own (`benchmarks/fit_luck.py`, which prints them) and frozen here.
+two weights are the least-squares slopes of a deal group's mean point
+difference on its NEW's minus its OLD's net sums (a control variate of the
+group's score), fitted once on deal groups played with seeds of their own
+(`benchmarks/fit_luck.py`, which prints them) and frozen here.
 
 Richer values were measured and not kept (docs/TESTING_BOTS.md): more
 features of the draw (doubles, the other seats' hand sizes, the boneyard left,
@@ -53,13 +54,13 @@ from cfarena.server.match.record import MatchRecord, MatchStatus
 from cfarena.server.match.resimulation import start_match
 from cfarena.server.sprt.deal_group import point_results
 
-# Fitted by benchmarks/fit_luck.py (standard rules, 4 players, single rounds,
-# greedy/random policy seats, 4000 matches, seeds "fit-luck/*"): points a seat is
-# ahead of the others' mean per pip of an unplayable drawn tile and per unplayable
-# draw, both net of the other seats' (10.0% of its variance explained). Frozen:
-# never refit on a test.
-PIP_WEIGHT = -0.8706
-STUCK_WEIGHT = 1.7306
+# Fitted by benchmarks/fit_luck.py (1500 deal groups of smart vs greedy with greedy
+# in the other seats, standard rules, 4 players, single rounds, seeds "fit-luck/*";
+# 18.6% of the group scores' variance removed in the fit): points per pip of an
+# unplayable drawn tile and per unplayable draw, both net of the other seats', as a
+# control variate of the group's point difference. Frozen: never refit on a test.
+PIP_WEIGHT = -0.5588
+STUCK_WEIGHT = 1.5787
 
 
 def _pips(tile: Tile, double_blank: int) -> int:
