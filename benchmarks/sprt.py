@@ -1,4 +1,4 @@
-"""Matches to a decision: fixed-length test vs SPRT on deal groups, placement vs points, raw vs luck-adjusted.
+"""Matches to a decision: a fixed-length test vs SPRTs on deal groups, by each way of scoring.
 
     python benchmarks/sprt.py                          # both pairs, 150 deal groups each
     python benchmarks/sprt.py --pairs big --groups 60 --tests 500
