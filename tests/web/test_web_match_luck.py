@@ -8,20 +8,14 @@ import json
 import re
 from pathlib import Path
 
-from cfarena.server.sprt.luck import log_luck
 from cfarena.server.storage import MatchPlan, open_database
-from tests.cli.helpers import one_match_database
+from tests.cli.helpers import one_match_luck
 from tests.web.inprocess import request, web_app
 
 
 def test_the_match_page_shows_luck_once_the_deal_is_revealed(tmp_path: Path) -> None:
-    url = one_match_database(tmp_path / "arena.db")
-    with open_database(url) as db:
-        log = db.get_log("m1")
-        detail = db.get_match("m1")
-    assert log is not None and detail is not None
-    luck = log_luck(log)
-    totals = {s.seat: s.total for s in detail.match.seats}
+    url, seats, luck = one_match_luck(tmp_path / "arena.db")
+    totals = {seat: total for seat, (_bot, total) in seats.items()}
     with web_app(url) as port:
         status, body = request(port, "GET", "/api/matches/m1")
         assert status == 200
