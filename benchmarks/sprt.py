@@ -1,4 +1,4 @@
-"""Matches to a decision: fixed-length test vs SPRT on deal groups, raw vs luck-adjusted.
+"""Matches to a decision: a fixed-length test vs SPRTs on deal groups, by each way of scoring.
 
     python benchmarks/sprt.py                          # both pairs, 150 deal groups each
     python benchmarks/sprt.py --pairs big --groups 60 --tests 500
@@ -8,24 +8,39 @@ default budget vs a quarter of it) a pool of deal groups is played in-process
 under the match law (`benchmarks/bot_strength.play_match`, as the referee
 plays them), at tables of `--players` with `--field` in the other seats
 (`cfarena.server.sprt.deal_group.seatings`). Every match gives each seat its
-placement and its luck-adjusted result (`cfarena.server.sprt.luck`). Then, for
-the same hypotheses (logistic Elo bounds on the expected head-to-head score,
-which is the same quantity in all three; alpha, beta):
+placement, its points result and its luck-adjusted points result
+(`cfarena.server.sprt.match_results.ScoreKind`). Then, for the same
+hypotheses and alpha, beta:
 
-(a) fixed-length test on independent deals: the number of matches a one-sided
-    fixed-sample test needs for alpha and beta at these bounds,
-    ((z(1-alpha) + z(1-beta)) * sigma / (L(elo1) - L(elo0)))^2, sigma the
-    standard deviation of one match's head-to-head score (over all matches of
-    the pool: each is a random deal with a random seating, as an independent
-    match is), and how often it accepts H1 when run on matches resampled
-    from the pool;
+(a) fixed-length test on independent deals, placement scores: the number of
+    matches a one-sided fixed-sample test needs for alpha and beta at these
+    bounds, ((z(1-alpha) + z(1-beta)) * sigma / (L(elo1) - L(elo0)))^2, sigma
+    the standard deviation of one match's head-to-head score (over all
+    matches of the pool: each is a random deal with a random seating, as an
+    independent match is), and how often it accepts H1 when run on matches
+    resampled from the pool;
 (b) the SPRT on deal groups with placement scores;
-(c) the SPRT on the same deal groups with luck-adjusted scores;
+(b') the SPRT on the same deal groups with point scores (raw);
+(c) the SPRT on the same deal groups with luck-adjusted point scores (what
+    `cfarena sprt` scores by default).
 
-(b) and (c) are run `--tests` times on groups resampled (with replacement)
-from the pool: the mean, spread and 90th percentile of the matches each test
-played to its decision, and its verdicts. Resampling a finite pool is a
-bootstrap: a test longer than the pool reuses groups.
+The bounds are logistic Elo [0, elo1] of the placement score. Points measure
+the same two bots on another scale, so for (b') and (c) H1 is translated to
+that scale as the same share of the pool's true gap: a mean point score of
+1/2 + (L(elo1) - 1/2) * (mean point score - 1/2) / (mean placement score - 1/2)
+(a benchmark's device: a real test states its bounds on its own score); when
+the pool shows no placement gap (within 2 standard errors) it is translated in
+units of spread instead: 1/2 + (L(elo1) - 1/2) * sd(points) / sd(placement)
+over groups. H0
+(no difference: a mean of 1/2) is the same on every scale.
+
+(b), (b') and (c) are run `--tests` times on groups resampled (with
+replacement) from the pool: the mean, spread and 90th percentile of the
+matches each test played to its decision, and its verdicts. Resampling a
+finite pool is a bootstrap: a test longer than the pool reuses groups. The
+evidence per match of each way of scoring is printed too: t^2, the squared
+(mean score - 1/2) / sd per match (a group's over its matches), to which a
+test's length is inversely proportional.
 """
 
 from __future__ import annotations
@@ -51,7 +66,7 @@ from cfarena.server.replay.simulate import play_match
 from cfarena.server.sprt.deal_group import SeatedResults, group_score, seatings
 from cfarena.server.sprt.llr import logistic_score
 from cfarena.server.sprt.match_results import ScoreKind, seated_results
-from cfarena.server.sprt.sequential import EloModel, SprtBounds, Verdict
+from cfarena.server.sprt.sequential import EloModel, SprtBounds, Verdict, logistic_elo
 from cfarena.server.sprt.simulation import SimulatedTests, simulate_tests
 
 QUARTER = "montecarlo-quarter"
@@ -91,10 +106,7 @@ class GroupTask:
     rounds: str | None
 
 
-@dataclass(frozen=True)
-class PlayedGroup:
-    raw: tuple[SeatedResults, ...]
-    adjusted: tuple[SeatedResults, ...]
+PlayedGroup = dict[ScoreKind, tuple[SeatedResults, ...]]  # a group's matches, scored each way
 
 
 def group_seed(pair: str, index: int) -> int:
@@ -106,20 +118,18 @@ def play_group(task: GroupTask) -> PlayedGroup:
     pair = PAIRS[task.pair]
     rules = rules_for(task.preset, task.rounds)
     seed = group_seed(task.pair, task.index)
-    raw, adjusted = [], []
-    for n, seats in enumerate(seatings(pair.new, pair.old, task.field, task.players)):
-        played = play_match([BOTS[name]() for name in seats], rules, seed,
-                            f"sprt-{task.pair}-{task.index}-{n}", names=seats)
-        raw.append(seated_results(played.record, ScoreKind.RAW))
-        adjusted.append(seated_results(played.record, ScoreKind.ADJUSTED))
-    return PlayedGroup(tuple(raw), tuple(adjusted))
+    records = [play_match([BOTS[name]() for name in seats], rules, seed,
+                          f"sprt-{task.pair}-{task.index}-{n}", names=seats).record
+               for n, seats in enumerate(seatings(pair.new, pair.old, task.field,
+                                                  task.players))]
+    return {kind: tuple(seated_results(r, kind) for r in records) for kind in ScoreKind}
 
 
 def line(label: str, sim: SimulatedTests) -> str:
     """One row of the table: matches to a decision (mean, spread, 90th percentile), verdicts."""
     m = sim.matches
     n = len(sim.verdicts)
-    return (f"  {label:<38} {m.mean():8.1f} {m.std():8.1f} {np.percentile(m, 90):8.0f}"
+    return (f"  {label:<40} {m.mean():8.1f} {m.std():8.1f} {np.percentile(m, 90):8.0f}"
             f"   H1 {sim.count(Verdict.H1) / n:6.1%}  H0 {sim.count(Verdict.H0) / n:6.1%}"
             f"  cap {sim.count(Verdict.INCONCLUSIVE) / n:5.1%}")
 
@@ -147,33 +157,56 @@ def fixed_length(match_scores: np.ndarray, bounds: SprtBounds, tests: int,
     return n, accepted / tests
 
 
+def evidence(scores: np.ndarray, per_match: int) -> float:
+    """t^2 per match: ((mean - 1/2) / sd)^2 of the scores, divided by the matches in one."""
+    return float(((scores.mean() - 0.5) / scores.std(ddof=1)) ** 2 / per_match)
+
+
 def report(pair: Pair, field: Sequence[str], groups: Sequence[PlayedGroup],
            args: argparse.Namespace) -> str:
-    per_group = len(groups[0].raw)
+    per_group = len(groups[0][ScoreKind.PLACEMENT])
     bounds = SprtBounds(0.0, pair.elo1, args.alpha, args.beta, EloModel.LOGISTIC)
-    raw = np.array([group_score(g.raw, pair.new, pair.old) for g in groups])
-    adj = np.array([group_score(g.adjusted, pair.new, pair.old) for g in groups])
-    match_scores = np.array([group_score([m], pair.new, pair.old) for g in groups for m in g.raw])
+    scores = {kind: np.array([group_score(g[kind], pair.new, pair.old) for g in groups])
+              for kind in ScoreKind}
+    placed, raw, adj = (scores[k] for k in (ScoreKind.PLACEMENT, ScoreKind.RAW,
+                                             ScoreKind.ADJUSTED))
+    match_scores = np.array([group_score([m], pair.new, pair.old)
+                             for g in groups for m in g[ScoreKind.PLACEMENT]])
+    gap = placed.mean() - 0.5
+    if gap > 2 * placed.std(ddof=1) / math.sqrt(placed.size):  # H1 as a share of the gap
+        share, translated = (raw.mean() - 0.5) / gap, "share of the gap"
+    else:  # no gap to measure: H1 in units of each score's spread
+        share, translated = raw.std(ddof=1) / placed.std(ddof=1), "units of spread"
+    points_elo1 = logistic_elo(0.5 + share * (logistic_score(pair.elo1) - 0.5))
+    points_bounds = SprtBounds(0.0, points_elo1, args.alpha, args.beta, EloModel.LOGISTIC)
     n_fixed, fixed_power = fixed_length(match_scores, bounds, args.tests, seed=1)
-    b = resampled(raw, bounds, per_group, args, seed=2)
-    c = resampled(adj, bounds, per_group, args, seed=3)
-    var_match = match_scores.var(ddof=1)
+    b = resampled(placed, bounds, per_group, args, seed=2)
+    b2 = resampled(raw, points_bounds, per_group, args, seed=3)
+    c = resampled(adj, points_bounds, per_group, args, seed=4)
     lines = [
         f"{pair.label}: {pair.new} (NEW) vs {pair.old} (OLD), {len(groups)} deal groups of "
         f"{per_group} matches, field {', '.join(field)}; logistic Elo bounds "
-        f"[0, {pair.elo1:g}], alpha {args.alpha}, beta {args.beta}",
-        f"  mean score: per match {match_scores.mean():.4f}, raw groups {raw.mean():.4f}, "
-        f"adjusted groups {adj.mean():.4f}",
-        f"  variance per match: independent {var_match:.4f}, duplicate raw "
-        f"{raw.var(ddof=1) * per_group:.4f}, duplicate adjusted "
-        f"{adj.var(ddof=1) * per_group:.4f}",
-        f"  {'':<38} {'matches':>8} {'sd':>8} {'p90':>8}   verdicts",
-        f"  {'(a) fixed length, independent deals':<38} {n_fixed:8d} {0:8.1f} {n_fixed:8d}"
-        f"   H1 {fixed_power:6.1%}",
-        line("(b) SPRT, deal groups, raw", b),
-        line("(c) SPRT, deal groups, luck-adjusted", c),
+        f"[0, {pair.elo1:g}] on placement, [0, {points_elo1:.1f}] on points ({translated}), "
+        f"alpha {args.alpha}, beta {args.beta}",
+        f"  mean score: placement {placed.mean():.4f}, points {raw.mean():.4f}, "
+        f"adjusted points {adj.mean():.4f}",
+        f"  variance per match: placement independent {match_scores.var(ddof=1):.4f}, "
+        f"groups {placed.var(ddof=1) * per_group:.4f}; points groups "
+        f"{raw.var(ddof=1) * per_group:.4f}, adjusted {adj.var(ddof=1) * per_group:.4f} "
+        f"(luck removes {1 - adj.var(ddof=1) / raw.var(ddof=1):.1%})",
+        f"  evidence t^2 per match: placement independent "
+        f"{evidence(match_scores, 1):.4f}, groups {evidence(placed, per_group):.4f}; "
+        f"points groups {evidence(raw, per_group):.4f}, adjusted "
+        f"{evidence(adj, per_group):.4f}",
+        f"  {'':<40} {'matches':>8} {'sd':>8} {'p90':>8}   verdicts",
+        f"  {'(a) fixed length, independent, placement':<40} {n_fixed:8d} {0:8.1f} "
+        f"{n_fixed:8d}   H1 {fixed_power:6.1%}",
+        line("(b) SPRT, deal groups, placement", b),
+        line("(b') SPRT, deal groups, points", b2),
+        line("(c) SPRT, deal groups, adjusted points", c),
         f"  ratios: (a)/(c) {n_fixed / c.matches.mean():.2f}, "
         f"(b)/(c) {b.matches.mean() / c.matches.mean():.2f}, "
+        f"(b')/(c) {b2.matches.mean() / c.matches.mean():.2f}, "
         f"(a)/(b) {n_fixed / b.matches.mean():.2f}",
     ]
     return "\n".join(lines)

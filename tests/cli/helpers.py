@@ -131,3 +131,18 @@ def one_match_database(db: Path, match_id: str = "m1") -> str:
         assert store.record_match(to_stored(dataclasses.replace(record, match_id=match_id)))
     return url
 
+
+
+def one_match_luck(db: Path) -> tuple[str, dict[int, tuple[str, int | None]], tuple[float, ...]]:
+    """`one_match_database` ("m1"), and its seats (bot and total by seat) and each seat's
+    luck as `sprt.luck` computes it from the stored game log."""
+    from cfarena.server.sprt.luck import log_luck
+    from cfarena.server.storage import open_database
+
+    url = one_match_database(db)
+    with open_database(url) as store:
+        log = store.get_log("m1")
+        detail = store.get_match("m1")
+    assert log is not None and detail is not None
+    seats = {s.seat: (s.bot_name, s.total) for s in detail.match.seats}
+    return url, seats, log_luck(log)

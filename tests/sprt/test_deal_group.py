@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cfarena.server.match.log_format import record_to_log
 from cfarena.server.match.record import MatchStatus
 from cfarena.server.replay.simulate import simulate_record
 from cfarena.server.sprt.deal_group import (
@@ -11,10 +12,11 @@ from cfarena.server.sprt.deal_group import (
     group_score,
     head_to_head,
     placement,
+    point_results,
     seatings,
 )
 from cfarena.server.sprt.luck import record_adjusted_results
-from cfarena.server.sprt.match_results import ScoreKind, seated_results
+from cfarena.server.sprt.match_results import ScoreKind, log_seated_results, seated_results
 
 
 def swapped(seating: tuple[str, ...]) -> tuple[str, ...]:
@@ -78,6 +80,17 @@ def test_group_score_is_the_mean_over_its_matches() -> None:
     assert group_score(matches, "O", "N") == pytest.approx(1 - (1.0 + 1 / 3) / 2)
 
 
+def test_points_score_the_point_difference_per_round() -> None:
+    assert point_results([0, 7, 35], 1) == pytest.approx((0.0, -0.2, -1.0))
+    assert point_results([0, 70], 10) == pytest.approx((0.0, -0.2))  # per round played
+    # NEW 7 points fewer than OLD in one round: 1/2 + 7 / 70
+    match = SeatedResults(("N", "f", "O"), point_results([10, 0, 17], 1))
+    assert head_to_head(match, "N", "O") == pytest.approx(0.6)
+    assert head_to_head(match, "O", "N") == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="at least one round"):
+        point_results([0, 0], 0)
+
+
 def test_a_match_without_both_bots_is_refused() -> None:
     with pytest.raises(ValueError, match="one seat each"):
         head_to_head(SeatedResults(("N", "f"), (1.0, 0.0)), "N", "O")
@@ -85,14 +98,19 @@ def test_a_match_without_both_bots_is_refused() -> None:
         group_score([], "N", "O")
 
 
-def test_a_finished_records_results_raw_and_adjusted() -> None:
-    record = simulate_record({"preset": "standard", "rounds": "single"}, 4, 3, "greedy",
+def test_a_finished_records_results_of_each_kind() -> None:
+    record = simulate_record({"preset": "standard", "rounds": 2}, 4, 3, "greedy",
                              names=["N", "f", "O", "g"])
-    raw = seated_results(record, ScoreKind.RAW)
-    adjusted = seated_results(record, ScoreKind.ADJUSTED)
-    assert raw.seats == adjusted.seats == ("N", "f", "O", "g")
-    assert raw.results == placement(record.ranks)
-    assert adjusted.results == record_adjusted_results(record)
+    found = {kind: seated_results(record, kind) for kind in ScoreKind}
+    assert {r.seats for r in found.values()} == {("N", "f", "O", "g")}
+    assert found[ScoreKind.PLACEMENT].results == placement(record.ranks)
+    assert found[ScoreKind.RAW].results == point_results(record.totals, 2)
+    assert found[ScoreKind.ADJUSTED].results == record_adjusted_results(record)
+    log = record_to_log(record)  # a stored match's log gives the same
+    for kind in ScoreKind:
+        assert log_seated_results(log, kind).results == pytest.approx(found[kind].results)
     record.status = MatchStatus.ABORTED
     with pytest.raises(ValueError, match="did not finish"):
         seated_results(record, ScoreKind.RAW)
+    with pytest.raises(ValueError, match="no result"):
+        log_seated_results(record_to_log(record), ScoreKind.RAW)

@@ -1,4 +1,4 @@
-"""Luck-adjusted results: unbiased (mean-zero luck) over thousands of simulated matches."""
+"""Luck-adjusted point results: unbiased (mean-zero luck) over thousands of simulated matches."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from cfarena.engine import Move, MoveKind, apply_move, new_match
 from cfarena.server.match.log_format import record_to_log
 from cfarena.server.match.record import MatchStatus
 from cfarena.server.replay.simulate import simulate_record
-from cfarena.server.sprt.deal_group import placement
+from cfarena.server.sprt.deal_group import point_results
 from cfarena.server.sprt.luck import (
     PIP_WEIGHT,
     adjusted_results,
+    adjusted_totals,
     draw_features,
     log_luck,
     luck_sums,
@@ -82,14 +83,17 @@ def test_the_check_detects_a_biased_correction(simulated: tuple[np.ndarray, np.n
         assert high < 0.0, (seat, low, high)
 
 
-def test_corrections_are_zero_sum_and_adjust_placement() -> None:
+def test_luck_is_zero_sum_and_adjusts_the_points() -> None:
     record = simulate_record(OPTIONS, 4, seed_of(MATCHES + 1), "greedy")
     luck = record_luck(record)
-    assert sum(luck) == pytest.approx(0.0, abs=1e-12)
+    assert sum(luck) == pytest.approx(0.0, abs=1e-9)
+    assert any(abs(c) > 0.5 for c in luck)  # points, not a share of a placement
+    totals = adjusted_totals(record.totals, luck)
+    assert totals == pytest.approx(tuple(t + c for t, c in zip(record.totals, luck,
+                                                               strict=True)))
     adjusted = record_adjusted_results(record)
-    assert adjusted == pytest.approx(tuple(p - c for p, c in
-                                           zip(placement(record.ranks), luck, strict=True)))
-    assert adjusted == adjusted_results(record.ranks, luck)
+    assert adjusted == pytest.approx(point_results(totals, 1))
+    assert adjusted == adjusted_results(record.totals, 1, luck)
 
 
 def test_a_log_gives_the_records_luck() -> None:

@@ -110,10 +110,13 @@ def show_cmd(
         "as captured: the start and the end of a long output)")] = False,
     db_url: str = DbOption,
 ) -> None:
-    """One match: result, scores per round, faults; each seat's output with --logs."""
+    """One match: result, scores per round, each seat's luck, faults; each seat's output
+    with --logs."""
     with database(db_url, create=False) as db:
         detail = db.get_match(match_id)
         seat_logs = db.seat_logs(match_id) if detail is not None else []
+        finished = detail is not None and detail.match.status is MatchStatus.FINISHED
+        log = db.get_log(match_id) if finished else None
     if detail is None:
         fail(f"no match {match_id!r} (see `cfarena matches`)")
     m = detail.match
@@ -123,6 +126,8 @@ def show_cmd(
         out.print(Text(f"reason: {printable(m.reason)}"))
     for table in score_tables(m.seats, detail.round_scores or [], out.width):
         out.print(table)
+    if log is not None:
+        out.print(luck_table(m.seats, log))
     for f in detail.faults:  # the detail is the bot's own input: no markup in it
         out.print(f"[red]fault[/] seat {f.seat} ({escape(f.bot_name)}) {f.kind.value} at turn "
                   f"{f.turn_id}: {escape(printable(f.detail))}")
@@ -186,6 +191,26 @@ def score_tables(seats: Sequence[SeatInfo], round_scores: Sequence[Sequence[int]
     for i, row in enumerate(round_scores):
         by_round.add_row(f"R{i + 1}", *(str(row[s.seat]) for s in ordered))
     return [result, by_round]
+
+
+def luck_table(seats: Sequence[SeatInfo], log: Mapping[str, Any]) -> Table | Text:
+    """Each seat's points, the luck of its draws in points (positive: they saved it
+    points) and its luck-adjusted total, as `cfarena sprt` scores them by default
+    (docs/TESTING_BOTS.md); one line instead if the log cannot be replayed."""
+    from cfarena.server.sprt.luck import adjusted_totals, log_luck
+
+    ordered = sorted(seats, key=lambda s: s.seat)
+    try:  # a stored log replays (it was checked when stored); a damaged one is told
+        luck = log_luck(log)
+        adjusted = adjusted_totals([s.total or 0 for s in ordered], luck)
+    except ValueError as exc:  # gamelog.LogError, an illegal move, a seat count
+        return Text(f"luck: not computed, the game log does not replay ({exc})")
+    table = Table("seat", "bot", "points", "luck", "adjusted", title="luck of the draws",
+                  title_justify="left")
+    table.columns[1].overflow = "fold"
+    for s, c, a in zip(ordered, luck, adjusted, strict=True):
+        table.add_row(str(s.seat), Text(s.bot_name), str(s.total), f"{c:+.1f}", f"{a:.1f}")
+    return table
 
 
 def _print_seat_log(log: SeatLog, bot: str) -> None:

@@ -151,8 +151,8 @@ def sprt_cmd(
         "--max-matches", help="stop undecided (inconclusive) after this many matches")
     ] = 60_000,
     score: Annotated[ScoreKind, typer.Option(
-        "--score", help="a seat's result: its placement (raw) or placement minus the luck "
-        "of its draws (adjusted)")] = ScoreKind.ADJUSTED,
+        "--score", help="a seat's result: its points (raw), its points corrected by the luck "
+        "of its draws (adjusted) or its placement (docs/TESTING_BOTS.md)")] = ScoreKind.ADJUSTED,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="fix the test's seed (deals derive from it) [default: drawn from the "
         "OS, unpredictable]")] = None,

@@ -15,17 +15,30 @@ field bot repeated: `players` matches (the mirror is a rotation); else
 counts the group, never the match, as one observation; this is fastchess's and
 fishtest's game pair (one opening, both colours) for more than two players.
 
-The score of a group is a head-to-head result in [0, 1]: the mean over its
-matches of 1/2 + (result(NEW) - result(OLD)) / 2, where a seat's result is its
-placement, (players - rank) / (players - 1) (1 for first, 0 for last; shared
-ranks share the result). With two players this is 1 for a win, 1/2 for a draw,
-0 for a loss; at a bigger table NEW two places above OLD counts more than one.
-Placement and not points, because placement is what ranks bots everywhere else
-(ratings, standings) and is bounded: a point difference is dominated by rare
-blow-ups (the 0-0 counts 50), which make a test's noise, and its length,
-depend on a few hands. `luck.adjusted_results` gives results with the same
-expectation and less noise; their group score is computed by the same
-`group_score`.
+The score of a group is a head-to-head result: the mean over its matches of
+1/2 + (result(NEW) - result(OLD)) / 2. A seat's result is by default its
+points (`point_results`): minus its points per round over `POINT_SCALE`, so
+that a match scores 1/2 + (OLD's points - NEW's points) / (70 * rounds): 1/2
+when both hold as many points, 0.6 when NEW holds 7 fewer in one round. The
+scale makes a group's point score spread over [0, 1] about as its placement
+score does (measured on deal groups of their own seeds: smart vs greedy and
+montecarlo vs a quarter of it), which matters because the test's
+regularization puts the unseen extremes at 0 and 1 (`llr`); a match's score
+leaves [0, 1] when the difference passes 35 points a round (a group's mean
+seldom does), and the test then widens its support to the scores seen.
+Points and not placement, because within a deal group points carry about
+three times the evidence per match: a point difference is additive, so the
+hands' strength cancels in it over the group's rotations, where placement, a
+step function of the points, keeps much of it (benchmarks/sprt.py, smart vs
+greedy: a squared t-value per match of 0.49 for points, 0.16 for placement;
+docs/TESTING_BOTS.md). Blow-ups
+(the 0-0 counts 50) are rarer than feared: a single round's difference
+exceeded 90 points in 0.1% of 6,000 matches. The placement result
+(`placement`: (players - rank) / (players - 1), 1 for first, 0 for last;
+shared ranks share it) is kept as a choice (`match_results.ScoreKind`): it is
+what ranks bots everywhere else. `luck.adjusted_results` gives point results
+with the same expectation and less noise; their group score is computed by
+the same `group_score`.
 """
 
 from __future__ import annotations
@@ -67,6 +80,17 @@ def placement(ranks: Sequence[int]) -> tuple[float, ...]:
     if players < 2:
         raise ValueError("placement needs at least two seats")
     return tuple((players - r) / (players - 1) for r in ranks)
+
+
+POINT_SCALE = 35.0  # points per round that make a result of 1 (a head-to-head step of 1/2)
+
+
+def point_results(totals: Sequence[float], rounds: int) -> tuple[float, ...]:
+    """Each seat's points result: -total / (POINT_SCALE * rounds), `rounds` the rounds
+    played (fewer points are better; only differences between seats count)."""
+    if rounds < 1:
+        raise ValueError(f"a points result needs at least one round played, got {rounds}")
+    return tuple(-t / (POINT_SCALE * rounds) for t in totals)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from cfarena.engine import Rules
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.sprt.deal_group import group_score, seatings
-from cfarena.server.sprt.match_results import ScoreKind, logged_seated_results
+from cfarena.server.sprt.match_results import ScoreKind, log_seated_results
 from cfarena.server.sprt.sequential import SequentialTest, SprtBounds, SprtStatus, Verdict
 from cfarena.server.storage import (
     Database,
@@ -174,11 +174,10 @@ def group_score_of(db: Database, config: SprtConfig, tournament_id: int, group: 
             state = "not stored" if detail is None else detail.match.status.value
             raise TournamentError(f"match {match_id} is {state}; run the same command "
                                   "again to play it")
-        seats = sorted(detail.match.seats, key=lambda seat: seat.seat)
-        log = db.get_log(match_id) if config.score is ScoreKind.ADJUSTED else None
-        played.append(logged_seated_results([seat.bot_name for seat in seats],
-                                            [seat.rank or 0 for seat in seats], log,
-                                            config.score))
+        log = db.get_log(match_id)
+        if log is None:
+            raise TournamentError(f"match {match_id} has no stored game log to score")
+        played.append(log_seated_results(log, config.score))
     return group_score(played, config.new.name, config.old.name)
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cfarena.server.sprt.luck import adjusted_totals, log_luck
 from cfarena.server.standings import bot_report, leaderboard_rows, rated_games, rating_history
 from cfarena.server.storage import (
     Database,
@@ -57,9 +58,11 @@ def match_summary(m: MatchInfo) -> dict[str, Any]:
     }
 
 
-def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
-    """One match: its result, scores per round and faults; its seed and the link to
-    its log only if `revealed` (`disclosure.deal_revealed`)."""
+def match_json(detail: MatchDetail, revealed: bool,
+               log: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One match: its result, scores per round and faults; its seed, the link to its
+    log and each seat's luck (`luck_json`, from `log`) only if `revealed`
+    (`disclosure.deal_revealed`)."""
     m = detail.match
     out = match_summary(m)
     out["round_scores"] = detail.round_scores or []
@@ -69,7 +72,25 @@ def match_json(detail: MatchDetail, revealed: bool) -> dict[str, Any]:
     out["revealed"] = revealed
     out["seed"] = str(m.seed) if revealed else None
     out["log"] = f"/api/matches/{m.id}/log" if revealed and detail.log_sha256 else None
+    out["luck"] = luck_json(m.seats, log) if revealed and log is not None else None
     return out
+
+
+def luck_json(seats: Sequence[SeatInfo], log: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Per seat of a finished match: the luck of its draws in points (positive: they
+    saved it points) and its luck-adjusted total, as `cfarena sprt` scores them
+    (`sprt.luck`); None if the log does not replay. The luck is computed from the
+    boneyard: hidden while any match of the deal may still be played."""
+    ordered = sorted(seats, key=lambda s: s.seat)
+    if any(s.total is None for s in ordered):
+        return None
+    try:
+        luck = log_luck(log)
+    except ValueError:  # gamelog.LogError, an illegal move: a damaged log
+        return None
+    adjusted = adjusted_totals([s.total or 0 for s in ordered], luck)
+    return [{"seat": s.seat, "luck": round(c, 1), "adjusted": round(a, 1)}
+            for s, c, a in zip(ordered, luck, adjusted, strict=True)]
 
 
 @dataclass
@@ -149,7 +170,10 @@ class WebData:
         detail = self.db.get_match(match_id)
         if detail is None:
             raise NotFound(f"no match {match_id!r}")
-        return match_json(detail, deal_revealed(self.db.same_deal(match_id)))
+        revealed = deal_revealed(self.db.same_deal(match_id))
+        finished = detail.match.status is MatchStatus.FINISHED
+        log = self.db.get_log(match_id) if revealed and finished else None
+        return match_json(detail, revealed, log)
 
     def log(self, match_id: str) -> dict[str, Any] | None:
         """The game log of a match whose deal is over everywhere; None while it may

@@ -71,6 +71,13 @@ class Fault(BaseModel):
     at: str | None
 
 
+class SeatLuck(BaseModel):
+    seat: int
+    luck: float = Field(description="points the seat's draws saved it (+) or cost it (-) "
+                        "against the boneyard's average")
+    adjusted: float = Field(description="its points plus its luck: what `cfarena sprt` scores")
+
+
 class MatchDetail(MatchSummary):
     round_scores: list[list[int]] = Field(description="points per round (rows), per seat")
     faults: list[Fault]
@@ -78,6 +85,9 @@ class MatchDetail(MatchSummary):
                            "every match dealt with this seed is over")
     seed: str | None = Field(description="the deal's seed (decimal), only when revealed")
     log: str | None = Field(description="URL of the game log, only when revealed")
+    luck: list[SeatLuck] | None = Field(
+        description="per seat, the luck of its draws, only when revealed and finished "
+        "(computed from the boneyard; docs/TESTING_BOTS.md)")
 
 
 class BotVersion(BaseModel):
