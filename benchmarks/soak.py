@@ -117,6 +117,7 @@ class Spectator:
     def __init__(self, http_port: int) -> None:
         self.port = http_port
         self.viewed = 0
+        self.bots_seen = 0  # bot pages visited
         self.errors: list[str] = []
         self.started = self.closing = False
         self._conns: set[http.client.HTTPConnection] = set()
@@ -151,27 +152,39 @@ class Spectator:
             threading.Thread(target=self._visit, args=(match_id,), daemon=True).start()
 
     def _visit(self, match_id: str) -> None:
-        """A visitor follows the ended match's link: its page, then its replay."""
+        """A visitor follows the ended match's link: its page, its replay and log, and
+        the page of one of its bots (each seat's in turn, match after match)."""
         if not self._refreshing.locked():
             self._refresh()
         self._get(f"/matches/{match_id}")
         self._get(f"/matches/{match_id}/replay")
+        self._get(f"/api/matches/{match_id}/log")
+        seats = json.loads(self._get(f"/api/matches/{match_id}") or "{}").get("seats", [])
+        if seats:
+            with self._lock:
+                self.bots_seen += 1
+                bot = seats[self.bots_seen % len(seats)]["bot"]
+            self._get(f"/bots/{bot}")
 
     def _refresh(self) -> None:
         with self._refreshing:
             self._get("/api/leaderboard")
 
-    def _get(self, path: str) -> None:
+    def _get(self, path: str) -> str | None:
+        """The body of GET `path` (None, and an error noted, unless 200)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
             conn.request("GET", path)
             resp = conn.getresponse()
-            resp.read()
+            body = resp.read()
             if resp.status != 200:
                 self.errors.append(f"{path}: HTTP {resp.status}")
+                return None
+            return body.decode("utf-8", "replace")
         except OSError as exc:
             if not self.closing:
                 self.errors.append(f"{path}: {exc}")
+            return None
         finally:
             conn.close()
 
