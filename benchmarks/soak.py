@@ -149,16 +149,19 @@ class Spectator:
                              args=(f"/api/matches/{match_id}/live", None)).start()
         elif kind in ("finished", "aborted"):
             match_id = json.loads(data)["match"]
-            threading.Thread(target=self._visit, args=(match_id,), daemon=True).start()
+            threading.Thread(target=self._visit, args=(match_id, kind == "finished"),
+                             daemon=True).start()
 
-    def _visit(self, match_id: str) -> None:
-        """A visitor follows the ended match's link: its page, its replay and log, and
-        the page of one of its bots (each seat's in turn, match after match)."""
+    def _visit(self, match_id: str, finished: bool) -> None:
+        """A visitor follows the ended match's link: its page, its replay, its log (a
+        finished match's), and the page of one of its bots (each seat's in turn, match
+        after match)."""
         if not self._refreshing.locked():
             self._refresh()
         self._get(f"/matches/{match_id}")
         self._get(f"/matches/{match_id}/replay")
-        self._get(f"/api/matches/{match_id}/log")
+        if finished:
+            self._get(f"/api/matches/{match_id}/log")
         seats = json.loads(self._get(f"/api/matches/{match_id}") or "{}").get("seats", [])
         if seats:
             with self._lock:
