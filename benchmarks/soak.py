@@ -15,9 +15,10 @@ or killed and restarted). With
 `--viewers`, a browser-like spectator watches the whole time: a stream of
 /api/events and what the leaderboard page's script does with it (GET
 /api/matches/ID when a match starts, /api/leaderboard when one is stored), a visitor
-opening each stored match's page and replay (/matches/ID, /matches/ID/replay) and, for
-every match it is told has started, that match's /api/matches/ID/live stream (the
-match page's) until it ends.
+opening each stored match's page, replay and log (/matches/ID, /matches/ID/replay,
+/api/matches/ID/log) and the page of one of its bots (/bots/NAME, each seat's in
+turn) and, for every match it is told has started, that match's
+/api/matches/ID/live stream (the match page's) until it ends.
 
 serve's RSS (/proc/PID/status) is sampled with the count of ended matches (from its
 /metrics; with `--no-web` from the database) every `--every` seconds. Printed: the
@@ -85,7 +86,7 @@ class Soak:
         return sxy / sxx if sxx else 0.0
 
 
-def _rss_kib(pid: int) -> float:
+def rss_kib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return float(line.split()[1])
@@ -311,7 +312,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
             if ended >= warmup:
                 if not samples:
                     began = now
-                samples.append((ended, _rss_kib(serve.pid)))
+                samples.append((ended, rss_kib(serve.pid)))
                 if ended - samples[0][0] >= matches:
                     break
             time.sleep(every)
@@ -370,7 +371,8 @@ def main() -> None:
                             concurrency=args.concurrency, rounds=args.rounds,
                             viewers=args.viewers, web=not args.no_web, chaos=args.chaos,
                             every=args.every,
-                            cfarena=exe, timeout_s=max(600.0, args.matches * 3.0))
+                            cfarena=exe, timeout_s=max(600.0, (args.warmup + args.matches)
+                            * args.rounds * args.players * 0.5))
         _report(f"{label} ({exe})", soak)
 
 

@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import os
 
+from benchmarks.soak import rss_kib
 from cfarena.server.ops.memory import FreedMemory
-
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_a_stored_match_starts_one_trim_in_a_worker_thread() -> None:
@@ -47,7 +41,7 @@ def test_the_trim_gives_back_what_freed_blocks_hold() -> None:
     for block in blocks:
         ctypes.memset(block, 1, len(block))
     del blocks[::2]
-    before = _rss_kib()
+    before = rss_kib(os.getpid())
     FreedMemory().release()
-    after = _rss_kib()
+    after = rss_kib(os.getpid())
     assert before - after > 30_000, (before, after)  # of ~60 MB freed
