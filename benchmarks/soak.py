@@ -15,9 +15,10 @@ or killed and restarted). With
 `--viewers`, a browser-like spectator watches the whole time: a stream of
 /api/events and what the leaderboard page's script does with it (GET
 /api/matches/ID when a match starts, /api/leaderboard when one is stored), a visitor
-opening each stored match's page and replay (/matches/ID, /matches/ID/replay) and, for
-every match it is told has started, that match's /api/matches/ID/live stream (the
-match page's) until it ends.
+opening each stored match's page, replay and log (/matches/ID, /matches/ID/replay,
+/api/matches/ID/log) and the page of one of its bots (/bots/NAME, each seat's in
+turn) and, for every match it is told has started, that match's
+/api/matches/ID/live stream (the match page's) until it ends.
 
 serve's RSS (/proc/PID/status) is sampled with the count of ended matches (from its
 /metrics; with `--no-web` from the database) every `--every` seconds. Printed: the
@@ -85,7 +86,7 @@ class Soak:
         return sxy / sxx if sxx else 0.0
 
 
-def _rss_kib(pid: int) -> float:
+def rss_kib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return float(line.split()[1])
@@ -117,6 +118,7 @@ class Spectator:
     def __init__(self, http_port: int) -> None:
         self.port = http_port
         self.viewed = 0
+        self.bots_seen = 0  # bot pages visited
         self.errors: list[str] = []
         self.started = self.closing = False
         self._conns: set[http.client.HTTPConnection] = set()
@@ -148,30 +150,45 @@ class Spectator:
                              args=(f"/api/matches/{match_id}/live", None)).start()
         elif kind in ("finished", "aborted"):
             match_id = json.loads(data)["match"]
-            threading.Thread(target=self._visit, args=(match_id,), daemon=True).start()
+            threading.Thread(target=self._visit, args=(match_id, kind == "finished"),
+                             daemon=True).start()
 
-    def _visit(self, match_id: str) -> None:
-        """A visitor follows the ended match's link: its page, then its replay."""
+    def _visit(self, match_id: str, finished: bool) -> None:
+        """A visitor follows the ended match's link: its page, its replay, its log (a
+        finished match's), and the page of one of its bots (each seat's in turn, match
+        after match)."""
         if not self._refreshing.locked():
             self._refresh()
         self._get(f"/matches/{match_id}")
         self._get(f"/matches/{match_id}/replay")
+        if finished:
+            self._get(f"/api/matches/{match_id}/log")
+        seats = json.loads(self._get(f"/api/matches/{match_id}") or "{}").get("seats", [])
+        if seats:
+            with self._lock:
+                self.bots_seen += 1
+                bot = seats[self.bots_seen % len(seats)]["bot"]
+            self._get(f"/bots/{bot}")
 
     def _refresh(self) -> None:
         with self._refreshing:
             self._get("/api/leaderboard")
 
-    def _get(self, path: str) -> None:
+    def _get(self, path: str) -> str | None:
+        """The body of GET `path` (None, and an error noted, unless 200)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
             conn.request("GET", path)
             resp = conn.getresponse()
-            resp.read()
+            body = resp.read()
             if resp.status != 200:
                 self.errors.append(f"{path}: HTTP {resp.status}")
+                return None
+            return body.decode("utf-8", "replace")
         except OSError as exc:
             if not self.closing:
                 self.errors.append(f"{path}: {exc}")
+            return None
         finally:
             conn.close()
 
@@ -295,7 +312,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
             if ended >= warmup:
                 if not samples:
                     began = now
-                samples.append((ended, _rss_kib(serve.pid)))
+                samples.append((ended, rss_kib(serve.pid)))
                 if ended - samples[0][0] >= matches:
                     break
             time.sleep(every)
@@ -354,7 +371,8 @@ def main() -> None:
                             concurrency=args.concurrency, rounds=args.rounds,
                             viewers=args.viewers, web=not args.no_web, chaos=args.chaos,
                             every=args.every,
-                            cfarena=exe, timeout_s=max(600.0, args.matches * 3.0))
+                            cfarena=exe, timeout_s=max(600.0, (args.warmup + args.matches)
+                            * args.rounds * args.players * 0.5))
         _report(f"{label} ({exe})", soak)
 
 

@@ -4,6 +4,8 @@ On SQLite and PostgreSQL (the `db` fixture)."""
 
 from __future__ import annotations
 
+import json
+import tracemalloc
 from dataclasses import replace
 
 import pytest
@@ -91,6 +93,31 @@ def test_faults_and_decision_times_for_the_owner(db: Database) -> None:
     assert (fault.match_id, fault.kind.value, fault.detail, fault.turn_id) == (
         "m1", "timeout", "no answer within 1000 ms", 3)
     assert db.bot_faults("bob") == []
+
+
+def test_decision_times_read_one_log_at_a_time_and_only_its_actions(db: Database) -> None:
+    """A bot's page reads its latest 200 game logs: decoded whole and all at once they
+    made serve's memory grow ~1 MB per full-length match (issue 21). Here ten logs of
+    ~130 kB each (events and deals fill them, as in a real log) are read with a traced
+    peak below the size of one."""
+    alice, bob = bots(db, "alice", "bob")
+    actions = [{"seat": i % 2, "turn_id": i, "move": "draw", "ms": 1.0} for i in range(200)]
+    filler = [{"kind": "play", "text": "x" * 100, "i": i} for i in range(1000)]
+    log = {"actions": actions, "events": filler, "deals": filler}
+    keys = [f"m{i}" for i in range(10)]
+    db.schedule_matches(None, [_plan(k, [alice, bob], ["1", "1"], seed=i)
+                               for i, k in enumerate(keys)])
+    for key in keys:
+        assert db.record_match(replace(result(key, [[0, 5]], [1, 2]), log=log))
+    one_log = len(json.dumps(log))
+    tracemalloc.start()
+    try:
+        times = db.decision_times("alice")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert times == {"1": [1.0] * 100 * 10}
+    assert peak < one_log, f"peak {peak} bytes reading ten logs of {one_log} bytes"
 
 
 def test_the_rating_after_each_match_is_kept_with_its_update(db: Database) -> None:

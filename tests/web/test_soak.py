@@ -3,13 +3,15 @@ the short version of benchmarks/soak.py.
 
 A real serve (--http-port, SQLite) with four dial-in SDK bots plays short 2-player
 matches while a browser-like spectator watches: /api/events, every match's live
-stream, /api/matches/ID when one starts, the leaderboard, the match page and its
-replay when one is stored. serve's RSS is sampled with the count of ended matches;
-after a warm-up (imports, caches and the allocator's first pools) the growth per
-match is the slope of a least-squares line through the samples. The audit that
-filed the issue measured 600-1000 KiB per match; the slack here (150 KiB/match)
-is far above what a steady serve shows (about 10-20 KiB/match on a loaded 2-core
-machine: SQLite's page caches and the allocator) and far below that.
+stream, /api/matches/ID when one starts, the leaderboard, the match page, its replay
+and log and one of its bots' pages when one is stored. serve's RSS is sampled with
+the count of ended matches; after a warm-up (imports, caches and the allocator's
+first pools) the growth per match is the slope of a least-squares line through the
+samples. The audit that filed the issue measured 600-1000 KiB per match (bot pages
+decoding 200 whole game logs at once); serve now shows 20-50 KiB/match over these
+first matches on a loaded 2-core machine (SQLite's page caches filling, the
+allocator's fragmentation), so the limit, 150 KiB/match, is three times that and a
+quarter of the audit's growth.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ The rooms it joins know one another only through what they are handed here: the
 referee reports to the metrics (`RefereeObserver`) and tells the web's live hub when a
 match starts and ends (`MatchWatcher`); the HTTP server serves the app it is given
 (the web's, with /metrics); the web's admin actions pause the arena (`web.site.Ladder`)
-and its live view hears of each stored match (`Arena.on_stored`). Nothing below
+and its live view hears of each stored match (`Arena.on_stored`), as does `ops.memory`,
+which gives the allocator's freed memory back after each match. Nothing below
 imports the web but this module (and the web itself); the CLI (`cli/serve.py`) only
 turns options into the values this takes.
 """
@@ -21,6 +22,7 @@ from dataclasses import replace
 from cfarena.server.arena import Arena, ArenaConfig, ServeResult
 from cfarena.server.arena.service import say
 from cfarena.server.ops import OpsConfig, operations
+from cfarena.server.ops.memory import FreedMemory
 from cfarena.server.storage import Database
 from cfarena.server.web import LiveHub, WebSite
 from cfarena.server.web.app import make_web_app
@@ -35,6 +37,7 @@ async def run_serve(db: Database, config: ArenaConfig, ops_config: OpsConfig,
         async with operations(ops_config, report) as ops:
             arena = Arena(db, replace(config, referee_options=ops.referee_options()),
                           report)
+            arena.on_stored.append(FreedMemory().after_match)
             return await arena.run()
     web = WebSite(db, config.pool, LiveHub(), admin_token=admin_token)
     try:
@@ -46,6 +49,7 @@ async def run_serve(db: Database, config: ArenaConfig, ops_config: OpsConfig,
             arena = Arena(db, replace(config, referee_options=options), report)
             web.ladder = arena
             arena.on_stored.append(web.hub.stored)
+            arena.on_stored.append(FreedMemory().after_match)
             try:
                 return await arena.run()
             finally:

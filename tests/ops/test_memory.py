@@ -1,0 +1,47 @@
+"""serve gives the allocator's freed memory back after each stored match
+(`ops.memory.FreedMemory`, issue 21): the trim runs off the loop, one at a time, and
+gives back what a burst of large allocations left free."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+
+from benchmarks.soak import rss_kib
+from cfarena.server.ops.memory import FreedMemory
+
+
+def test_a_stored_match_starts_one_trim_in_a_worker_thread() -> None:
+    memory = FreedMemory()
+    assert memory.available  # glibc: the suite's machines
+
+    async def matches_stored() -> None:
+        memory.after_match()
+        memory.after_match()  # while the first trim runs: not a second one
+        assert memory.released == 0  # not on the loop
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if memory.released:
+                break
+        memory.after_match()  # the first is done: another
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if memory.released == 2:
+                break
+
+    asyncio.run(matches_stored())
+    assert memory.released == 2
+
+
+def test_the_trim_gives_back_what_freed_blocks_hold() -> None:
+    # 2000 blocks of 60 kB (under glibc's mmap threshold: in the heap), every other
+    # one kept: the freed half stays resident until it is trimmed
+    blocks = [ctypes.create_string_buffer(60_000) for _ in range(2000)]
+    for block in blocks:
+        ctypes.memset(block, 1, len(block))
+    del blocks[::2]
+    before = rss_kib(os.getpid())
+    FreedMemory().release()
+    after = rss_kib(os.getpid())
+    assert before - after > 30_000, (before, after)  # of ~60 MB freed
