@@ -30,6 +30,9 @@ settings.load_profile("cfarena")
 
 _databases = itertools.count()
 TESTS = Path(__file__).resolve().parent
+# a fair-play test's setup may wait for the host (`host.alone`) and play every hostile
+# scenario (tests/fairplay/arena.py, up to 3 * RUN_TIMEOUT): more than pytest's 300 s
+FAIRPLAY_TIMEOUT_S = 900
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,6 +50,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if TESTS / "fairplay" in item.path.parents:
             item.add_marker(pytest.mark.xdist_group("fairplay"))
+            if item.get_closest_marker("timeout") is None:  # its first test's setup plays
+                item.add_marker(pytest.mark.timeout(FAIRPLAY_TIMEOUT_S))  # every scenario
         elif item.path in whole:
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS).as_posix()))
 
