@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import threading
 
 from benchmarks.soak import rss_kib
 from cfarena.server.ops.memory import FreedMemory
@@ -15,11 +16,24 @@ from cfarena.server.ops.memory import FreedMemory
 def test_a_stored_match_starts_one_trim_in_a_worker_thread() -> None:
     memory = FreedMemory()
     assert memory.available  # glibc: the suite's machines
+    real_trim = memory._trim
+    assert real_trim is not None
+    gate = threading.Event()
+    threads: list[int] = []
+
+    def held_trim(pad: int) -> int:  # the real trim, after the test lets it go
+        threads.append(threading.get_ident())
+        gate.wait(10)
+        return real_trim(pad)
+
+    memory._trim = held_trim
 
     async def matches_stored() -> None:
         memory.after_match()
         memory.after_match()  # while the first trim runs: not a second one
-        assert memory.released == 0  # not on the loop
+        await asyncio.sleep(0.05)
+        assert len(threads) == 1 and memory.released == 0
+        gate.set()
         for _ in range(200):
             await asyncio.sleep(0.01)
             if memory.released:
@@ -32,6 +46,7 @@ def test_a_stored_match_starts_one_trim_in_a_worker_thread() -> None:
 
     asyncio.run(matches_stored())
     assert memory.released == 2
+    assert threading.get_ident() not in threads  # never on the loop's thread
 
 
 def test_the_trim_gives_back_what_freed_blocks_hold() -> None:

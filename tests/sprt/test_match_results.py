@@ -1,4 +1,4 @@
-"""A stored match (its seats, ranks and game log) scores as its match record does."""
+"""A stored match (its game log) scores as its match record does."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from cfarena.bots import make_bot
 from cfarena.engine import Rules
 from cfarena.server.match.log_format import record_to_log
 from cfarena.server.replay.simulate import play_match
-from cfarena.server.sprt.match_results import ScoreKind, logged_seated_results, seated_results
+from cfarena.server.sprt.match_results import ScoreKind, log_seated_results, seated_results
 
 
 @pytest.mark.parametrize("kind", list(ScoreKind))
@@ -18,10 +18,15 @@ def test_a_logged_match_scores_as_its_record(kind: ScoreKind) -> None:
     for seed in range(6):
         record = play_match([make_bot(name) for name in seats], rules, seed, f"m{seed}",
                             names=seats).record
-        logged = logged_seated_results(seats, record.ranks, record_to_log(record), kind)
+        logged = log_seated_results(record_to_log(record), kind)
         assert logged == seated_results(record, kind)
 
 
-def test_an_adjusted_score_needs_the_log() -> None:
-    with pytest.raises(ValueError, match="game log"):
-        logged_seated_results(("a", "b"), (1, 2), None, ScoreKind.ADJUSTED)
+def test_a_log_without_a_result_is_not_scored() -> None:
+    seats = ("smart", "greedy")
+    rules = Rules.preset("standard").with_options(rounds="single")
+    log = record_to_log(play_match([make_bot(name) for name in seats], rules, 1, "m1",
+                                   names=seats).record)
+    log["status"] = "aborted"
+    with pytest.raises(ValueError, match="no result to score"):
+        log_seated_results(log, ScoreKind.RAW)

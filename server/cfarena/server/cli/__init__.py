@@ -43,8 +43,8 @@ COMMANDS: dict[str, Entry] = {
                        "interval, matches, wins, points per round,\nfaults; `--matrix`: "
                        "every pair's head-to-head Elo difference."),
     "matches": Entry(("matches",), "List matches, newest first."),
-    "show": Entry(("matches",), "One match: result, scores per round, faults; each "
-                  "seat's output with --logs."),
+    "show": Entry(("matches",), "One match: result, scores per round, luck, faults; "
+                  "each seat's output with --logs."),
     "export": Entry(("matches",), "Write a match's game log as JSON (format: "
                     "docs/gamelog.md), or as HTML/text."),
     "replay": Entry(("replay",), "Step through a logged game: n/space next, p previous, r/R "

@@ -110,8 +110,7 @@ def show_cmd(
         "as captured: the start and the end of a long output)")] = False,
     db_url: str = DbOption,
 ) -> None:
-    """One match: result, scores per round, each seat's luck, faults; each seat's output
-    with --logs."""
+    """One match: result, scores per round, luck, faults; each seat's output with --logs."""
     with database(db_url, create=False) as db:
         detail = db.get_match(match_id)
         seat_logs = db.seat_logs(match_id) if detail is not None else []
