@@ -70,8 +70,9 @@ class OneLineErrors(TyperGroup):
 
 
 @contextmanager
-def database(url: str, *, create: bool = True) -> Iterator[Database]:
-    """Open the database or exit 2 with a one-line message.
+def database(url: str, *, create: bool = True, storage_code: int = 1) -> Iterator[Database]:
+    """Open the database or exit 2 with a one-line message; a StorageError while it is
+    used is one line too (exit `storage_code`).
 
     Commands that only read pass `create=False`: a database that does not exist
     is then an error ("no database at PATH"), not a new empty one.
@@ -88,7 +89,7 @@ def database(url: str, *, create: bool = True) -> Iterator[Database]:
     try:
         yield db
     except StorageError as exc:
-        fail(str(exc), code=1)
+        fail(str(exc), code=storage_code)
     finally:
         db.close()
 

@@ -25,7 +25,7 @@ from cfarena.server.cli.common import (
     write_output,
 )
 from cfarena.server.replay import export_log
-from cfarena.server.storage import MatchStatus, SeatInfo, SeatLog
+from cfarena.server.storage import Database, MatchStatus, SeatInfo, SeatLog, StorageError
 
 
 def matches_cmd(
@@ -115,7 +115,7 @@ def show_cmd(
         detail = db.get_match(match_id)
         seat_logs = db.seat_logs(match_id) if detail is not None else []
         finished = detail is not None and detail.match.status is MatchStatus.FINISHED
-        log = db.get_log(match_id) if finished else None
+        log, log_problem = _log_for_luck(db, match_id) if finished else (None, None)
     if detail is None:
         fail(f"no match {match_id!r} (see `cfarena matches`)")
     m = detail.match
@@ -127,6 +127,8 @@ def show_cmd(
         out.print(table)
     if log is not None:
         out.print(luck_table(m.seats, log))
+    elif log_problem is not None:
+        out.print(Text(f"luck: not computed ({log_problem})"))
     for f in detail.faults:  # the detail is the bot's own input: no markup in it
         out.print(f"[red]fault[/] seat {f.seat} ({escape(f.bot_name)}) {f.kind.value} at turn "
                   f"{f.turn_id}: {escape(printable(f.detail))}")
@@ -190,6 +192,15 @@ def score_tables(seats: Sequence[SeatInfo], round_scores: Sequence[Sequence[int]
     for i, row in enumerate(round_scores):
         by_round.add_row(f"R{i + 1}", *(str(row[s.seat]) for s in ordered))
     return [result, by_round]
+
+
+def _log_for_luck(db: Database, match_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A finished match's game log for its luck table, or why there is none to use (a
+    log whose digest does not match is not an error of `show`: the rest is shown)."""
+    try:
+        return db.get_log(match_id), None
+    except StorageError as exc:
+        return None, str(exc)
 
 
 def luck_table(seats: Sequence[SeatInfo], log: Mapping[str, Any]) -> Table | Text:

@@ -41,8 +41,10 @@ from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.sprt_runner import SprtConfig, SprtRun, run_sprt
 
-# exit codes a bot's CI can gate on (2, a usage error, is `fail`'s)
+# exit codes a bot's CI can gate on (2, a usage error or a test that cannot be played,
+# is `fail`'s; 4: storage failed, no verdict; 130/143: interrupted)
 EXIT_CODES = {Verdict.H1: 0, Verdict.H0: 1, Verdict.INCONCLUSIVE: 3}
+STORAGE_FAILED = 4
 VERDICT_TEXT = {
     Verdict.H1: "H1 accepted: NEW is better",
     Verdict.H0: "H0 accepted: NEW is not better (by elo1)",
@@ -175,10 +177,10 @@ def sprt_cmd(
         (elo0, elo1, alpha, beta, elo_model), max_matches, score, seed,
         TimeControl(o.timeout_ms, o.bank_ms, o.increment_ms, o.strikes), concurrency,
         o.no_sandbox, o.memory_mb, o.cpu_seconds, o.db_url)
-    with database(o.db_url) as db:
+    with database(o.db_url, storage_code=STORAGE_FAILED) as db:
         bar = _SprtProgress(elo_model, max_matches)
         run = play_to_end(run_sprt(config, db, launch, concurrency=concurrency, progress=bar),
-                          bar.stop)
+                          bar.stop, storage_code=STORAGE_FAILED)
     verdict = run.status.verdict
     if json_out:
         print_json(run_json(config, run))

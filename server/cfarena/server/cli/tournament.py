@@ -391,11 +391,12 @@ def register(app: typer.Typer) -> None:
 _T = TypeVar("_T")
 
 
-def play_to_end(run: Coroutine[Any, Any, _T], stop_progress: Callable[[], None]) -> _T:
+def play_to_end(run: Coroutine[Any, Any, _T], stop_progress: Callable[[], None], *,
+                storage_code: int = 1) -> _T:
     """Run a command's play (`run_tournament`, `run_sprt`) to its end, then stop its
     progress display. Ctrl-C or SIGTERM stops it (the finished matches are stored; exit
     130 or 143, as a shell reports the signal); a TournamentError is one line (exit 2),
-    a StorageError too (exit 1)."""
+    a StorageError too (exit `storage_code`: sprt's 1 is a verdict)."""
     try:
         terminated: list[bool] = []
         result = asyncio.run(_terminable(run, terminated))
@@ -412,7 +413,7 @@ def play_to_end(run: Coroutine[Any, Any, _T], stop_progress: Callable[[], None])
         fail(escape(str(exc)))  # it may quote a bot's output
     except StorageError as exc:
         stop_progress()
-        fail(str(exc), code=1)
+        fail(str(exc), code=storage_code)
     stop_progress()
     return result
 

@@ -52,7 +52,10 @@ class FreedMemory:
         if self._trim is None or self._busy:
             return
         self._busy = True
-        asyncio.get_running_loop().run_in_executor(None, self.release)
+        try:
+            asyncio.get_running_loop().run_in_executor(None, self.release)
+        except RuntimeError:  # the executor is shut down (the process is ending)
+            self._busy = False
 
     def release(self) -> None:
         """Give the allocator's free pages back now (blocks for the trim)."""

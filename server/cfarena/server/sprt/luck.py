@@ -51,7 +51,7 @@ from typing import Any
 from cfarena.engine import Move, MoveKind, Tile, apply_move, new_match
 from cfarena.engine.state import MatchState
 from cfarena.server.match.record import MatchRecord, MatchStatus
-from cfarena.server.match.resimulation import start_match
+from cfarena.server.match.resimulation import LogError, start_match
 from cfarena.server.sprt.deal_group import point_results
 
 # Fitted by benchmarks/fit_luck.py (1500 deal groups of smart vs greedy with greedy
@@ -104,7 +104,8 @@ def luck_sums(state: MatchState, moves: Iterable[str]) -> list[tuple[float, floa
         move = Move.parse(key)
         if move.kind is MoveKind.DRAW:
             seat = state.current_seat
-            assert seat is not None
+            if seat is None:
+                raise LogError(f"a draw ({key}) after the round ended")
             came, expected = draw_features(state)
             sums[seat][0] += came[0] - expected[0]
             sums[seat][1] += came[1] - expected[1]

@@ -177,7 +177,11 @@ def group_score_of(db: Database, config: SprtConfig, tournament_id: int, group: 
         log = db.get_log(match_id)
         if log is None:
             raise TournamentError(f"match {match_id} has no stored game log to score")
-        played.append(log_seated_results(log, config.score))
+        try:
+            played.append(log_seated_results(log, config.score))
+        except ValueError as exc:  # gamelog.LogError is one
+            raise TournamentError(f"match {match_id}: its game log cannot be scored: "
+                                  f"{exc}") from None
     return group_score(played, config.new.name, config.old.name)
 
 

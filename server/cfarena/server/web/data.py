@@ -32,6 +32,7 @@ LEADERBOARD_TTL_S = 2.0  # the Bradley-Terry bootstrap is costly: at most this o
 RECENT_MATCHES = 20
 FAULTS_SHOWN = 50
 REPLAYS_KEPT = 32  # rendered replay pages kept (LRU)
+LUCK_KEPT = 256  # matches' luck kept (LRU; a few hundred bytes each)
 
 
 class NotFound(Exception):
@@ -59,9 +60,9 @@ def match_summary(m: MatchInfo) -> dict[str, Any]:
 
 
 def match_json(detail: MatchDetail, revealed: bool,
-               log: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               luck: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One match: its result, scores per round and faults; its seed, the link to its
-    log and each seat's luck (`luck_json`, from `log`) only if `revealed`
+    log and each seat's luck (`luck_json`) only if `revealed`
     (`disclosure.deal_revealed`)."""
     m = detail.match
     out = match_summary(m)
@@ -72,7 +73,7 @@ def match_json(detail: MatchDetail, revealed: bool,
     out["revealed"] = revealed
     out["seed"] = str(m.seed) if revealed else None
     out["log"] = f"/api/matches/{m.id}/log" if revealed and detail.log_sha256 else None
-    out["luck"] = luck_json(m.seats, log) if revealed and log is not None else None
+    out["luck"] = luck if revealed else None
     return out
 
 
@@ -108,6 +109,7 @@ class WebData:
         self._lock = threading.Lock()
         self._leaderboard: dict[str, _Cached] = {}
         self._replay_pages: OrderedDict[str, str] = OrderedDict()
+        self._luck_kept: OrderedDict[str, list[dict[str, Any]] | None] = OrderedDict()
 
     # ------------------------------------------------------------ leaderboard
     def leaderboard(self, pool: str) -> dict[str, Any]:
@@ -172,8 +174,29 @@ class WebData:
             raise NotFound(f"no match {match_id!r}")
         revealed = deal_revealed(self.db.same_deal(match_id))
         finished = detail.match.status is MatchStatus.FINISHED
-        log = self.db.get_log(match_id) if revealed and finished else None
-        return match_json(detail, revealed, log)
+        return match_json(detail, revealed, self._luck(detail) if revealed and finished
+                          else None)
+
+    def _luck(self, detail: MatchDetail) -> list[dict[str, Any]] | None:
+        """`luck_json` of a finished match, kept for the latest `LUCK_KEPT` matches: a
+        replay of its whole log (~0.4 MB for a full 4-player match) in the web's threads
+        would otherwise run on every view, beside the referee's loop. None if its log is
+        missing or damaged."""
+        match_id = detail.match.id
+        with self._lock:
+            if match_id in self._luck_kept:
+                self._luck_kept.move_to_end(match_id)
+                return self._luck_kept[match_id]
+        try:
+            log = self.db.get_log(match_id)
+        except StorageError:  # a log whose digest does not match: shown without luck
+            log = None
+        luck = None if log is None else luck_json(detail.match.seats, log)
+        with self._lock:
+            self._luck_kept[match_id] = luck
+            while len(self._luck_kept) > LUCK_KEPT:
+                self._luck_kept.popitem(last=False)
+        return luck
 
     def log(self, match_id: str) -> dict[str, Any] | None:
         """The game log of a match whose deal is over everywhere; None while it may
