@@ -24,6 +24,7 @@ from cfarena.server.tournament.stored_tournament import (
     create_tournament,
     files_note,
     find_tournament,
+    local_files_problem,
 )
 from cfarena.server.tournament.tournament_player import stored_config
 
@@ -172,3 +173,20 @@ def test_a_stored_tournament_reads_back_its_files_and_filling() -> None:
     again, launch = stored_config({**config.to_json(), "seed": 1, "seed_fixed": False})
     assert again.bots == config.bots and again.fill
     assert again.to_json(launch) == config.to_json()
+
+
+def test_a_worker_whose_copy_of_a_bot_file_differs_refuses_to_play_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("mine.py").write_text("print(1)\n")
+    config = TournamentConfig(bots=(BotSpec("greedy").hashed(),
+                                    BotSpec("mine", "python mine.py").hashed()),
+                              rules=Rules.preset("standard"), players=2)
+    stored, _launch = stored_config({**config.to_json(), "seed": 1, "seed_fixed": False})
+    assert local_files_problem(stored) is None  # the same files here
+    Path("mine.py").write_text("print(2)\n")  # another machine's copy, edited
+    assert local_files_problem(stored) == (
+        "the files of bot mine (mine.py) on this machine differ from those the tournament "
+        "was created with: copy the same files here")
+    Path("mine.py").unlink()
+    assert "bot mine (mine.py)" in (local_files_problem(stored) or "")

@@ -29,7 +29,12 @@ from cfarena.server.storage import (
     hash_token,
 )
 from cfarena.server.storage.locks import TournamentBusy, tournament_lock
-from cfarena.server.tournament.config import TournamentConfig, TournamentError, host_defences
+from cfarena.server.tournament.config import (
+    TournamentConfig,
+    TournamentError,
+    bot_files,
+    host_defences,
+)
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.schedule import PlannedMatch, phases
 
@@ -126,6 +131,25 @@ def _changed_bots(stored: TournamentInfo, config: TournamentConfig) -> str:
             names = sorted(n for n in {*old, *new} if old.get(n) != new.get(n))
             changed.append(f"bot {bot.name} ({', '.join(names)})")
     return ", ".join(changed) or "its bots"
+
+
+def local_files_problem(config: TournamentConfig) -> str | None:
+    """Why this machine cannot play a stored tournament's matches (`stored_config`): a
+    bot whose files here differ from those recorded when it was created (a worker on
+    another machine would play another bot under its name); None if they match, or
+    none were recorded."""
+    differ = []
+    for bot in config.bots:
+        if not bot.files:
+            continue
+        recorded, here = dict(bot.files), dict(bot_files(bot))
+        if recorded != here:
+            names = sorted(n for n in {*recorded, *here} if recorded.get(n) != here.get(n))
+            differ.append(f"bot {bot.name} ({', '.join(names)})")
+    if not differ:
+        return None
+    return (f"the files of {', '.join(differ)} on this machine differ from those the "
+            "tournament was created with: copy the same files here")
 
 
 def reopen_tournament(db: Database, tournament_id: int) -> list[ScheduledMatch]:

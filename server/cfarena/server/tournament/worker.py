@@ -64,6 +64,7 @@ from cfarena.server.storage.match_writer import dump_unsaved, is_outage
 from cfarena.server.tournament import job_queue, queue_link
 from cfarena.server.tournament.config import TournamentError
 from cfarena.server.tournament.pool import Launch
+from cfarena.server.tournament.stored_tournament import local_files_problem
 from cfarena.server.tournament.tournament_player import TournamentPlayer, stored_config
 
 log = logging.getLogger("cfarena.worker")
@@ -430,6 +431,9 @@ class QueueWorker:
             if info is None:
                 raise TournamentError(f"no tournament {tournament_id}")
             config, stored_launch = stored_config(info.config)
+            problem = await asyncio.to_thread(local_files_problem, config)
+            if problem is not None:
+                raise TournamentError(f"tournament {tournament_id}: {problem}")
             log_dir = self.options.log_dir
             launch = Launch(sandbox=stored_launch.sandbox, limits=stored_launch.limits,
                             binds=self.options.binds,
