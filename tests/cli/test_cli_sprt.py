@@ -34,8 +34,11 @@ EXIT = {"H1": 0, "H0": 1, "inconclusive": 3}
 
 @pytest.mark.parametrize(("args", "says"), [
     (["smart", "smart"], "NEW and OLD must have different names"),
-    (["smart", "nosuch"], "no bundled bot of that name"),
-    (["smart", "x="], "the command is empty"),
+    (["smart", "nosuch"], "OLD nosuch: no bundled bot of that name"),
+    (["smart", "x="], "OLD x=: the command is empty"),
+    (["nosuch", "smart"], "NEW nosuch: no bundled bot of that name"),
+    (["smart", "greedy", "--players", "3", "--field", "nosuch"],
+     "--field nosuch: no bundled bot of that name"),
     (["smart", "greedy", "--elo0", "5", "--elo1", "5"], "elo0 must be below elo1"),
     (["smart", "greedy", "--alpha", "0.7"], "alpha must be between 0 and 0.5"),
     (["smart", "greedy", "--players", "9"], "--players must be 2-8"),

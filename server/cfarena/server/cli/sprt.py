@@ -217,7 +217,7 @@ def _config(new: str, old: str, field: list[str] | None, players: int, rules: st
             no_sandbox: bool, memory_mb: int, cpu_seconds: int, db_url: str
             ) -> tuple[SprtConfig, Launch]:
     """The test and how its bots start, from the options (exit 2 on a usage error)."""
-    new_spec, old_spec = parse_bot(new), parse_bot(old)
+    new_spec, old_spec = parse_bot(new, "NEW"), parse_bot(old, "OLD")
     if new_spec.name == old_spec.name:
         fail("NEW and OLD must have different names (give one bot two names with "
              "NAME=COMMAND)")
@@ -225,7 +225,7 @@ def _config(new: str, old: str, field: list[str] | None, players: int, rules: st
         fail(f"--players must be 2-8, got {players}")
     if field and players == 2:
         fail("--field: a 2-player table has no other seats (raise --players)")
-    field_specs = [parse_bot(f) for f in
+    field_specs = [parse_bot(f, "--field") for f in
                    (field or default_field(new_spec.name, old_spec.name, players))]
     names = [f.name for f in field_specs]
     if len(set(names)) != len(names) or {new_spec.name, old_spec.name} & set(names):

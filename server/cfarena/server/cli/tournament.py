@@ -60,22 +60,23 @@ DEFAULT_BOTS = tuple(BUNDLED)  # every bundled bot
 MAX_GAMES = 100_000
 
 
-def parse_bot(spec: str) -> BotSpec:
-    """`NAME` (a bundled bot) or `NAME=COMMAND`, with the hashes of the files it runs."""
+def parse_bot(spec: str, option: str = "--bot") -> BotSpec:
+    """`NAME` (a bundled bot) or `NAME=COMMAND`, with the hashes of the files it runs;
+    a problem is one line naming `option` (sprt's NEW, OLD, --field)."""
     name, sep, command = spec.partition("=")
     name = name.strip()
     problem = bot_name_problem(name)
     if problem is not None:
-        fail(f"--bot: {problem}")
+        fail(f"{option}: {problem}")
     if sep and not command.strip():
-        fail(f"--bot {name}=: the command is empty")
+        fail(f"{option} {name}=: the command is empty")
     if not sep and name not in BUNDLED:
-        fail(f"--bot {name}: no bundled bot of that name (bundled: {bundled_names()}); "
+        fail(f"{option} {name}: no bundled bot of that name (bundled: {bundled_names()}); "
              f"use NAME=COMMAND for your own")
     try:
         return BotSpec(name, command.strip() if sep else None).hashed()
     except OSError as exc:
-        fail(f"--bot {name}: cannot read {exc.filename}: {exc.strerror}")
+        fail(f"{option} {name}: cannot read {exc.filename}: {exc.strerror}")
 
 
 def check_sandbox(no_sandbox: bool) -> None:
