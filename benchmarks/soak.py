@@ -24,7 +24,9 @@ serve's RSS (/proc/PID/status) is sampled with the count of ended matches (from 
 /metrics; with `--no-web` from the database) every `--every` seconds. Printed: the
 matches played, RSS after the warm-up and at the end, and the growth per match (KiB
 per match): the slope of a least-squares line through the samples after the
-warm-up, which a few allocator steps move much less than end minus start does.
+warm-up, which a few allocator steps move much less than end minus start does, and
+the same slope over the first and the second half of those samples (growth that levels
+off, caches filling to their size, has a second half near zero).
 With `--baseline CFARENA` (e.g. another checkout's .venv/bin/cfarena) the same soak
 runs on it too, first, and both are printed. The exit status is 0 whatever the
 result (a benchmark reports; tests/web/test_soak.py judges).
@@ -78,12 +80,26 @@ class Soak:
     @property
     def kib_per_match(self) -> float:
         """The least-squares slope of RSS over matches ended."""
-        n = len(self.samples)
-        mean_x = sum(x for x, _ in self.samples) / n
-        mean_y = sum(y for _, y in self.samples) / n
-        sxx = sum((x - mean_x) ** 2 for x, _ in self.samples)
-        sxy = sum((x - mean_x) * (y - mean_y) for x, y in self.samples)
-        return sxy / sxx if sxx else 0.0
+        return _slope(self.samples)
+
+    @property
+    def kib_per_match_by_half(self) -> tuple[float, float]:
+        """The slope over the first and the second half of the samples: growth that
+        levels off (caches filling up to their size) has a second half near zero."""
+        half = len(self.samples) // 2
+        return _slope(self.samples[:half + 1]), _slope(self.samples[half:])
+
+
+def _slope(samples: list[tuple[int, float]]) -> float:
+    """The least-squares slope of (x, y) samples (0 for fewer than two x values)."""
+    n = len(samples)
+    if n < 2:
+        return 0.0
+    mean_x = sum(x for x, _ in samples) / n
+    mean_y = sum(y for _, y in samples) / n
+    sxx = sum((x - mean_x) ** 2 for x, _ in samples)
+    sxy = sum((x - mean_x) * (y - mean_y) for x, y in samples)
+    return sxy / sxx if sxx else 0.0
 
 
 def rss_kib(pid: int) -> float:
@@ -328,10 +344,12 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
 
 
 def _report(label: str, soak: Soak) -> None:
+    first, second = soak.kib_per_match_by_half
     print(f"{label}: {soak.matches} matches in {soak.seconds:.0f} s; serve RSS "
           f"{soak.rss_start_kib / 1024:.1f} MiB after the warm-up, "
           f"{soak.rss_end_kib / 1024:.1f} MiB at the end; growth "
-          f"{soak.kib_per_match:.1f} KiB/match (fit over {len(soak.samples)} samples)"
+          f"{soak.kib_per_match:.1f} KiB/match (fit over {len(soak.samples)} samples; "
+          f"first half {first:.1f}, second half {second:.1f})"
           + (f"; {soak.viewed} live streams watched" if soak.viewed else "")
           + (f"; spectator errors: {soak.errors[:3]}" if soak.errors else ""), flush=True)
 
