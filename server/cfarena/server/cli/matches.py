@@ -207,18 +207,17 @@ def luck_table(seats: Sequence[SeatInfo], log: Mapping[str, Any]) -> Table | Tex
     """Each seat's points, the luck of its draws in points (positive: they saved it
     points) and its luck-adjusted total, as `cfarena sprt` scores them by default
     (docs/TESTING_BOTS.md); one line instead if the log cannot be replayed."""
-    from cfarena.server.sprt.luck import adjusted_totals, log_luck
+    from cfarena.server.sprt.luck import seat_luck
 
     ordered = sorted(seats, key=lambda s: s.seat)
     try:  # a stored log replays (it was checked when stored); a damaged one is told
-        luck = log_luck(log)
-        adjusted = adjusted_totals([s.total or 0 for s in ordered], luck)
+        lucks = seat_luck([s.total or 0 for s in ordered], log)
     except ValueError as exc:  # gamelog.LogError, an illegal move, a seat count
         return Text(f"luck: not computed, the game log does not replay ({exc})")
     table = Table("seat", "bot", "points", "luck", "adjusted", title="luck of the draws",
                   title_justify="left")
     table.columns[1].overflow = "fold"
-    for s, c, a in zip(ordered, luck, adjusted, strict=True):
+    for s, (c, a) in zip(ordered, lucks, strict=True):
         table.add_row(str(s.seat), Text(s.bot_name), str(s.total), f"{c:+.1f}", f"{a:.1f}")
     return table
 

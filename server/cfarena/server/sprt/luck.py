@@ -146,6 +146,15 @@ def adjusted_totals(totals: Sequence[float], luck: Sequence[float]) -> tuple[flo
     return tuple(t + c for t, c in zip(totals, luck, strict=True))
 
 
+def seat_luck(totals: Sequence[float], log: Mapping[str, Any]
+              ) -> list[tuple[float, float]]:
+    """Per seat of a finished match's game log, in seat order: the luck of its draws in
+    points (positive: they saved it points) and its luck-adjusted total (what `cfarena
+    show` and the match page print); gamelog.LogError if the log does not replay."""
+    luck = log_luck(log)
+    return list(zip(luck, adjusted_totals(totals, luck), strict=True))
+
+
 def adjusted_results(totals: Sequence[float], rounds: int,
                      luck: Sequence[float]) -> tuple[float, ...]:
     """Each seat's luck-adjusted result: `deal_group.point_results` of its adjusted total."""

@@ -14,9 +14,9 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from cfarena.server.sprt.luck import adjusted_totals, log_luck
+from cfarena.server.sprt.luck import seat_luck
 from cfarena.server.standings import bot_report, leaderboard_rows, rated_games, rating_history
 from cfarena.server.storage import (
     Database,
@@ -37,6 +37,33 @@ LUCK_KEPT = 256  # matches' luck kept (LRU; a few hundred bytes each)
 
 class NotFound(Exception):
     """No such bot or match (the message says which)."""
+
+
+V = TypeVar("V")
+
+
+class _Latest(Generic[V]):
+    """What was computed for the latest `size` matches (least recently used goes;
+    thread-safe: the web's reads run on several threads)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, V] = OrderedDict()
+
+    def get(self, key: str) -> tuple[bool, V | None]:
+        """(True, value) if `key` is kept (it becomes the latest), else (False, None)."""
+        with self._lock:
+            if key not in self._kept:
+                return False, None
+            self._kept.move_to_end(key)
+            return True, self._kept[key]
+
+    def put(self, key: str, value: V) -> None:
+        with self._lock:
+            self._kept[key] = value
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
 
 
 def iso(value: datetime | None) -> str | None:
@@ -86,12 +113,11 @@ def luck_json(seats: Sequence[SeatInfo], log: Mapping[str, Any]) -> list[dict[st
     if any(s.total is None for s in ordered):
         return None
     try:
-        luck = log_luck(log)
+        lucks = seat_luck([s.total or 0 for s in ordered], log)
     except ValueError:  # gamelog.LogError, an illegal move: a damaged log
         return None
-    adjusted = adjusted_totals([s.total or 0 for s in ordered], luck)
     return [{"seat": s.seat, "luck": round(c, 1), "adjusted": round(a, 1)}
-            for s, c, a in zip(ordered, luck, adjusted, strict=True)]
+            for s, (c, a) in zip(ordered, lucks, strict=True)]
 
 
 @dataclass
@@ -108,8 +134,8 @@ class WebData:
         self.db = db
         self._lock = threading.Lock()
         self._leaderboard: dict[str, _Cached] = {}
-        self._replay_pages: OrderedDict[str, str] = OrderedDict()
-        self._luck_kept: OrderedDict[str, list[dict[str, Any]] | None] = OrderedDict()
+        self._replay_pages: _Latest[str] = _Latest(REPLAYS_KEPT)
+        self._luck_kept: _Latest[list[dict[str, Any]] | None] = _Latest(LUCK_KEPT)
 
     # ------------------------------------------------------------ leaderboard
     def leaderboard(self, pool: str) -> dict[str, Any]:
@@ -183,19 +209,15 @@ class WebData:
         would otherwise run on every view, beside the referee's loop. None if its log is
         missing or damaged."""
         match_id = detail.match.id
-        with self._lock:
-            if match_id in self._luck_kept:
-                self._luck_kept.move_to_end(match_id)
-                return self._luck_kept[match_id]
+        kept, luck = self._luck_kept.get(match_id)
+        if kept:
+            return luck
         try:
             log = self.db.get_log(match_id)
         except StorageError:  # a log whose digest does not match: shown without luck
             log = None
         luck = None if log is None else luck_json(detail.match.seats, log)
-        with self._lock:
-            self._luck_kept[match_id] = luck
-            while len(self._luck_kept) > LUCK_KEPT:
-                self._luck_kept.popitem(last=False)
+        self._luck_kept.put(match_id, luck)
         return luck
 
     def log(self, match_id: str) -> dict[str, Any] | None:
@@ -221,21 +243,16 @@ class WebData:
             raise NotFound(f"no match {match_id!r}")
         if not deal_revealed(deal):
             return None
-        with self._lock:
-            page = self._replay_pages.get(match_id)
-            if page is not None:
-                self._replay_pages.move_to_end(match_id)
-                return page
+        kept, page = self._replay_pages.get(match_id)
+        if kept and page is not None:
+            return page
         log = self.db.get_log(match_id)
         if log is None:
             raise NotFound(f"no game log for match {match_id!r}")
         from cfarena.server.replay.html import render_html
 
         page = render_html(log)
-        with self._lock:
-            self._replay_pages[match_id] = page
-            while len(self._replay_pages) > REPLAYS_KEPT:
-                self._replay_pages.popitem(last=False)
+        self._replay_pages.put(match_id, page)
         return page
 
     def status(self, match_id: str) -> MatchStatus | None:
