@@ -271,8 +271,7 @@ def sprt_tests_cmd(db_url: str = DbOption,
     rows = []
     for t in tests:
         terms = t.config.get("sprt", {})
-        b = SprtBounds(terms["elo0"], terms["elo1"], terms["alpha"], terms["beta"],
-                       EloModel(terms["elo_model"]))
+        b = SprtBounds.from_json(terms)
         rows.append({"id": t.id, "tournament_id": t.tournament_id, "new": t.new_bot,
                      "old": t.old_bot, "state": t.status.value, "verdict": t.verdict.value,
                      "groups": t.groups, "matches": t.matches, "llr": t.llr,

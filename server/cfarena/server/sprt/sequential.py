@@ -35,8 +35,9 @@ from __future__ import annotations
 import enum
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
@@ -84,6 +85,17 @@ class SprtBounds:
             value = getattr(self, name)
             if not 0.0 < value < 0.5:
                 raise ValueError(f"{name} must be between 0 and 0.5, got {value}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The bounds as a stored test's terms hold them (`from_json` reads them back)."""
+        return {"elo0": self.elo0, "elo1": self.elo1, "alpha": self.alpha,
+                "beta": self.beta, "elo_model": self.model.value}
+
+    @classmethod
+    def from_json(cls, terms: Mapping[str, Any]) -> SprtBounds:
+        """The bounds of a stored test's terms (`to_json`)."""
+        return cls(float(terms["elo0"]), float(terms["elo1"]), float(terms["alpha"]),
+                   float(terms["beta"]), EloModel(terms["elo_model"]))
 
     @property
     def lower(self) -> float:

@@ -108,11 +108,9 @@ class SprtConfig:
 
     def to_json(self, launch: Launch | None = None) -> dict[str, Any]:
         """What identifies the test: its tournament's identity and the test's own terms."""
-        b = self.bounds
         return {**self.tournament().to_json(launch), "sprt": {
             "new": self.new.name, "old": self.old.name,
-            "field": [f.name for f in self.field], "elo0": b.elo0, "elo1": b.elo1,
-            "alpha": b.alpha, "beta": b.beta, "elo_model": b.model.value,
+            "field": [f.name for f in self.field], **self.bounds.to_json(),
             "score": self.score.value, "max_matches": self.max_matches}}
 
     def new_test(self) -> SequentialTest:

@@ -30,8 +30,7 @@ def sprt_test(db: Database, test_id: int) -> dict[str, Any]:
     if test is None:
         raise NotFound(f"no bot test {test_id}")
     terms = test.config.get("sprt", {})
-    bounds = SprtBounds(float(terms["elo0"]), float(terms["elo1"]), float(terms["alpha"]),
-                        float(terms["beta"]), EloModel(terms["elo_model"]))
+    bounds = SprtBounds.from_json(terms)
     points = store.groups(test_id)
     e = estimate([p.score for p in points], max(test.matches // max(test.groups, 1), 1))
     normalized = bounds.model is EloModel.NORMALIZED
