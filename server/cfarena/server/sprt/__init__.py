@@ -5,10 +5,10 @@ Pure and synchronous: no storage, no processes, no clock. One job per module:
 - `deal_group`: who sits where in a deal group (every rotation of one deal, and
   of its mirror with NEW and OLD swapped), each seat's placement result and the
   group's head-to-head score in [0, 1];
-- `luck`: the luck-adjusted placement results of a match, from its moves (a
-  `MatchRecord` or a game log), by a value estimate frozen in code;
-- `match_results`: a finished match's seats and results, raw or adjusted
-  (`ScoreKind`, what `--score` picks);
+- `luck`: the luck of each seat's draws in points and its luck-adjusted result, from
+  a match's moves (a `MatchRecord` or a game log), by a value estimate frozen in code;
+- `match_results`: a finished match's seats and results: points, luck-adjusted
+  points or placement (`ScoreKind`, what `--score` picks);
 - `llr`: the generalized log-likelihood ratio over the empirical distribution
   of group scores (fishtest's `LLR_normalized` / `LLR_logistic` approach),
   batched with numpy so that thousands of simulated tests run in seconds;
