@@ -3,7 +3,7 @@
 Pure and synchronous: no storage, no processes, no clock. One job per module:
 
 - `deal_group`: who sits where in a deal group (every rotation of one deal, and
-  of its mirror with NEW and OLD swapped), each seat's placement result and the
+  of its mirror with NEW and OLD swapped), each seat's placement or point result and the
   group's head-to-head score in [0, 1];
 - `luck`: the luck of each seat's draws in points and its luck-adjusted result, from
   a match's moves (a `MatchRecord` or a game log), by a value estimate frozen in code;
