@@ -36,7 +36,7 @@ from cfarena.server.tournament.config import (
     host_defences,
 )
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.schedule import PlannedMatch, phases
+from cfarena.server.tournament.schedule import PlannedMatch, group_phases, phases
 
 # the stored config's hash of the identity without the bots' files: what finds the
 # tournament a changed bot file left behind (`files_note`)
@@ -179,9 +179,16 @@ def create_tournament(config: TournamentConfig, db: Database, launch: Launch,
 
 def match_phases(db: Database, tournament_id: int) -> dict[str, int]:
     """The phase of each of the tournament's matches (by key), from all its stored
-    matches, played or not (`schedule.phases`)."""
+    matches, played or not (`schedule.phases`; a bot test's: `schedule.group_phases`,
+    by the batches stored with it)."""
+    matches = db.list_matches(tournament_id, limit=None)
+    test = db.sprt_test_of(tournament_id)
+    if test is not None:
+        batch = test.config["batch"]
+        return group_phases((m.key for m in matches), int(batch["groups"]),
+                            int(batch["matches_per_group"]))
     return phases((m.key, m.seed, tuple(s.bot_id for s in sorted(m.seats, key=lambda s: s.seat)))
-                  for m in db.list_matches(tournament_id, limit=None))
+                  for m in matches)
 
 
 def _rules_label(rules: Rules) -> str:
