@@ -184,6 +184,9 @@ def sprt_cmd(
         (elo0, elo1, alpha, beta, elo_model), max_matches, score, seed,
         TimeControl(o.timeout_ms, o.bank_ms, o.increment_ms, o.strikes), concurrency,
         o.no_sandbox, o.memory_mb, o.cpu_seconds, o.db_url)
+    if queue_only and not o.db_url.startswith("postgresql"):
+        fail("--queue-only needs PostgreSQL (--db postgresql+psycopg://...): workers take "
+             "the test's matches from its job queue")
     with database(o.db_url, storage_code=STORAGE_FAILED) as db:
         if queue_only:
             _queue(config, db, launch, concurrency, json_out)
@@ -208,11 +211,6 @@ def sprt_cmd(
 def _queue(config: SprtConfig, db: Database, launch: Launch, concurrency: int,
            json_out: bool) -> None:
     """`--queue-only`: the test created (or found) and its deal groups queued."""
-    from cfarena.server.tournament.job_queue import uses_queue
-
-    if not uses_queue(db.engine):
-        fail("--queue-only needs PostgreSQL (--db postgresql+psycopg://...): workers take "
-             "the test's matches from its job queue")
     info, queued = play_to_end(queue_sprt(config, db, launch, concurrency=concurrency),
                                lambda: None, storage_code=STORAGE_FAILED)
     if json_out:

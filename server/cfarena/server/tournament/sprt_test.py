@@ -171,7 +171,7 @@ def batch_plans(config: SprtConfig, stored: Mapping[str, Any], bot_ids: Mapping[
     """The matches of the batch of deal groups from `first` (up to `max_groups`)."""
     seed, mix = int(stored["seed"]), config.seed_mix if stored.get("seed_fixed") else ""
     options = config.rules.to_options()
-    last = min(first + int(stored["batch"]["groups"]), max_groups)
+    last = min(first + int(stored.get("batch", {}).get("groups", 1)), max_groups)
     return [MatchPlan(key=group_key(g, s), seed=group_seed(seed, g, mix), rules=options,
                       players=config.players, seat_bot_ids=[bot_ids[n] for n in seats])
             for g in range(first, last) for s, seats in enumerate(config.seatings)]
