@@ -1,5 +1,6 @@
 """A bot test (`cfarena sprt`) on PostgreSQL, played by `cfarena worker` processes: one is
-killed mid-test and another joins; the test still decides, its verdict is the SPRT's
+killed mid-test and the same `cfarena sprt` command joins as a local worker; the test
+still decides, its verdict is the SPRT's
 over the stored results, and nothing past the decision is counted, queued or played.
 And the test row decides once when processes count at the same moment."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,7 +24,7 @@ from cfarena.server.storage.models import SprtVerdict
 from cfarena.server.storage.sprt_store import GroupPoint
 from cfarena.server.tournament.schedule import group_key, group_of_key
 from cfarena.server.tournament.sprt_test import DECIDED, stored_sprt_config
-from tests.cli.helpers import run_json
+from tests.cli.helpers import CFARENA, run_json
 from tests.harness.postgres import PgCluster
 from tests.tournament.test_workers import _err, _out, _query, _start_worker, _stop, _wait
 
@@ -57,7 +59,11 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
             time.sleep(0.05)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        late = _start_worker(url, tmp_path / "w3", "--concurrency", "2")
+        # the same command without --queue-only resumes it here: one more (local) worker
+        (tmp_path / "w3").mkdir()
+        late = subprocess.Popen([CFARENA, "sprt", *SPRT, "--json", "--db", url],
+                                cwd=tmp_path / "w3", text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
         procs.append(late)
         _wait([second, late], 240)
     finally:
@@ -65,7 +71,9 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
     for p in (second, late):
         assert p.returncode == 0, _err(p)[-3000:]
     assert "Traceback" not in "".join(_err(p) for p in procs)
-    played = [json.loads(_out(p))["played"] for p in (second, late)]
+    played = json.loads(_out(second))["played"]
+    run = json.loads(_out(late))
+    assert (run["test_id"], run["verdict"]) == (test_id, "H1")
 
     with open_database(url) as db:
         info = db.get_sprt_test(test_id)
@@ -82,6 +90,7 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
             assert test.verdict() is Verdict.CONTINUE  # not decided before its last group
             test.add(group_score(seated, config.new.name, config.old.name))
         assert test.verdict().value == info.verdict.value == "H1"
+        assert (run["groups"], run["llr"]) == (info.groups, pytest.approx(info.llr))
         assert test.llr == pytest.approx(info.llr) == pytest.approx(points[-1].llr)
         assert [p.group for p in points] == list(range(info.groups))
         # nothing scheduled past the decision's batch; what was not begun is aborted
@@ -97,7 +106,7 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
     # no job of the test is left waiting; the killed worker's match was played again
     assert _query(url, "select count(*) from procrastinate_jobs "
                        "where status in ('todo', 'doing')") == [(0,)]
-    assert sum(played) >= 1
+    assert played + run["played_now"] >= 1
     listed = run_json("sprt-tests", "--db", url, cwd=tmp_path)
     assert [(t["verdict"], t["state"]) for t in listed] == [("H1", "finished")]  # type: ignore[index]
 

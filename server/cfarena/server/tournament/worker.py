@@ -393,6 +393,8 @@ class QueueWorker:
                 continue
             counts = self.db.match_counts(tournament_id)
             left = sum(counts.values()) - counts.get("finished", 0)
+            if not left:
+                continue
             self.db.set_tournament_status(tournament_id, TournamentStatus.INTERRUPTED)
             why = self.gave_up.get(tournament_id, "their jobs failed on other workers")
             said.append(f"tournament {tournament_id} is not finished: {left} match(es) could "
