@@ -94,10 +94,10 @@ class SprtRun:
 
 def create_test(config: SprtConfig, db: Database, launch: Launch, concurrency: int
                 ) -> SprtTestInfo:
-    """Store a new test (its bots registered; its first batch is scheduled by the first
-    `advance`): the seed drawn unless fixed, `concurrency` deal groups per batch."""
+    """Store a new test (its bots registered before: `bot_ids`; its first batch is
+    scheduled by the first `advance`): the seed drawn unless fixed, `concurrency` deal
+    groups per batch."""
     identity = config.to_json(launch)
-    bot_ids(db, config.tournament())
     seed = config.seed if config.seed is not None else secrets.randbits(62)
     stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None,
               "defences": host_defences(launch),
@@ -118,6 +118,7 @@ async def queue_sprt(config: SprtConfig, db: Database, launch: Launch, *,
     job_queue.install_schema(db.engine)
     info = db.find_sprt_test(config_hash(config.to_json(launch)))
     if info is None:
+        bot_ids(db, config.tournament())
         info = create_test(config, db, launch, concurrency)
     app = job_queue.new_app(db.engine)
     async with app.open_async():
@@ -174,14 +175,14 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
         player = TournamentPlayer(server, db, tournament, launch, concurrency, log_dir,
                                   acknowledge=True, host=referee.host_reset())
         await player.start(list(config.seatings) * concurrency)
+        ids = bot_ids(db, tournament)
         if info is None:
             info = create_test(config, db, launch, concurrency)
             lock_tournament(locks, db, info.tournament_id)
             locked = True
         else:
             db.set_tournament_status(info.tournament_id, TournamentStatus.RUNNING)
-        player.attach(info.tournament_id, {bot_id: name for name, bot_id
-                                           in bot_ids(db, tournament).items()})
+        player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()})
         sink.started(info.id, stored_test(config, db, info).status(), found is not None)
         if referee.worker is not None:
             await _play_queued(referee.worker, db, config, info, player, sink, played)
