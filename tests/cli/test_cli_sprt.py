@@ -55,6 +55,7 @@ EXIT = {"H1": 0, "H0": 1, "inconclusive": 3}
     (["smart", "greedy", "--rule", "rounds"], "--rule expects KEY=VALUE"),
     (["smart", "greedy", "--timeout-ms", "0"], "--timeout-ms must be at least 1"),
     (["smart", "greedy", "--concurrency", "0"], "--concurrency must be at least 1"),
+    (["smart", "greedy", "--queue-only"], "--queue-only needs PostgreSQL"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
                                                 says: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from cfarena.server.sprt.sequential import EloModel, SequentialTest, SprtBounds, Verdict
 from cfarena.server.storage import open_database
 from cfarena.server.storage.models import SprtVerdict
-from cfarena.server.storage.sprt_store import GroupPoint, SprtStore
+from cfarena.server.storage.sprt_store import GroupPoint
 from tests.web.inprocess import request, web_app
 
 SEED = 4242424242424242
@@ -24,13 +24,13 @@ def test_a_test_page_shows_its_verdict_and_llr_trace(tmp_path: Path) -> None:
                        "elo_model": "logistic", "score": "raw"}}
     test = SequentialTest(bounds, 2)
     with open_database(url) as db:
-        store = SprtStore(db)
-        info = store.create_test("sprt v2 vs v1", "v2", "v1", config, "h" * 64)
+        info = db.create_sprt_test("sprt v2 vs v1", "v2", "v1", config, "h" * 64)
         group = 0
         while test.verdict() is Verdict.CONTINUE:
             test.add(1.0 if group % 4 else 0.5)
-            store.add_group(info.id, GroupPoint(group, test.scores[-1], test.llr),
-                            test.matches, SprtVerdict(test.verdict().value))
+            assert db.count_sprt_groups(info.id, group,
+                                        [GroupPoint(group, test.scores[-1], test.llr)],
+                                        test.matches, SprtVerdict(test.verdict().value))
             group += 1
     assert test.verdict() is Verdict.H1
     with web_app(url) as port:

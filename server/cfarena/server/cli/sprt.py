@@ -37,9 +37,11 @@ from cfarena.server.referee import MatchRecord, TimeControl
 from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.sprt.match_results import ScoreKind
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, SprtStatus, Verdict
+from cfarena.server.storage import Database
 from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.sprt_runner import SprtConfig, SprtRun, run_sprt
+from cfarena.server.tournament.sprt_runner import SprtRun, queue_sprt, run_sprt
+from cfarena.server.tournament.sprt_test import SprtConfig
 
 # exit codes a bot's CI can gate on (2, a usage error or a test that cannot be played,
 # is `fail`'s; 4: storage failed, no verdict; 130/143: interrupted)
@@ -159,7 +161,12 @@ def sprt_cmd(
         "--seed", help="fix the test's seed (deals derive from it) [default: drawn from the "
         "OS, unpredictable]")] = None,
     concurrency: Annotated[int, typer.Option(
-        "--concurrency", "-c", help="deal groups played side by side")] = 2,
+        "--concurrency", "-c", help="deal groups played side by side (a new test's batch: "
+        "its deal groups are scheduled this many at a time)")] = 2,
+    queue_only: Annotated[bool, typer.Option(
+        "--queue-only", help="PostgreSQL: create (or find) the test and queue its deal groups "
+        "for `cfarena worker`s on any machine, without playing here; they play it to its "
+        "verdict")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the result as one JSON "
                                            "object")] = False,
     **shared: Any,
@@ -177,7 +184,12 @@ def sprt_cmd(
         (elo0, elo1, alpha, beta, elo_model), max_matches, score, seed,
         TimeControl(o.timeout_ms, o.bank_ms, o.increment_ms, o.strikes), concurrency,
         o.no_sandbox, o.memory_mb, o.cpu_seconds, o.db_url)
+    if queue_only and not o.db_url.startswith("postgresql"):
+        fail("--queue-only needs PostgreSQL (--db postgresql+psycopg://...): workers take "
+             "the test's matches from its job queue")
     with database(o.db_url, storage_code=STORAGE_FAILED) as db:
+        if queue_only:
+            _queue(config, db, launch, concurrency, json_out)
         bar = _SprtProgress(elo_model, max_matches)
         run = play_to_end(run_sprt(config, db, launch, concurrency=concurrency, progress=bar),
                           bar.stop, storage_code=STORAGE_FAILED)
@@ -194,6 +206,20 @@ def sprt_cmd(
         out.print(figures(run.status, elo_model))
         out.print(f"[bold]{VERDICT_TEXT[verdict]}[/]")
     raise typer.Exit(EXIT_CODES.get(verdict, 3))
+
+
+def _queue(config: SprtConfig, db: Database, launch: Launch, concurrency: int,
+           json_out: bool) -> None:
+    """`--queue-only`: the test created (or found) and its deal groups queued."""
+    info, queued = play_to_end(queue_sprt(config, db, launch, concurrency=concurrency),
+                               lambda: None, storage_code=STORAGE_FAILED)
+    if json_out:
+        print_json({"test_id": info.id, "tournament_id": info.tournament_id,
+                    "verdict": info.verdict.value, "queued": queued})
+    else:
+        out.print(f"test #{info.id} ({info.verdict.value}): {queued} match job(s) queued; "
+                  "`cfarena worker --db URL` on any machine plays them")
+    raise typer.Exit(0)
 
 
 # the options sprt takes from run-tournament, as it declares them
@@ -264,10 +290,8 @@ def sprt_tests_cmd(db_url: str = DbOption,
                    json_out: Annotated[bool, typer.Option("--json", help="print JSON")
                                        ] = False) -> None:
     """List bot tests (`cfarena sprt`) with their state, verdict, matches and LLR."""
-    from cfarena.server.storage.sprt_store import SprtStore
-
     with database(db_url, create=False) as db:
-        tests = SprtStore(db).list_tests()
+        tests = db.list_sprt_tests()
     rows = []
     for t in tests:
         terms = t.config.get("sprt", {})

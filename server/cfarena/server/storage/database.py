@@ -4,7 +4,8 @@
 transaction (`sessions.Sessions`): bots and their tokens (`bot_store`), tournaments
 (`tournament_store`), a match's life from schedule to record (`match_store`), what
 was played (`result_store`), the competition arena's ratings and what its pages
-show (`arena_store`), several arenas on one database (`arena_fleet`).
+show (`arena_store`), several arenas on one database (`arena_fleet`), bot tests
+(`sprt_store`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cfarena.server.storage.connect import (
 )
 from cfarena.server.storage.match_store import MatchStore
 from cfarena.server.storage.result_store import ResultStore
+from cfarena.server.storage.sprt_store import SprtStore
 from cfarena.server.storage.tournament_store import TournamentStore
 
 
@@ -55,7 +57,8 @@ def open_database(url: str = DEFAULT_URL, *, create: bool = True) -> Database:
     return Database(engine)
 
 
-class Database(BotStore, TournamentStore, MatchStore, ResultStore, ArenaStore, FleetStore):
+class Database(BotStore, TournamentStore, MatchStore, ResultStore, ArenaStore, FleetStore,
+               SprtStore):
     """Synchronous facade over one database (see the module docstring for its stores)."""
 
     def close(self) -> None:

@@ -4,21 +4,25 @@ A test is stored as a tournament (its matches are that tournament's: scheduled,
 played, stored, shown, replayed and exported like any other) plus a `sprt_tests`
 row naming NEW and OLD, the bounds (`config`) and where the test stands, and a
 `sprt_groups` row per deal group it counted, in order (score, LLR after it).
-`SprtStore` composes over a `Database`: every method is one short transaction of
-the facade's own sessions.
+
+The test row is where the test decides, once: `count_sprt_groups` writes counted
+groups (and schedules the next deal groups) only while the row still says what the
+caller read, holding the row's lock (PostgreSQL: `SELECT ... FOR UPDATE`; SQLite:
+its writers take the database's write lock up front). Two processes that finish
+groups at once cannot both count them, nor both schedule or decide.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 
+from cfarena.server.storage import scheduling
 from cfarena.server.storage.connect import StorageError
-from cfarena.server.storage.database import Database
 from cfarena.server.storage.encoding import utc_now
 from cfarena.server.storage.models import (
     SprtGroup,
@@ -28,6 +32,8 @@ from cfarena.server.storage.models import (
     TournamentStatus,
 )
 from cfarena.server.storage.queries import aware
+from cfarena.server.storage.sessions import Sessions
+from cfarena.server.storage.values import MatchPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,18 +81,19 @@ def _info(test: SprtTest, tournament: Tournament) -> SprtTestInfo:
         finished_at=None if test.finished_at is None else aware(test.finished_at))
 
 
-class SprtStore:
-    """The bot tests of one database (see the module docstring)."""
+def _with_tournament() -> Any:
+    return select(SprtTest, Tournament).join(Tournament, Tournament.id == SprtTest.tournament_id)
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
 
-    def create_test(self, name: str, new_bot: str, old_bot: str, config: Mapping[str, Any],
-                    config_hash: str) -> SprtTestInfo:
+class SprtStore(Sessions):
+    """The bot tests' calls of `Database` (see the module docstring)."""
+
+    def create_sprt_test(self, name: str, new_bot: str, old_bot: str,
+                         config: Mapping[str, Any], config_hash: str) -> SprtTestInfo:
         """A new test and its (running) tournament, in one transaction; found again by
-        `config_hash` (`find_test`)."""
+        `config_hash` (`find_sprt_test`)."""
         now = utc_now()
-        with self.db._session(write=True) as s:
+        with self._session(write=True) as s:
             tournament = Tournament(name=name, config=dict(config), config_hash=config_hash,
                                     status=TournamentStatus.RUNNING.value, created_at=now)
             s.add(tournament)
@@ -99,55 +106,67 @@ class SprtStore:
             s.flush()
             return _info(test, tournament)
 
-    def find_test(self, config_hash: str) -> SprtTestInfo | None:
+    def find_sprt_test(self, config_hash: str) -> SprtTestInfo | None:
         """The newest test with this config hash, finished or not."""
-        with self.db._session() as s:
-            row = s.execute(
-                select(SprtTest, Tournament).join(Tournament, Tournament.id
-                                                  == SprtTest.tournament_id)
-                .where(SprtTest.config_hash == config_hash)
-                .order_by(SprtTest.id.desc()).limit(1)).one_or_none()
+        with self._session() as s:
+            row = s.execute(_with_tournament().where(SprtTest.config_hash == config_hash)
+                            .order_by(SprtTest.id.desc()).limit(1)).one_or_none()
             return None if row is None else _info(*row)
 
-    def get_test(self, test_id: int) -> SprtTestInfo | None:
-        with self.db._session() as s:
-            row = s.execute(
-                select(SprtTest, Tournament).join(Tournament, Tournament.id
-                                                  == SprtTest.tournament_id)
-                .where(SprtTest.id == test_id)).one_or_none()
+    def get_sprt_test(self, test_id: int) -> SprtTestInfo | None:
+        with self._session() as s:
+            row = s.execute(_with_tournament().where(SprtTest.id == test_id)).one_or_none()
             return None if row is None else _info(*row)
 
-    def list_tests(self) -> list[SprtTestInfo]:
+    def sprt_test_of(self, tournament_id: int) -> SprtTestInfo | None:
+        """The test whose matches are tournament `tournament_id`'s (None: a tournament)."""
+        with self._session() as s:
+            row = s.execute(_with_tournament().where(SprtTest.tournament_id == tournament_id)
+                            ).one_or_none()
+            return None if row is None else _info(*row)
+
+    def list_sprt_tests(self) -> list[SprtTestInfo]:
         """Every test, oldest first."""
-        with self.db._session() as s:
-            rows = s.execute(
-                select(SprtTest, Tournament).join(Tournament, Tournament.id
-                                                  == SprtTest.tournament_id)
-                .order_by(SprtTest.id))
+        with self._session() as s:
+            rows = s.execute(_with_tournament().order_by(SprtTest.id))
             return [_info(test, tournament) for test, tournament in rows]
 
-    def groups(self, test_id: int) -> list[GroupPoint]:
+    def sprt_groups(self, test_id: int) -> list[GroupPoint]:
         """The test's counted deal groups, in order (its LLR trace)."""
-        with self.db._session() as s:
+        with self._session() as s:
             rows = s.scalars(select(SprtGroup).where(SprtGroup.test_id == test_id)
                              .order_by(SprtGroup.group_number))
             return [GroupPoint(g.group_number, g.score, g.llr) for g in rows]
 
-    def add_group(self, test_id: int, point: GroupPoint, matches: int,
-                  verdict: SprtVerdict) -> None:
-        """Count deal group `point.group` (the next one) and set where the test stands
-        after it, in one transaction; a decided test gets its finishing time."""
-        with self.db._session(write=True) as s:
-            test = s.get(SprtTest, test_id)
+    def count_sprt_groups(self, test_id: int, counted: int, points: Sequence[GroupPoint],
+                          matches: int, verdict: SprtVerdict,
+                          schedule: Sequence[MatchPlan] = ()) -> bool:
+        """Count deal groups `points` (the next ones, in order) and set where the test
+        stands after them, and schedule the matches `schedule` in its tournament, in one
+        transaction holding the test row's lock; a decided test gets its finishing time.
+        Only if the test has counted `counted` groups and is undecided (what the caller
+        read): else nothing is written and False is returned (another process counted
+        meanwhile: read again)."""
+        for plan in schedule:
+            scheduling.check_plan(plan)
+        with self._session(write=True) as s:
+            test = s.scalars(select(SprtTest).where(SprtTest.id == test_id)
+                             .with_for_update()).one_or_none()
             if test is None:
                 raise StorageError(f"no bot test {test_id}")
-            if point.group != test.groups:
-                raise StorageError(f"bot test {test_id}: group {point.group} counted after "
-                                   f"{test.groups} groups")
+            if test.groups != counted or test.verdict != SprtVerdict.CONTINUE.value:
+                return False
             now = utc_now()
-            s.add(SprtGroup(test_id=test_id, group_number=point.group, score=point.score,
-                            llr=point.llr, created_at=now))
-            test.groups, test.matches, test.llr = point.group + 1, matches, point.llr
-            test.verdict = verdict.value
+            for n, point in enumerate(points):
+                if point.group != counted + n:
+                    raise StorageError(f"bot test {test_id}: group {point.group} counted "
+                                       f"after {counted + n} groups")
+                s.add(SprtGroup(test_id=test_id, group_number=point.group, score=point.score,
+                                llr=point.llr, created_at=now))
+            if points:
+                test.groups, test.llr = counted + len(points), points[-1].llr
+            test.matches, test.verdict = matches, verdict.value
             if verdict is not SprtVerdict.CONTINUE:
                 test.finished_at = now
+            scheduling.schedule_matches(s, test.tournament_id, schedule)
+            return True

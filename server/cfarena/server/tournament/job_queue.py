@@ -18,6 +18,7 @@ workers' heartbeats and the retries; cfarena adds:
 - a job is acknowledged (finished or put back) only by the worker that holds it:
   `queue_link.SteadyJobManager` leaves alone a job that was put back in the queue, or
   taken by another worker, meanwhile;
+- `cancel_queued`: a bot test that decided leaves none of its jobs waiting;
 - exactly once is the database's, not the queue's: a job whose match is finished does
   nothing, and `record_match` never stores a finished match again.
 """
@@ -117,6 +118,17 @@ async def defer_match(app: procrastinate.App, tournament_id: int, match: Schedul
     except queue_errors.AlreadyEnqueued:
         return False
     return True
+
+
+async def cancel_queued(app: procrastinate.App, tournament_id: int) -> int:
+    """Cancel the tournament's jobs still waiting (a decided bot test's: never played);
+    how many. A job being played is left to end."""
+    cancelled = 0
+    for job in await app.job_manager.list_jobs_async(queue=queue_name(tournament_id),
+                                                    task=TASK, status="todo"):
+        assert job.id is not None
+        cancelled += await app.job_manager.cancel_job_by_id_async(job.id)
+    return cancelled
 
 
 def queued_matches(engine: Engine, tournament_id: int | None,

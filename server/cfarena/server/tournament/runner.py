@@ -24,7 +24,7 @@ room on this machine), `match_room` (`MatchRoom`: one match, from taking its
 processes to storing it) and `pool` (the bot processes).
 
 `run_tournament` itself is four steps, one job each: find the tournament (a finished
-one is only reported), start where matches are played (`_Referee`: its own referee,
+one is only reported), start where matches are played (`local_referee`: its own referee,
 or the queue's local worker), then `_Run`: open it (lock, start the bots, create or
 reopen it; a new one's schedule is computed once, `NewTournament`), play its
 pending matches, and close it (store what is played, then write its status).
@@ -35,16 +35,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
-from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
+from cfarena.server.referee import MatchRecord, RefereeServer
 from cfarena.server.storage import (
     Database,
     ScheduledMatch,
@@ -52,10 +49,10 @@ from cfarena.server.storage import (
     TournamentInfo,
     TournamentStatus,
 )
-from cfarena.server.storage.match_writer import dump_unsaved
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentConfig, TournamentError
 from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app, uses_queue
+from cfarena.server.tournament.local_referee import LocalReferee, close_player
 from cfarena.server.tournament.match_queue import play_all
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.stored_tournament import (
@@ -74,8 +71,6 @@ if TYPE_CHECKING:  # the queue's worker (and procrastinate) load only on Postgre
     from cfarena.server.tournament.worker import QueueWorker
 
 log = logging.getLogger("cfarena.tournament")
-
-_FLUSH_TIMEOUT_S = 60.0  # at the end, how long stored matches may wait for the database
 
 
 class ProgressSink(Protocol):
@@ -162,7 +157,7 @@ async def run_tournament(
         return TournamentRun(found.id, False, 0, len(db.finished_keys(found.id)),
                              TournamentStatus.FINISHED.value, time.monotonic() - started,
                              already_finished=True)
-    referee = _Referee(db, launch, concurrency, log_dir)
+    referee = LocalReferee(db, launch, concurrency, log_dir)
     server = await referee.start()
     run = _Run(config, db, launch, referee, _Counter(progress or _Quiet(), db))
     try:
@@ -183,55 +178,6 @@ async def run_tournament(
 
 
 @dataclass
-class _Referee:
-    """Where this run's matches are played: its own referee on a Unix socket in a
-    private directory (SQLite), or one local worker of the database's job queue
-    (PostgreSQL), which has its referee; and what drops the host's caches."""
-
-    db: Database
-    launch: Launch
-    concurrency: int
-    log_dir: Path | None
-    worker: QueueWorker | None = None
-    host: HostReset | None = None  # the local run's (a worker releases its own)
-    _server: RefereeServer | None = None
-    _socket_dir: Path | None = None
-
-    async def start(self) -> RefereeServer:
-        if uses_queue(self.db.engine):
-            install_schema(self.db.engine)
-            from cfarena.server.tournament.worker import QueueWorker, WorkerOptions
-
-            self.worker = QueueWorker(self.db, WorkerOptions(
-                concurrency=self.concurrency, binds=self.launch.binds,
-                connect_timeout=self.launch.connect_timeout, log_dir=self.log_dir))
-            return await self.worker.start()
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="cfarena-referee-"))  # 0700
-        self._server = RefereeServer(TokenRegistry(), port=None,
-                                     unix_socket=self._socket_dir / "arena.sock")
-        await self._server.start()
-        return self._server
-
-    def host_reset(self) -> HostReset | None:
-        """What drops this host's caches between phases (the worker's, if there is
-        one); None where it cannot be done."""
-        if self.worker is not None:
-            return self.worker.host
-        self.host = claim_host_reset()  # released when the run ends
-        return self.host
-
-    async def stop(self) -> None:
-        if self.worker is not None:
-            await self.worker.close()
-            return
-        assert self._server is not None and self._socket_dir is not None
-        await self._server.stop(grace=0.5)
-        shutil.rmtree(self._socket_dir, ignore_errors=True)
-        if self.host is not None:
-            self.host.release()
-
-
-@dataclass
 class _Run:
     """One run of one tournament: opened (found again or created, locked, its bots
     started), played, and closed (what is played stored, then its status)."""
@@ -239,7 +185,7 @@ class _Run:
     config: TournamentConfig
     db: Database
     launch: Launch
-    referee: _Referee
+    referee: LocalReferee
     counter: _Counter
     tournament_id: int | None = None
     resumed: bool = False
@@ -309,13 +255,11 @@ class _Run:
         """Store what is played before the status says so; then write the status and
         let the lock go."""
         try:
-            left = await self.player.close(_FLUSH_TIMEOUT_S) if self.player is not None else []
+            unsaved = await close_player(self.player)
             await self.counter.flush()  # every match's progress line is out
-            if left:
-                where = dump_unsaved(left, Path.cwd())
+            if unsaved is not None:
                 self.status = TournamentStatus.INTERRUPTED
-                self.unsaved = (f"{len(left)} finished match(es) could not be stored (the "
-                                f"database is away); they are in {where}")
+                self.unsaved = unsaved
             await self._unfinished_by_aborts()
             if self.tournament_id is not None and self.locked:
                 with contextlib.suppress(Exception):

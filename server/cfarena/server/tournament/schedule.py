@@ -134,3 +134,32 @@ def phases(matches: Iterable[tuple[str, int, Sequence[Hashable]]]) -> dict[str, 
         views[phase].update(held)
         found[key] = phase
     return found
+
+
+def group_key(group: int, seating: int) -> str:
+    """The key of a bot test's match: deal group `group` in seating `seating`."""
+    return f"g{group}-s{seating}"
+
+
+def group_of_key(key: str) -> tuple[int, int]:
+    """(group, seating) of a bot test's key "g<group>-s<seating>" (ValueError if not one)."""
+    group, _, seating = key.partition("-")
+    if not (group[:1] == "g" and seating[:1] == "s"):
+        raise ValueError(f"not a bot test's match key: {key!r}")
+    return int(group[1:]), int(seating[1:])
+
+
+def group_phase(group: int, seating: int, groups_per_batch: int, matches_per_group: int) -> int:
+    """The phase of a bot test's match: its deal groups are played `groups_per_batch` at
+    once (a batch, scheduled whole), seating by seating. One phase holds one seating of
+    each deal of one batch (one view of each deal for each bot), and the phases of a
+    later batch all come after those of an earlier one: whatever the moment a batch is
+    scheduled, a process never meets a deal it held another view of."""
+    return (group // groups_per_batch) * matches_per_group + seating
+
+
+def group_phases(keys: Iterable[str], groups_per_batch: int, matches_per_group: int
+                 ) -> dict[str, int]:
+    """`group_phase` of each of a bot test's match keys."""
+    return {key: group_phase(*group_of_key(key), groups_per_batch, matches_per_group)
+            for key in keys}

@@ -36,7 +36,12 @@ from cfarena.server.tournament.config import (
     host_defences,
 )
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.schedule import PlannedMatch, phases
+from cfarena.server.tournament.schedule import (
+    PlannedMatch,
+    group_of_key,
+    group_phases,
+    phases,
+)
 
 # the stored config's hash of the identity without the bots' files: what finds the
 # tournament a changed bot file left behind (`files_note`)
@@ -179,9 +184,17 @@ def create_tournament(config: TournamentConfig, db: Database, launch: Launch,
 
 def match_phases(db: Database, tournament_id: int) -> dict[str, int]:
     """The phase of each of the tournament's matches (by key), from all its stored
-    matches, played or not (`schedule.phases`)."""
+    matches, played or not (`schedule.phases`; a bot test's: `schedule.group_phases`,
+    by the batches stored with it)."""
+    matches = db.list_matches(tournament_id, limit=None)
+    test = db.sprt_test_of(tournament_id)
+    if test is not None:  # (a test stored before batches: one group a batch)
+        keys = [m.key for m in matches]
+        batch = test.config.get("batch") or {"groups": 1, "matches_per_group": 1 + max(
+            (group_of_key(key)[1] for key in keys), default=0)}
+        return group_phases(keys, int(batch["groups"]), int(batch["matches_per_group"]))
     return phases((m.key, m.seed, tuple(s.bot_id for s in sorted(m.seats, key=lambda s: s.seat)))
-                  for m in db.list_matches(tournament_id, limit=None))
+                  for m in matches)
 
 
 def _rules_label(rules: Rules) -> str:

@@ -32,6 +32,12 @@ match job. The worker:
   acknowledges their jobs then, and takes jobs again: it stays in the queue throughout,
   with its worker id and its jobs (`queue_link`); one line says the queue is away, one
   that it is back (the stored records' writer is told to try again at once);
+- plays a bot test's matches (`cfarena sprt`, `sprt_test`) like a tournament's, and
+  after each it stores (or finds stored: its worker died before counting it) counts
+  the test's finished deal groups, decides, and queues the next batch
+  (`sprt_test.advance_queued`: once, whichever worker gets there first); a job of a
+  decided test is not played (its match is aborted, "the test decided"), and the
+  phases of a batch scheduled after this worker started on the test are read again;
 - a job that fails for good (`MatchRetry`) leaves its match aborted with the reason
   (a rerun of the tournament queues it again); `unfinished` tells `--until-done` which
   tournaments it took jobs of were left unfinished, and marks them interrupted.
@@ -60,16 +66,22 @@ from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, LeaseLost, StorageError, TournamentStatus
 from cfarena.server.storage.connect import one_line
-from cfarena.server.storage.match_writer import dump_unsaved, is_outage
+from cfarena.server.storage.match_writer import is_outage
 from cfarena.server.tournament import job_queue, queue_link
 from cfarena.server.tournament.config import TournamentError
+from cfarena.server.tournament.local_referee import close_player
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.stored_tournament import local_files_problem
+from cfarena.server.tournament.sprt_test import (
+    DECIDED,
+    SprtConfig,
+    advance_queued,
+    stored_sprt_config,
+)
+from cfarena.server.tournament.stored_tournament import local_files_problem, match_phases
 from cfarena.server.tournament.tournament_player import TournamentPlayer, stored_config
 
 log = logging.getLogger("cfarena.worker")
 
-_FLUSH_TIMEOUT_S = 60.0
 # joining the queue again after a failure: the first wait, and the longest
 _REJOIN_FIRST_S = 0.5
 _REJOIN_MAX_S = 4.0
@@ -170,6 +182,7 @@ class QueueWorker:
         self._jobs: set[asyncio.Task[object]] = set()  # the jobs being played
         self._halted = False
         self.touched: set[int] = set()  # the tournaments it took jobs of
+        self.tests: dict[int, tuple[int, SprtConfig] | None] = {}  # tournament -> its test
         self.gave_up: dict[int, str] = {}  # tournament -> why a job of it failed for good
         self._said: set[str] = set()  # failures said once (a bot that does not start...)
         # drops this host's caches between a tournament's phases (None: it cannot),
@@ -257,12 +270,9 @@ class QueueWorker:
 
     async def close(self) -> None:
         for tournament_id, player in list(self.players.items()):
-            left = await player.close(_FLUSH_TIMEOUT_S)
-            if left:
-                where = dump_unsaved(left, Path.cwd())
-                self.stats.unsaved.append(
-                    f"{len(left)} finished match(es) of tournament {tournament_id} could not "
-                    f"be stored (the database is away); they are in {where}")
+            unsaved = await close_player(player, f" of tournament {tournament_id}")
+            if unsaved is not None:
+                self.stats.unsaved.append(unsaved)
         self.players.clear()
         if self._server is not None:
             await self._server.stop(grace=0.5)
@@ -379,10 +389,11 @@ class QueueWorker:
         one line saying why and what to do."""
         said = []
         for tournament_id in sorted(self.touched):
+            if self._finish_if_done(tournament_id):
+                continue
             counts = self.db.match_counts(tournament_id)
             left = sum(counts.values()) - counts.get("finished", 0)
             if not left:
-                self._finish_if_done(tournament_id)
                 continue
             self.db.set_tournament_status(tournament_id, TournamentStatus.INTERRUPTED)
             why = self.gave_up.get(tournament_id, "their jobs failed on other workers")
@@ -393,12 +404,22 @@ class QueueWorker:
         return said
 
     async def _play_job(self, tournament_id: int, match_id: str) -> None:
+        test = await self._test_of(tournament_id)
         match = await asyncio.to_thread(self.db.pending_match, tournament_id, match_id)
         if match is None:  # stored already (by a worker that died before acknowledging)
             self.stats.skipped += 1
+            if test is not None:  # (and perhaps before counting it)
+                await advance_queued(self.app, self.db, test[1], test[0])
+            return
+        if test is not None and await asyncio.to_thread(self._decided, test[0]):
+            self.stats.skipped += 1
+            await asyncio.to_thread(self.db.abort_unplayed, match.id, DECIDED)
             return
         player = await self._player(tournament_id)
-        phase = player.phases.get(match.key, 0)
+        phase = player.phases.get(match.key)
+        if phase is None:  # scheduled since the player started (a bot test's next batch)
+            player.phases = await asyncio.to_thread(match_phases, self.db, tournament_id)
+            phase = player.phases.get(match.key, 0)
         state = await asyncio.to_thread(self._phase_state, tournament_id, player, phase)
         if state != "open":
             self.stats.deferred += 1
@@ -416,10 +437,25 @@ class QueueWorker:
         self.stats.played += 1
         if self.sink is not None:
             self.sink.match_done(record, None)
+        if test is not None:  # before the job is acknowledged: a worker that dies now
+            await advance_queued(self.app, self.db, test[1], test[0])  # leaves it queued
         # the match is stored: an outage now does not fail its job (`unfinished` at the
         # end of --until-done, or the next match's worker, marks the tournament finished)
         with contextlib.suppress(StorageError):
             await asyncio.to_thread(self._finish_if_done, tournament_id)
+
+    async def _test_of(self, tournament_id: int) -> tuple[int, SprtConfig] | None:
+        """(test id, config) of the bot test whose matches these are; None for a
+        tournament's."""
+        if tournament_id not in self.tests:
+            info = await asyncio.to_thread(self.db.sprt_test_of, tournament_id)
+            self.tests[tournament_id] = None if info is None else (
+                info.id, stored_sprt_config(info.config))
+        return self.tests[tournament_id]
+
+    def _decided(self, test_id: int) -> bool:
+        info = self.db.get_sprt_test(test_id)
+        return info is None or info.decided
 
     async def _player(self, tournament_id: int) -> TournamentPlayer:
         lock = self._starting.setdefault(tournament_id, asyncio.Lock())
@@ -468,10 +504,18 @@ class QueueWorker:
             return "open"
         return "wait" if any(i in queued for i in unfinished.values()) else "stuck"
 
-    def _finish_if_done(self, tournament_id: int) -> None:
+    def _finish_if_done(self, tournament_id: int) -> bool:
+        """Mark the tournament finished once every match is (a bot test's: once it has
+        decided and no match is in play); whether it is."""
         counts = self.db.match_counts(tournament_id)
-        if counts and counts.get("finished", 0) == sum(counts.values()):
+        test = self.tests.get(tournament_id)
+        if test is not None:
+            done = self._decided(test[0]) and not counts.get("running", 0)
+        else:
+            done = bool(counts) and counts.get("finished", 0) == sum(counts.values())
+        if done:
             self.db.set_tournament_status(tournament_id, TournamentStatus.FINISHED)
+        return done
 
 
 def quiet_queue_logs() -> None:

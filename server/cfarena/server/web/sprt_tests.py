@@ -14,7 +14,6 @@ from typing import Any
 
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, estimate
 from cfarena.server.storage import Database
-from cfarena.server.storage.sprt_store import SprtStore
 from cfarena.server.web.data import NotFound, iso
 
 
@@ -25,13 +24,12 @@ def _figure(value: float) -> float | None:
 def sprt_test(db: Database, test_id: int) -> dict[str, Any]:
     """One test: NEW, OLD, state, verdict, bounds, figures and the LLR after each
     counted group. NotFound if there is none."""
-    store = SprtStore(db)
-    test = store.get_test(test_id)
+    test = db.get_sprt_test(test_id)
     if test is None:
         raise NotFound(f"no bot test {test_id}")
     terms = test.config.get("sprt", {})
     bounds = SprtBounds.from_json(terms)
-    points = store.groups(test_id)
+    points = db.sprt_groups(test_id)
     e = estimate([p.score for p in points], max(test.matches // max(test.groups, 1), 1))
     normalized = bounds.model is EloModel.NORMALIZED
     elo = (e.nelo, e.nelo_low, e.nelo_high) if normalized else (e.elo, e.elo_low, e.elo_high)

@@ -1,0 +1,255 @@
+"""A bot test (`cfarena sprt NEW OLD`) as storage holds it: its configuration, its deal
+groups' matches, and the one step that counts finished groups, decides, and schedules
+the next ones (`advance`), whoever plays the matches.
+
+Group g is one deal (`group_seed`) in every seating of `sprt.deal_group.seatings`,
+keys "g<g>-s<seating>" (`schedule.group_key`). Groups are scheduled a batch at a time
+(`groups_per_batch`, fixed when the test is created and stored with it), and a batch
+is played seating by seating (`schedule.group_phase`). `advance` counts the groups
+whose matches are all finished, in group order (never in the order they happen to
+finish: the test's stopping rule sees the same sequence however the matches are
+shared out), checking the test after each; the first group after which it decides is
+the last one counted. Once every scheduled group is counted and the test goes on, it
+schedules the next batch. It writes through `Database.count_sprt_groups`, which holds
+the test row's lock and writes only if no other process counted meanwhile (then it
+reads again): the local run and any number of queue workers may call it at once, and
+the test is counted, decided and scheduled once.
+
+On PostgreSQL (`advance_queued`) the scheduled batch's matches are queued as jobs for
+`cfarena worker`s, and once the test decides its queued jobs are cancelled and its
+matches not begun are aborted ("the test decided"): never played, never stored as
+results. A match in play at that moment is stored when it ends, not counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cfarena.engine import Rules
+from cfarena.server.referee import TimeControl
+from cfarena.server.sprt.deal_group import group_score, seatings
+from cfarena.server.sprt.match_results import ScoreKind, log_seated_results
+from cfarena.server.sprt.sequential import SequentialTest, SprtBounds, Verdict
+from cfarena.server.storage import Database, MatchPlan, MatchStatus, canonical_json
+from cfarena.server.storage.models import SprtVerdict
+from cfarena.server.storage.sprt_store import GroupPoint, SprtTestInfo
+from cfarena.server.tournament import job_queue
+from cfarena.server.tournament.config import BotSpec, TournamentConfig, TournamentError
+from cfarena.server.tournament.pool import Launch
+from cfarena.server.tournament.schedule import group_key
+from cfarena.server.tournament.stored_tournament import match_phases
+from cfarena.server.tournament.tournament_player import stored_config
+
+if TYPE_CHECKING:  # the queue (and procrastinate) load only on PostgreSQL
+    import procrastinate
+
+DECIDED = "the bot test decided before it was played"
+
+
+def group_seed(test_seed: int, group: int, mix: str = "") -> int:
+    """The deal of group `group` of a test whose seed is `test_seed`; `mix` (the bots'
+    identities, for a seed the organiser fixed: `SprtConfig.seed_mix`) makes the deals
+    of two tests with one fixed seed differ."""
+    salt = f"/{hashlib.sha256(mix.encode()).hexdigest()}" if mix else ""
+    digest = hashlib.sha256(f"cfarena/sprt/{test_seed}{salt}/group-{group}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # fits a signed 64-bit column
+
+
+def _identity(bot: BotSpec) -> dict[str, Any]:
+    return {"name": bot.name, "command": bot.describe(), "files": dict(bot.files)}
+
+
+@dataclass(frozen=True, slots=True)
+class SprtConfig:
+    """Everything that defines a bot test (its hash identifies it for resume)."""
+
+    new: BotSpec
+    old: BotSpec
+    field: tuple[BotSpec, ...]
+    rules: Rules
+    players: int
+    bounds: SprtBounds
+    score: ScoreKind
+    max_matches: int
+    seed: int | None = None  # None: drawn from the OS's CSPRNG when the test is created
+    time_control: TimeControl = dataclasses.field(default_factory=TimeControl)
+
+    @property
+    def seatings(self) -> tuple[tuple[str, ...], ...]:
+        """The seatings of every deal group (`deal_group.seatings`)."""
+        return seatings(self.new.name, self.old.name, [b.name for b in self.field],
+                        self.players)
+
+    @property
+    def matches_per_group(self) -> int:
+        return len(self.seatings)
+
+    @property
+    def seats_per_bot(self) -> int:
+        """The most seats one bot holds in a match (a field bot repeated: more than 1)."""
+        return max(seats.count(name) for seats in self.seatings for name in set(seats))
+
+    @property
+    def seed_mix(self) -> str:
+        """What `group_seed` mixes into the deals: NEW's and OLD's identities (name,
+        command, files) when the organiser fixed the seed (two tests with one --seed
+        then play other deals); nothing for a drawn seed (unpredictable already)."""
+        if self.seed is None:
+            return ""
+        return canonical_json([_identity(self.new), _identity(self.old)])
+
+    def tournament(self) -> TournamentConfig:
+        """The tournament whose matches the test plays (its bots and how they play)."""
+        return TournamentConfig(bots=(self.new, self.old, *self.field), rules=self.rules,
+                                players=self.players, games=1, seed=self.seed,
+                                time_control=self.time_control, fill=self.seats_per_bot > 1)
+
+    def to_json(self, launch: Launch | None = None) -> dict[str, Any]:
+        """What identifies the test: its tournament's identity (with the seats a bot
+        really holds) and the test's own terms."""
+        identity = self.tournament().to_json(launch)
+        identity.pop("seats_per_bot", None)
+        if self.seats_per_bot > 1:
+            identity["seats_per_bot"] = self.seats_per_bot
+        return {**identity, "sprt": {
+            "new": self.new.name, "old": self.old.name,
+            "field": [f.name for f in self.field], **self.bounds.to_json(),
+            "score": self.score.value, "max_matches": self.max_matches}}
+
+    def new_test(self) -> SequentialTest:
+        """The test, its cap rounded down to whole deal groups (at least one)."""
+        k = self.matches_per_group
+        return SequentialTest(self.bounds, k, max(self.max_matches // k, 1) * k)
+
+
+def stored_sprt_config(stored: Mapping[str, Any]) -> SprtConfig:
+    """The test as `SprtConfig.to_json` (and the test's creation) stored it: what a
+    queue worker on another machine counts and schedules."""
+    tournament, _launch = stored_config(dict(stored))
+    try:
+        terms = stored["sprt"]
+        new, old, *field = tournament.bots
+        return SprtConfig(new, old, tuple(field), tournament.rules, tournament.players,
+                          SprtBounds.from_json(terms), ScoreKind(terms["score"]),
+                          int(terms["max_matches"]), tournament.seed,
+                          tournament.time_control)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TournamentError(f"the stored bot test cannot be read: {exc}") from None
+
+
+def stored_test(config: SprtConfig, db: Database, info: SprtTestInfo) -> SequentialTest:
+    """The test as far as it was counted: its stored group scores added again."""
+    test = config.new_test()
+    for point in db.sprt_groups(info.id):
+        test.add(point.score)
+    return test
+
+
+def group_score_of(db: Database, config: SprtConfig, tournament_id: int, group: int) -> float:
+    """The score of deal group `group` from its stored matches (all finished)."""
+    played = []
+    for s in range(config.matches_per_group):
+        match_id = f"T{tournament_id}-{group_key(group, s)}"
+        log = db.get_log(match_id)
+        if log is None:
+            raise TournamentError(f"match {match_id} has no stored game log to score")
+        try:
+            played.append(log_seated_results(log, config.score))
+        except ValueError as exc:  # gamelog.LogError is one
+            raise TournamentError(f"match {match_id}: its game log cannot be scored: "
+                                  f"{exc}") from None
+    return group_score(played, config.new.name, config.old.name)
+
+
+def batch_plans(config: SprtConfig, stored: Mapping[str, Any], bot_ids: Mapping[str, int],
+                first: int, max_groups: int) -> list[MatchPlan]:
+    """The matches of the batch of deal groups from `first` (up to `max_groups`)."""
+    seed, mix = int(stored["seed"]), config.seed_mix if stored.get("seed_fixed") else ""
+    options = config.rules.to_options()
+    last = min(first + int(stored.get("batch", {}).get("groups", 1)), max_groups)
+    return [MatchPlan(key=group_key(g, s), seed=group_seed(seed, g, mix), rules=options,
+                      players=config.players, seat_bot_ids=[bot_ids[n] for n in seats])
+            for g in range(first, last) for s, seats in enumerate(config.seatings)]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one `advance` did: the groups it counted (in order), whether it scheduled
+    a batch, and the test after it."""
+
+    counted: list[GroupPoint]
+    scheduled: bool
+    test: SequentialTest
+
+    @property
+    def decided(self) -> bool:
+        return self.test.verdict() is not Verdict.CONTINUE
+
+
+def advance(db: Database, config: SprtConfig, test_id: int) -> Step:
+    """Count the test's finished deal groups, decide, and schedule its next batch when
+    every scheduled group is counted (see the module docstring)."""
+    while True:
+        info = db.get_sprt_test(test_id)
+        if info is None:
+            raise TournamentError(f"no bot test {test_id}")
+        test = stored_test(config, db, info)
+        if info.decided:
+            return Step([], False, test)
+        k = config.matches_per_group
+        assert test.max_matches is not None
+        max_groups = test.max_matches // k
+        finished = db.finished_keys(info.tournament_id)
+        scheduled = sum(db.match_counts(info.tournament_id).values()) // k
+        points: list[GroupPoint] = []
+        group = info.groups
+        while (test.verdict() is Verdict.CONTINUE and group < scheduled
+               and all(group_key(group, s) in finished for s in range(k))):
+            score = group_score_of(db, config, info.tournament_id, group)
+            test.add(score)
+            points.append(GroupPoint(group, score, test.llr))
+            group += 1
+        verdict = test.verdict()
+        plans: list[MatchPlan] = []
+        if verdict is Verdict.CONTINUE and group == scheduled:
+            ids = {b.name: b.id for b in db.list_bots()}
+            plans = batch_plans(config, info.config, ids, group, max_groups)
+        if not points and not plans:
+            return Step([], False, test)
+        if db.count_sprt_groups(test_id, info.groups, points, test.matches,
+                                SprtVerdict(verdict.value), plans):
+            return Step(points, bool(plans), test)
+
+
+async def advance_queued(app: procrastinate.App, db: Database, config: SprtConfig,
+                         test_id: int) -> Step:
+    """`advance`, and on the job queue what follows from it: a scheduled batch's jobs
+    queued; once the test decides, its queued jobs cancelled and its matches not begun
+    aborted (the app must be open)."""
+    step = await asyncio.to_thread(advance, db, config, test_id)
+    info = await asyncio.to_thread(db.get_sprt_test, test_id)
+    assert info is not None
+    tournament_id = info.tournament_id
+    if step.decided:
+        await job_queue.cancel_queued(app, tournament_id)
+        await asyncio.to_thread(abort_unbegun, db, tournament_id)
+    elif step.scheduled:
+        pending = await asyncio.to_thread(db.pending_matches, tournament_id)
+        phases = await asyncio.to_thread(match_phases, db, tournament_id)
+        await job_queue.enqueue(app, db.engine, tournament_id, pending, phases)
+    return step
+
+
+def abort_unbegun(db: Database, tournament_id: int) -> int:
+    """Abort the decided test's matches not begun (`DECIDED`); how many."""
+    return sum(db.abort_unplayed(m.id, DECIDED) for m in db.list_matches(
+        tournament_id, status=MatchStatus.SCHEDULED, limit=None))
+
+
+__all__ = ["DECIDED", "SprtConfig", "Step", "advance", "advance_queued", "group_seed",
+           "stored_sprt_config"]
