@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 
@@ -81,10 +82,12 @@ def ladder_table(rows: list[dict[str, Any]], title: str) -> Table:
     rows, in their order): the rating that ranks it, the Bradley-Terry check as a
     place, results, faults and when each bot was last seen; its latest faults under
     the table."""
-    table = Table(title=title, title_justify="left")
+    # light rules and no outer padding: the ten columns fit in 80
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, collapse_padding=True)
     table.add_column("#", justify="right")
     table.add_column("bot", overflow="fold",  # a long name wraps, never cut
-                     min_width=min(12, max((len(r["bot"]) for r in rows), default=3)))
+                     min_width=min(10, max((len(r["bot"]) for r in rows), default=3)))
     table.add_column("version", overflow="fold")
     table.add_column("rating", justify="right", style="bold")
     table.add_column("check", justify="right")
@@ -92,7 +95,7 @@ def ladder_table(rows: list[dict[str, Any]], title: str) -> Table:
     table.add_column("wins", justify="right")
     table.add_column("pts/rnd", justify="right")
     table.add_column("faults", justify="right")
-    table.add_column("last seen", overflow="fold")
+    table.add_column("last seen", overflow="fold", min_width=10)
     errors = []
     for r in rows:
         version = r["version"] or "-"
@@ -100,7 +103,7 @@ def ladder_table(rows: list[dict[str, Any]], title: str) -> Table:
             version += f" (of {r['versions']})"
         win = "-" if r["win_share"] is None else f"{100 * r['win_share']:.0f}%"
         mean = "-" if r["points_per_round"] is None else f"{r['points_per_round']:.1f}"
-        seen = "revoked" if r["revoked"] else _time(r["last_seen"])
+        seen = "revoked" if r["revoked"] else _time(r["last_seen"]).replace(" ", "\n")
         table.add_row("-" if r["rank"] is None else str(r["rank"]), r["bot"], version,
                       "new" if r["rating"] is None else str(r["rating"]),
                       "-" if r["check_rank"] is None else f"#{r['check_rank']}",
