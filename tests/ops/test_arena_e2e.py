@@ -57,7 +57,7 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
         arena.start("serve", ["sh", str(ENTRYPOINT), *serve_argv, "--rule", "rounds=1"],
                     {**env, "CFARENA_DB": db, "CFARENA_HOST": "127.0.0.1", "CFARENA_PORT": "0",
                      "CFARENA_HTTP_HOST": "127.0.0.1", "CFARENA_HTTP_PORT": "0"})
-        bound = arena.listening("serve", http=True)
+        bound = arena.listening("serve", http=True, timeout=120)  # after four `bots add`
         port, http_port = bound.bots, bound.http
         bots = {name: s for name, s in found.items() if name.startswith("bot-")}
         for name, service in bots.items():
