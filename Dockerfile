@@ -4,7 +4,7 @@
 # starts; a container needs extra privileges for that (docs/OPERATIONS.md, "Docker").
 FROM python:3.11-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap \
+    && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml hatch_build.py README.md ./
