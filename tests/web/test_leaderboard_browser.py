@@ -10,28 +10,22 @@ Screenshots are kept in the artefacts directory (tests/browser.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page
 
-from cfarena.sdk.types import FaultKind
-from cfarena.server.match.record import Fault
-from cfarena.server.storage import MatchPlan, StoredMatch, open_database
+from cfarena.server.storage import StoredMatch, open_database
 from tests.browser import DESKTOP, PHONE, watched_page
 from tests.cli.helpers import run_in_process
 
 from .inprocess import served_site
+from .leaderboard_data import GAMES, POOL, fill, play
 
 pytestmark = pytest.mark.browser
-POOL = "standard/4p"
-# (alice's version, ranks of alice, bob, carol, dave): alice plays two versions
-GAMES = [("1", (1, 2, 3, 4)), ("1", (2, 1, 4, 3)), ("1", (1, 3, 2, 4)),
-         ("2", (1, 2, 3, 4)), ("2", (1, 4, 2, 3)), ("2", (2, 1, 3, 4))]
 
 
 @dataclass
@@ -53,30 +47,6 @@ class _Arena:
         return self.connected
 
 
-def _fill(db_url: str) -> None:
-    """Four bots' matches (carol times out in one), dave revoked, erin registered but
-    never played."""
-    with open_database(db_url) as db:
-        ids = {name: db.register_bot(name, name[0] * 64).bot_id
-               for name in ("alice", "bob", "carol", "dave", "erin")}
-        for i, (version, ranks) in enumerate(GAMES):
-            _play(db, f"m{i}", [ids[n] for n in ("alice", "bob", "carol", "dave")], ranks,
-                  [version, "", "", ""],
-                  [Fault(2, FaultKind.TIMEOUT, "no answer in 1000 ms")] if i == 4 else [])
-        db.revoke_bot("dave")
-
-
-def _play(db: Any, key: str, seats: list[int], ranks: tuple[int, ...],
-          versions: list[str], faults: list[Fault]) -> None:
-    db.schedule_matches(None, [MatchPlan(key, 100 + len(key) + sum(ranks) * 7 + ord(key[-1]),
-                                         {"preset": "standard"}, 4, seats,
-                                         seat_versions=versions)])
-    lease = db.mark_running(key)
-    db.record_match(StoredMatch(key, round_scores=[[10 * r for r in ranks]],
-                                totals=[10 * r for r in ranks], ranks=list(ranks),
-                                faults=faults, lease=lease))
-
-
 def _rows(page: Page) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = page.evaluate("""() =>
         Array.from(document.querySelectorAll('#leaderboard tr[data-bot]')).map(r => ({
@@ -92,7 +62,7 @@ def _font_px(page: Page, selector: str) -> float:
 
 def test_the_leaderboard_tells_one_story(tmp_path: Path, browser: Browser) -> None:
     db_url = f"sqlite:///{tmp_path / 'arena.db'}"
-    _fill(db_url)
+    fill(db_url)
     cli = run_in_process("standings", "--pool", POOL, "--ladder", "--json", "--db", db_url,
                          cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
@@ -149,7 +119,7 @@ def test_the_leaderboard_tells_one_story(tmp_path: Path, browser: Browser) -> No
             before = {r["bot"]: r for r in _rows(page)}
             with open_database(db_url) as db:
                 ids = {b.name: b.id for b in db.list_bots()}
-                _play(db, "m9", [ids[n] for n in ("bob", "alice", "carol", "erin")],
+                play(db, "m9", [ids[n] for n in ("bob", "alice", "carol", "erin")],
                       (1, 2, 3, 4), ["", "2", "", ""], [])
             loop.call_soon_threadsafe(site.hub.stored, StoredMatch("m9"))
             page.wait_for_function("""() => document.querySelector(
