@@ -36,11 +36,13 @@ def standings_cmd(
         "each other bot, 95% CI, matches (with --json: {standings, matrix})")] = False,
     db_url: str = DbOption,
 ) -> None:
-    """Standings: of a pool, the ladder as the web page's leaderboard shows it (the
-    online rating of each bot's latest version ranks it); of a tournament, per bot the
-    Bradley-Terry fit with its interval, matches, wins, points per round, faults
-    (`--json` without `--ladder`: those rows for a pool too); `--matrix`: that table
-    and every pair's head-to-head Elo difference."""
+    """Standings: a pool's ladder as the web page shows it; a tournament's per-bot
+    Bradley-Terry fit; `--matrix`: every pair's head-to-head Elo difference.
+
+    The ladder is ranked by the online rating of each bot's latest version; the
+    per-bot table (a tournament's, or a pool's with `--matrix`; `--json` without
+    `--ladder`) has the Bradley-Terry fit with its interval, matches, wins, points
+    per round and faults."""
     if tournament is not None and (ladder or versions):
         fail("--ladder and --versions are for serve's pools, not tournaments")
     if ladder and matrix:
