@@ -43,7 +43,8 @@ def test_rotate_revoke_show(tmp_path: Path) -> None:
     assert [(r["bot"], r["version"]) for r in ladder] == [  # type: ignore[index]
         ("alice", "7"), ("bob", "")]
     shown = run_cli("standings", "--pool", "standard/2p", "--db", db, cwd=tmp_path)
-    assert "Ladder, pool standard/2p" in shown.stdout and "BT check" in shown.stdout
+    assert "Ladder, pool standard/2p" in shown.stdout and "check" in shown.stdout
+    assert "revoked" in shown.stdout  # alice, marked
 
 
 def test_usage_errors_are_one_line(tmp_path: Path) -> None:

@@ -1,82 +1,72 @@
 """docker-compose.yml's services as plain processes (this machine has no Docker engine):
-a throwaway PostgreSQL cluster, the referee's own commands (`cfarena bots add` x4 with
-the tokens, `cfarena serve ... --http-port`) and the four sample bots dialing in with
-theirs, all read from docker-compose.yml. The standings fill, /metrics shows the
-decisions and matches, and the compose healthcheck says SERVING."""
+a throwaway PostgreSQL cluster, the image's entrypoint (docker/entrypoint.sh) making
+the secrets (`init`), registering the house bots with their generated tokens and
+starting `cfarena serve` with the admin token file (`serve`), and the four sample bots
+dialing in with theirs (`bot`), each with the arguments docker-compose.yml gives it.
+The standings fill, /metrics shows the decisions and matches, and the compose
+healthcheck says SERVING."""
 
 from __future__ import annotations
 
 import os
-import re
-import shlex
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import CFARENA, run_json
+from tests.cli.helpers import run_json
 from tests.harness.postgres import PgCluster
 from tests.harness.serve import Arena
 
+from .compose import ENTRYPOINT, services
 from .metrics_text import scrape, value
 
-COMPOSE = Path(__file__).resolve().parents[2] / "docker-compose.yml"
 
-
-def _compose() -> tuple[list[str], list[list[str]], str, dict[str, tuple[str, str]]]:
-    """From docker-compose.yml: the `cfarena bots add` commands, the `cfarena serve`
-    command, the healthcheck's Python code and, per bot service, (command, token var)."""
-    text = COMPOSE.read_text()
-    referee = text.split("  referee:\n", 1)[1].split("\n  bot-", 1)[0]
-    block = re.search(r"command:\n(?:.*\n)*?\s+- >\n((?:\s{8}.*\n)+)", referee)
-    assert block is not None, "the referee's command block"
-    steps = [step.strip() for step in " ".join(block.group(1).split()).split("&&")]
-    adds = [step for step in steps if step.startswith("cfarena bots add ")]
-    serve = [step for step in steps if step.startswith("exec cfarena serve ")]
-    assert len(adds) == 4 and len(serve) == 1, steps
-    health = re.search(r"- >-\n((?:\s{10}.*\n)+)", referee)
-    assert health is not None, "the referee's healthcheck"
-    code = " ".join(line.strip() for line in health.group(1).splitlines())
-    bots = {}
-    for name, body in re.findall(r"\n  (bot-[a-z]+):\n((?:    .*\n)+)", text):
-        command = re.search(r"command: (.*)\n", body)
-        token = re.search(r"CFARENA_TOKEN: \$\{([A-Z_]+):", body)
-        assert command is not None and token is not None, name
-        bots[name] = (command.group(1), token.group(1))
-    assert len(bots) == 4, bots
-    return adds, [shlex.split(serve[0])[1:]], code, bots
+def _post(url: str, token: str) -> int:
+    """The status of an empty POST with `token` as its bearer."""
+    ask = urllib.request.Request(url, method="POST", data=b"",
+                                 headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(ask, timeout=30) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
 
 
 @pytest.mark.postgres
 def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) -> None:
-    adds, (serve_argv,), health_code, bots = _compose()
+    found = services()
     db = pg_cluster.create_database("compose_e2e")
-    tokens = {var: f"e2e-{var.lower()}" for _cmd, var in bots.values()}
-    env = {**os.environ, "CFARENA_DB": db, **tokens}
-    for add in adds:  # the referee's first steps, with the compose's shell quoting
-        done = subprocess.run(["sh", "-c", add.replace("$$", "$")], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-    # `cfarena serve` as the compose runs it, on ports 0 (the ones bound read back from
-    # its log); matches shortened to one round so that a few finish in a test's time
-    argv = [CFARENA if a == "cfarena" else a for a in serve_argv]
-    assert argv[1:2] == ["serve"] and {"50051", "8080"} <= set(argv), argv
-    argv = [{"0.0.0.0": "127.0.0.1", "50051": "0", "8080": "0"}.get(a, a) for a in argv]
+    secrets = tmp_path / "secrets"
+    # the image's PATH: cfarena and python3 are this environment's
+    env = {**os.environ, "CFARENA_SECRETS": str(secrets), "CFARENA_POSTGRES_UID":
+           str(os.getuid()), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    made = subprocess.run(["sh", str(ENTRYPOINT), *found["secrets"]["command"]], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    # `serve` as the compose runs it, on ports 0 (the ones bound read back from its log),
+    # on the test's database; matches shortened to one round so a few finish in time
+    serve_argv = found["referee"]["command"]
+    assert serve_argv[0] == "serve", serve_argv
     arena = Arena(tmp_path, db)
     try:
-        arena.start("serve", [*argv, "--rule", "rounds=1"], env)
-        bound = arena.listening("serve", http=True)
+        arena.start("serve", ["sh", str(ENTRYPOINT), *serve_argv, "--rule", "rounds=1"],
+                    {**env, "CFARENA_DB": db, "CFARENA_HOST": "127.0.0.1", "CFARENA_PORT": "0",
+                     "CFARENA_HTTP_HOST": "127.0.0.1", "CFARENA_HTTP_PORT": "0"})
+        bound = arena.listening("serve", http=True, timeout=120)  # after four `bots add`
         port, http_port = bound.bots, bound.http
-        for name, (command, var) in bots.items():
-            args = shlex.split(command)
-            assert args[:4] == ["python", "-m", "cfarena.sdk", "run"], args
-            arena.start(name, [sys.executable, *args[1:]],
-                        {**env, "CFARENA_SERVER": f"127.0.0.1:{port}", "CFARENA_CAPACITY": "4",
-                         "CFARENA_TOKEN": tokens[var]})
+        bots = {name: s for name, s in found.items() if name.startswith("bot-")}
+        for name, service in bots.items():
+            arena.start(name, ["sh", str(ENTRYPOINT), *service["command"]],
+                        {**env, **service["environment"],
+                         "CFARENA_SERVER": f"127.0.0.1:{port}"})
         # the compose healthcheck, pointed at this referee
-        health = health_code.replace("127.0.0.1:50051", f"127.0.0.1:{port}")
+        health = found["referee"]["healthcheck"]["test"][-1].replace(
+            "127.0.0.1:50051", f"127.0.0.1:{port}")
         deadline = time.monotonic() + 60
         while True:
             probe = subprocess.run([sys.executable, "-c", health], capture_output=True,
@@ -103,6 +93,12 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
         assert value(samples, "cfarena_decisions_total") > 20 * finished
         assert value(samples, "cfarena_bots_connected") == 4
         assert value(samples, "cfarena_matches_running") >= 0
+        # the web API's admin actions take the generated admin token, and only it
+        admin = (secrets / "admin.token").read_text().strip()
+        assert len(admin) >= 40
+        for token, status in [("not-the-admin-token", 401), (admin, 200)]:
+            assert _post(f"http://127.0.0.1:{http_port}/api/admin/ladder/resume",
+                         token) == status
         serve = arena.procs["serve"]
         for name in [*reversed(bots), "serve"]:
             arena.stop(name)

@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import tracemalloc
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
 
 from cfarena.server.match.record import Fault, FaultKind
 from cfarena.server.rating.online import INITIAL_MU, Skill, rate_match
 from cfarena.server.storage import Database, MatchPlan, StorageError, hash_token
+from cfarena.server.storage.encoding import utc_now
+from cfarena.server.storage.models import Match
 
 from .helpers import STANDARD, bots, result
 
@@ -150,3 +154,31 @@ def test_the_rating_after_each_match_is_kept_with_its_update(db: Database) -> No
     assert len(db.skill_history("alice", "global")) == 3
     assert db.skill_history("alice", "standard/4p") == []
     assert db.skill_history("nobody", "global") == []
+
+
+def test_a_bot_was_last_seen_when_its_latest_match_ended(db: Database) -> None:
+    """The audit's "last seen 42 s before its last match ended": the time shown was
+    when the match was scheduled. It is when the match ended (or started, while it
+    plays), as the leaderboard's status and the bot page's versions show it."""
+    alice, bob = bots(db, "alice", "bob")
+    db.schedule_matches(None, [_plan("m1", [alice, bob], ["1", ""])])
+    lease = db.mark_running("m1")
+    scheduled = utc_now() - timedelta(seconds=60)
+    with db.engine.begin() as conn:  # scheduled a minute ago, started 42 s ago
+        conn.execute(update(Match).where(Match.id == "m1").values(
+            created_at=scheduled, started_at=scheduled + timedelta(seconds=18)))
+    playing = db.ladder_activity()
+    assert playing["alice"].seen_at == scheduled + timedelta(seconds=18)  # it plays now
+    db.record_match(result("m1", [[0, 9]], [1, 2], lease=lease,
+                           faults=[Fault(1, FaultKind.TIMEOUT, "no answer")]))
+    detail = db.get_match("m1")
+    assert detail is not None and detail.match.finished_at is not None
+    ended = detail.match.finished_at
+    assert ended - scheduled >= timedelta(seconds=60)
+    activity = db.ladder_activity()
+    assert activity["alice"].seen_at == activity["bob"].seen_at == ended
+    [version] = db.bot_versions("alice")
+    assert (version.first_at, version.last_at) == (scheduled + timedelta(seconds=18), ended)
+    fault = activity["bob"].fault
+    assert activity["alice"].fault is None and fault is not None
+    assert (fault.kind, fault.match_id, fault.detail) == (FaultKind.TIMEOUT, "m1", "no answer")

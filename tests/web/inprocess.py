@@ -14,15 +14,25 @@ from cfarena.server.ops.http import HttpServer
 from cfarena.server.storage import open_database
 from cfarena.server.web import LiveHub, WebSite
 from cfarena.server.web.app import make_web_app
+from cfarena.server.web.site import Ladder
 
 
 @contextmanager
 def web_app(db_url: str, admin_token: str | None = None) -> Iterator[int]:
     """Serve the web app of `db_url` on 127.0.0.1; yields its port."""
+    with served_site(db_url, admin_token) as (port, _site, _loop):
+        yield port
+
+
+@contextmanager
+def served_site(db_url: str, admin_token: str | None = None, ladder: Ladder | None = None
+                ) -> Iterator[tuple[int, WebSite, asyncio.AbstractEventLoop]]:
+    """`web_app`, yielding (its port, its site, the loop it runs on): with `ladder` (what
+    an arena would be: its connected bots, its table size) as the site's."""
     loop = asyncio.new_event_loop()
     port: list[int] = []
     with open_database(db_url) as db:
-        site = WebSite(db, "standard/4p", LiveHub(), admin_token=admin_token)
+        site = WebSite(db, "standard/4p", LiveHub(), admin_token=admin_token, ladder=ladder)
         server = HttpServer(make_web_app(site), "127.0.0.1", 0)
 
         async def start() -> None:
@@ -32,7 +42,7 @@ def web_app(db_url: str, admin_token: str | None = None) -> Iterator[int]:
         thread.start()
         asyncio.run_coroutine_threadsafe(start(), loop).result(30)
         try:
-            yield port[0]
+            yield port[0], site, loop
         finally:
             asyncio.run_coroutine_threadsafe(server.stop(), loop).result(30)
             loop.call_soon_threadsafe(loop.stop)

@@ -88,8 +88,8 @@ def _leaderboard(page: Page) -> dict[str, dict[str, str]]:
     return rows
 
 
-COLUMNS = {"rank", "bot", "version", "rating", "interval", "games", "win-share",
-           "points-per-round", "faults"}
+COLUMNS = {"rank", "bot", "version", "rating", "check", "games", "win-share",
+           "points-per-round", "faults", "presence"}
 
 
 def test_the_leaderboard_updates_live_as_matches_finish(arena: WebArena, page: Watched

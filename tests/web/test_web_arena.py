@@ -73,8 +73,8 @@ def test_leaderboard_page(arena: WebArena) -> None:
     rows = [a for t, a in elements(html) if t == "tr" and "data-bot" in a]
     assert {r["data-bot"] for r in rows} == set(BOTS)
     cells = [a["data-col"] for t, a in elements(html) if t == "td" and "data-col" in a]
-    columns = ["rank", "bot", "version", "rating", "interval", "games", "win-share",
-               "points-per-round", "faults"]
+    columns = ["rank", "bot", "version", "rating", "check", "games", "win-share",
+               "points-per-round", "faults", "presence"]
     assert cells == columns * len(BOTS)
     count = int(by_id(html, "finished-count")[1]["data-count"])
     assert before["finished"] <= count <= board["finished"]  # matches finish meanwhile

@@ -280,6 +280,18 @@ class Arena:
         assert self.server is not None
         return self.server.seats
 
+    @property
+    def players(self) -> int:
+        """The seats of a table on this arena's ladder."""
+        return self.config.players
+
+    def connected_bots(self) -> frozenset[str]:
+        """The registered bots dialled in here now, with an open connection (none
+        before the referee runs). On the loop."""
+        if self.server is None:
+            return frozenset()
+        return frozenset(name for name in self.seats.capacity() if name in self._ids)
+
     def entrants(self, now: float | None = None) -> list[Entrant]:
         """The connected (bot, version)s as the ladder sees them."""
         now = time.monotonic() if now is None else now

@@ -38,10 +38,9 @@ COMMANDS: dict[str, Entry] = {
                         "verdict, matches and LLR."),
     "serve": Entry(("serve",), "Run the competition ladder for bots registered with "
                    "`cfarena bots add`."),
-    "standings": Entry(("standings",), "Standings: the ladder (`serve`'s online rating per "
-                       "bot version, which ranks) and\nper bot the Bradley-Terry fit with its "
-                       "interval, matches, wins, points per round,\nfaults; `--matrix`: "
-                       "every pair's head-to-head Elo difference."),
+    "standings": Entry(("standings",), "Standings: a pool's ladder as the web page shows "
+                       "it; a tournament's per-bot\nBradley-Terry fit; `--matrix`: every "
+                       "pair's head-to-head Elo difference."),
     "matches": Entry(("matches",), "List matches, newest first."),
     "show": Entry(("matches",), "One match: result, scores per round, luck, faults; "
                   "each seat's output with --logs."),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 
@@ -77,27 +78,49 @@ def matrix_table(matrix: dict[str, Any], title: str) -> Table:
 
 
 def ladder_table(rows: list[dict[str, Any]], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    """The ladder as the web page's leaderboard shows it (`standings.ladder_board`'s
+    rows, in their order): the rating that ranks it, the Bradley-Terry check as a
+    place, results, faults and when each bot was last seen; its latest faults under
+    the table."""
+    # light rules and no outer padding: the ten columns fit in 80
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, collapse_padding=True)
     table.add_column("#", justify="right")
-    table.add_column("bot", overflow="fold")
+    table.add_column("bot", overflow="fold",  # a long name wraps, never cut
+                     min_width=min(10, max((len(r["bot"]) for r in rows), default=3)))
     table.add_column("version", overflow="fold")
-    table.add_column("score", justify="right")
-    table.add_column("Elo-like", justify="right")
-    table.add_column("mu ± sigma", justify="right", no_wrap=True)
+    table.add_column("rating", justify="right", style="bold")
+    table.add_column("check", justify="right")
     table.add_column("games", justify="right")
-    table.add_column("BT check (95% CI)", justify="right", no_wrap=True)
-    for i, r in enumerate(rows, 1):
-        check = (f"{r['bt_elo']:.0f} ({r['ci_low']:.0f}-{r['ci_high']:.0f})"
-                 if r["bt_elo"] is not None else "-")
+    table.add_column("wins", justify="right")
+    table.add_column("pts/rnd", justify="right")
+    table.add_column("faults", justify="right")
+    table.add_column("last seen", overflow="fold", min_width=10)
+    errors = []
+    for r in rows:
         version = r["version"] or "-"
         if r["versions"] > 1:
             version += f" (of {r['versions']})"
-        table.add_row(str(i), r["bot"], version, f"{r['score']:.2f}", f"{r['skill_elo']:.0f}",
-                      f"{r['mu']:.1f} ± {r['sigma']:.1f}", str(r["games"]), check)
+        win = "-" if r["win_share"] is None else f"{100 * r['win_share']:.0f}%"
+        mean = "-" if r["points_per_round"] is None else f"{r['points_per_round']:.1f}"
+        seen = "revoked" if r["revoked"] else _time(r["last_seen"]).replace(" ", "\n")
+        table.add_row("-" if r["rank"] is None else str(r["rank"]), r["bot"], version,
+                      "new" if r["rating"] is None else str(r["rating"]),
+                      "-" if r["check_rank"] is None else f"#{r['check_rank']}",
+                      str(r["games"]), win, mean, str(r["faults"]), seen)
+        if r["last_error"]:
+            e = r["last_error"]
+            errors.append(f"{r['bot']}: {e['kind']} at {_time(e['at'])}, match {e['match']}")
     table.caption = (
-        "ranked by score = mu - 3 sigma of the online Weng-Lin (Plackett-Luce) rating, "
-        "per bot version, updated after every match; Elo-like: the score on an Elo scale "
-        "(a new bot: 1500); BT check: the order-free Bradley-Terry fit of the same versions"
-    )
+        "rating (ranks the table): the online Weng-Lin rating of the bot's latest version, "
+        "Elo-like, 1500 + 29.5 (mu - 3 sigma), a new bot 1500; check: its place by the "
+        "order-free Bradley-Terry fit of the same results (own scale, in --json); wins: "
+        "share of its matches won; last seen: the end of its latest ladder match (UTC)"
+        + "".join(f"\nlast error of {line}" for line in errors))
     table.caption_justify = "left"
     return table
+
+
+def _time(iso: str | None) -> str:
+    """An ISO 8601 UTC time as "2026-12-06 18:04:02" ("-" for none)."""
+    return "-" if not iso else iso.replace("T", " ").removesuffix("+00:00")

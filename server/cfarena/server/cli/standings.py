@@ -15,7 +15,7 @@ from cfarena.server.cli.common import (
     print_json,
 )
 from cfarena.server.cli.report import ladder_table, matrix_table, standings_table
-from cfarena.server.standings import head_to_head_matrix, ladder_rows, standings_rows
+from cfarena.server.standings import head_to_head_matrix, ladder_board, standings_rows
 
 
 def standings_cmd(
@@ -25,7 +25,8 @@ def standings_cmd(
                     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ladder: Annotated[bool, typer.Option(
-        "--ladder", help="only the ladder (online rating per bot version; with --json)")
+        "--ladder", help="only the ladder, as the web page's leaderboard shows it "
+        "(with --json)")
                       ] = False,
     versions: Annotated[bool, typer.Option(
         "--versions", help="every version of each bot in the ladder, not only the latest")
@@ -35,9 +36,13 @@ def standings_cmd(
         "each other bot, 95% CI, matches (with --json: {standings, matrix})")] = False,
     db_url: str = DbOption,
 ) -> None:
-    """Standings: the ladder (`serve`'s online rating per bot version, which ranks) and
-    per bot the Bradley-Terry fit with its interval, matches, wins, points per round,
-    faults; `--matrix`: every pair's head-to-head Elo difference."""
+    """Standings: a pool's ladder as the web page shows it; a tournament's per-bot
+    Bradley-Terry fit; `--matrix`: every pair's head-to-head Elo difference.
+
+    The ladder is ranked by the online rating of each bot's latest version; the
+    per-bot table (a tournament's, or a pool's with `--matrix`; `--json` without
+    `--ladder`) has the Bradley-Terry fit with its interval, matches, wins, points
+    per round and faults."""
     if tournament is not None and (ladder or versions):
         fail("--ladder and --versions are for serve's pools, not tournaments")
     if ladder and matrix:
@@ -46,7 +51,7 @@ def standings_cmd(
     with database(db_url, create=False) as db:
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")
-        ladder_list = ladder_rows(db, pool or "global", versions) if tournament is None else []
+        ladder_list = ladder_board(db, pool or "global", versions) if tournament is None else []
         rows = [] if ladder else standings_rows(db, tournament, pool)
         pairs = (head_to_head_matrix(db, tournament, pool, [r["bot"] for r in rows])
                  if matrix else None)
@@ -54,9 +59,9 @@ def standings_cmd(
         print_json(ladder_list if ladder else
                    rows if pairs is None else {"standings": rows, "matrix": pairs})
         return
-    if ladder_list:
+    if ladder_list:  # the ladder's one order, as on the web page; the Bradley-Terry
         out.print(ladder_table(ladder_list, f"Ladder, pool {pool or 'global'}"))
-    if ladder:
+    if ladder or (ladder_list and pairs is None):  # table per bot only with --matrix
         return
     title = f"Tournament #{tournament}" if tournament is not None else f"Pool {pool or 'global'}"
     out.print(standings_table(rows, title))

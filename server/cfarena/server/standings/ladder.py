@@ -3,6 +3,7 @@ estimate of the same (bot, version) as its check."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from cfarena.server.rating.bradley_terry import fit_ratings
@@ -46,24 +47,79 @@ def ladder_rows(db: Database, pool: str, all_versions: bool = False) -> list[dic
     return rows
 
 
-def leaderboard_rows(db: Database, pool: str) -> list[dict[str, Any]]:
-    """The ladder of `pool` (latest versions), each row with its bot's results in the
-    pool (`Database.standings`, every version): `matches` finished, the share of
-    them won (`win_share`), `points_per_round` and `faults`."""
+def leaderboard_rows(db: Database, pool: str, all_versions: bool = False
+                     ) -> list[dict[str, Any]]:
+    """The leaderboard of `pool`: the ladder (`ladder_rows`, latest versions unless
+    `all_versions`), each row with `rank`, the `rating` it is ranked by as shown
+    (the online rating, Elo-like, rounded: the order never contradicts it), the
+    Bradley-Terry check as its own rank (`check_rank`: a rank, so that nobody compares
+    the two scales), its bot's results in the pool (`Database.standings`, every
+    version: `matches` finished, `win_share` of them won, `points_per_round`,
+    `faults`) and its activity on the ladder (`last_seen`, ISO 8601; `last_error`,
+    its latest fault in a match outside tournaments). Presence (connected, revoked)
+    is `with_presence`'s."""
     per_bot = {x.name: x for x in db.standings(None, pool)}
+    activity = db.ladder_activity()
+    ladder = ladder_rows(db, pool, all_versions)
+    checked = sorted((r for r in ladder if r["bt_elo"] is not None),
+                     key=lambda r: -float(r["bt_elo"]))
+    check_rank = {(r["bot"], r["version"]): i for i, r in enumerate(checked, 1)}
     rows = []
-    for row in ladder_rows(db, pool):
+    for rank, row in enumerate(ladder, 1):
         bot = per_bot.get(row["bot"])
         matches = bot.matches if bot is not None else 0
+        seen = activity.get(row["bot"])
+        fault = None if seen is None else seen.fault
         rows.append({
             **row,
+            "rank": rank,
+            "rating": round(row["skill_elo"]),
+            "check_rank": check_rank.get((row["bot"], row["version"])),
             "matches": matches,
             "win_share": round(bot.wins / matches, 3) if bot and matches else None,
             "points_per_round": (None if bot is None or bot.mean_score is None
                                  else round(bot.mean_score, 2)),
             "faults": bot.faults if bot is not None else 0,
+            "last_seen": (None if seen is None or seen.seen_at is None
+                          else seen.seen_at.isoformat(timespec="seconds")),
+            "last_error": None if fault is None else {
+                "kind": fault.kind.value, "detail": fault.detail, "match": fault.match_id,
+                "at": fault.created_at.isoformat(timespec="seconds")},
         })
     return rows
+
+
+def with_presence(rows: Sequence[dict[str, Any]], revoked: Collection[str],
+                  connected: Collection[str] | None = None, players: int | None = None
+                  ) -> list[dict[str, Any]]:
+    """`leaderboard_rows` with each bot's presence: `revoked` (its token admits
+    nothing), `connected` (dialled in now; None where that is not known, e.g. in
+    another process than the arena's) and `waiting_for`: while fewer bots than a
+    table's `players` are connected, how many more each connected bot waits for.
+    A connected bot with no row yet (no rated match) gets one at the end, unranked."""
+    waiting = (None if connected is None or players is None
+               else max(players - len(set(connected)), 0) or None)
+    listed = {r["bot"] for r in rows}
+    unrated: list[dict[str, Any]] = [] if connected is None else [
+        {"bot": name, "version": "", "versions": 0, "rank": None, "rating": None,
+         "score": None, "skill_elo": None, "mu": None, "sigma": None, "games": 0,
+         "seats": [], "bt_elo": None, "ci_low": None, "ci_high": None, "check_rank": None,
+         "matches": 0, "win_share": None, "points_per_round": None, "faults": 0,
+         "last_seen": None, "last_error": None}
+        for name in sorted(set(connected) - listed)]
+    return [{**r, "revoked": r["bot"] in revoked,
+             "connected": None if connected is None else r["bot"] in connected,
+             "waiting_for": waiting if connected is not None and r["bot"] in connected
+             else None}
+            for r in [*rows, *unrated]]
+
+
+def ladder_board(db: Database, pool: str, all_versions: bool = False
+                 ) -> list[dict[str, Any]]:
+    """`leaderboard_rows` with what storage knows of presence (`with_presence`: revoked
+    bots; who is connected is the arena's, not known here)."""
+    revoked = {b.name for b in db.list_bots() if b.revoked_at is not None}
+    return with_presence(leaderboard_rows(db, pool, all_versions), revoked)
 
 
 def _later(a: SkillStanding, b: SkillStanding) -> bool:

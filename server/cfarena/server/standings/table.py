@@ -9,19 +9,21 @@ from typing import Any
 
 from cfarena.server.rating.bradley_terry import fit_ratings
 from cfarena.server.standings.head_to_head import head_to_head_cell, head_to_head_pairs
-from cfarena.server.storage import Database
+from cfarena.server.storage import Database, StorageError
 
 BOOTSTRAP = 200  # resamples of the Bradley-Terry fit's 95% interval
 
 
 def standings_rows(
-    db: Database, tournament_id: int | None = None, pool: str | None = None
+    db: Database, tournament_id: int | None = None, pool: str | None = None,
+    bootstrap: int = BOOTSTRAP,
 ) -> list[dict[str, Any]]:
     """One dict per bot, best first (by the Bradley-Terry estimate, then Elo). In a
     gauntlet each row's `gauntlet` is NEW's head-to-head cell against its bot
-    (`head_to_head`, with `new`: NEW's name), else None."""
+    (`head_to_head`, with `new`: NEW's name), else None. The interval comes from
+    `bootstrap` resamples (0: none, the point estimate for both ends)."""
     table = db.standings(tournament_id, pool)
-    fit = fit_ratings(db.results_for_fit(tournament_id, pool), bootstrap=BOOTSTRAP, seed=0)
+    fit = fit_ratings(db.results_for_fit(tournament_id, pool), bootstrap=bootstrap, seed=0)
     new = _gauntlet(db, tournament_id)
     pairs = head_to_head_pairs(db, tournament_id, pool) if new is not None else {}
     rows = []
@@ -51,6 +53,18 @@ def standings_rows(
 
     rows.sort(key=order)
     return rows
+
+
+def leader(db: Database, tournament_id: int) -> str | None:
+    """"name (rating)": the first row of the tournament's standings so far, as the
+    final table will show it (the Bradley-Terry estimate, without its interval); None
+    before any match, or when the database is away."""
+    try:
+        rows = standings_rows(db, tournament_id, bootstrap=0)
+    except StorageError:  # the database is away: the progress line goes without
+        return None
+    best = next((r for r in rows if r["bt_elo"] is not None), None)
+    return None if best is None else f"{best['bot']} ({best['bt_elo']:.0f})"
 
 
 def _gauntlet(db: Database, tournament_id: int | None) -> str | None:

@@ -30,13 +30,26 @@ from cfarena.server.storage.upsert import insert_or_ignore
 from cfarena.server.storage.values import FaultInfo, SkillStanding
 
 Entrant = tuple[int, str]  # (bot id, version)
+# when a seat's bot was last seen in its match: its end, or its start while it plays
+# (a scheduled match never started: when it was scheduled)
+_SEEN_AT = func.coalesce(Match.finished_at, Match.started_at, Match.created_at)
 LOGS_AT_ONCE = 1  # game logs decoded at a time (`decision_times`)
 
 
 @dataclass(frozen=True, slots=True)
+class LadderActivity:
+    """A bot in the ladder's matches (those outside tournaments): when it was last seen
+    in one (`seen_at`, as `VersionHistory.last_at`) and its latest fault there."""
+
+    seen_at: datetime | None
+    fault: FaultInfo | None
+
+
+@dataclass(frozen=True, slots=True)
 class VersionHistory:
-    """One version of a bot as the database saw it: its matches (any status) and
-    when the first and the last of them were scheduled."""
+    """One version of a bot as the database saw it: its matches (any status), when
+    the first of them started (or was scheduled, if none started) and when the bot
+    was last seen in one (the end of its latest match, the start of one it plays)."""
 
     version: str
     matches: int
@@ -131,14 +144,37 @@ class ArenaStore(Sessions):
         with self._session() as s:
             bot = bot_named(s, name)
             rows = s.execute(
-                select(MatchSeat.bot_version, func.count(), func.min(Match.created_at),
-                       func.max(Match.created_at))
+                select(MatchSeat.bot_version, func.count(),
+                       func.min(func.coalesce(Match.started_at, Match.created_at)),
+                       func.max(_SEEN_AT))
                 .join(Match, Match.id == MatchSeat.match_id)
                 .where(MatchSeat.bot_id == bot.id)
                 .group_by(MatchSeat.bot_version))
             history = [VersionHistory(v, n, aware(a), aware(b)) for v, n, a, b in rows]
             history.sort(key=lambda h: (h.first_at, h.version))
             return history
+
+    def ladder_activity(self) -> dict[str, LadderActivity]:
+        """Bot name -> when it was last seen in a match outside tournaments and its
+        latest fault in one (every bot that played one)."""
+        with self._session() as s:
+            seen = s.execute(
+                select(Bot.name, func.max(_SEEN_AT))
+                .join(MatchSeat, MatchSeat.bot_id == Bot.id)
+                .join(Match, Match.id == MatchSeat.match_id)
+                .where(Match.tournament_id.is_(None)).group_by(Bot.name))
+            latest = (select(Fault.bot_id, func.max(Fault.id).label("id"))
+                      .join(Match, Match.id == Fault.match_id)
+                      .where(Match.tournament_id.is_(None)).group_by(Fault.bot_id).subquery())
+            faults = {name: FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat,
+                                      bot_id=f.bot_id, bot_name=name, kind=FaultKind(f.kind),
+                                      detail=f.detail, turn_id=f.at_turn,
+                                      created_at=aware(f.created_at))
+                      for f, name in s.execute(
+                          select(Fault, Bot.name).join(latest, latest.c.id == Fault.id)
+                          .join(Bot, Bot.id == Fault.bot_id))}
+            return {name: LadderActivity(None if at is None else aware(at), faults.get(name))
+                    for name, at in seen}
 
     def bot_faults(self, name: str, limit: int = 20) -> list[FaultInfo]:
         """Bot `name`'s latest faults, newest first, with their exact details."""

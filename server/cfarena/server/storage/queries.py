@@ -196,7 +196,11 @@ def list_matches(s: Session, tournament_id: int | None, bot: str | int | None,
             select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id)))
     if status is not None:
         query = query.where(Match.status == status.value)
-    query = query.order_by(Match.created_at.desc(), Match.ordinal.desc(), Match.id.desc())
+    # newest first by the time shown (when it started; if it has not, when it was
+    # scheduled: a tournament schedules all its matches at once), ties broken stably
+    started = func.coalesce(Match.started_at, Match.created_at)
+    query = query.order_by(started.desc(), Match.created_at.desc(), Match.ordinal.desc(),
+                           Match.id.desc())
     if limit is not None:
         query = query.limit(limit)
     matches = list(s.scalars(query))

@@ -42,10 +42,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from cfarena.server.referee import MatchRecord, RefereeServer
+from cfarena.server.standings import leader
 from cfarena.server.storage import (
     Database,
     ScheduledMatch,
     StorageError,
+    StoredMatch,
     TournamentInfo,
     TournamentStatus,
 )
@@ -60,7 +62,6 @@ from cfarena.server.tournament.stored_tournament import (
     bot_ids,
     create_tournament,
     find_tournament,
-    leader,
     lock_tournament,
     match_phases,
     reopen_tournament,
@@ -71,6 +72,8 @@ if TYPE_CHECKING:  # the queue's worker (and procrastinate) load only on Postgre
     from cfarena.server.tournament.worker import QueueWorker
 
 log = logging.getLogger("cfarena.tournament")
+
+_LEADER_WAIT_S = 5.0  # a progress line's leader waits this long for its match to be stored
 
 
 class ProgressSink(Protocol):
@@ -227,7 +230,7 @@ class _Run:
         self.total = len(db.finished_keys(self.tournament_id)) + len(pending)
         self.counter.sink.started(self.tournament_id, self.total, self.total - len(pending),
                                   self.resumed)
-        self.counter.player, self.counter.tournament_id = self.player, self.tournament_id
+        self.counter.attach(self.player, self.tournament_id)
         return pending
 
     def _lock(self, tournament_id: int) -> None:
@@ -284,7 +287,9 @@ class _Run:
 @dataclass
 class _Counter:
     """Counts the matches this run played and tells the progress sink, with the leader
-    (read in a worker thread: the referee's loop never waits for the database)."""
+    of the standings once the match is stored (read in a worker thread: the referee's
+    loop never waits for the database), so that the last line's leader is the final
+    table's."""
 
     sink: ProgressSink
     db: Database
@@ -292,6 +297,38 @@ class _Counter:
     tournament_id: int | None = None
     played: int = 0
     _told: asyncio.Task[None] | None = None  # the latest line, in order after the others
+    _written: set[str] = field(default_factory=set)  # stored matches not told yet
+    _waiting: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+
+    def attach(self, player: TournamentPlayer, tournament_id: int) -> None:
+        """Tell the lines of `player`'s matches (tournament `tournament_id`), each once
+        its writer has stored it."""
+        self.player, self.tournament_id = player, tournament_id
+        if player.writer is not None:
+            player.writer.on_written.append(self._stored)
+
+    def _stored(self, record: StoredMatch) -> None:
+        future = self._waiting.pop(record.match_id, None)
+        if future is None:
+            self._written.add(record.match_id)
+        elif not future.done():
+            future.set_result(None)
+
+    async def _wait_stored(self, match_id: str) -> bool:
+        """Whether match `match_id` is stored within `_LEADER_WAIT_S` (a line waits no
+        longer for its leader)."""
+        if match_id in self._written:
+            self._written.discard(match_id)
+            return True
+        future = self._waiting.setdefault(match_id,
+                                          asyncio.get_running_loop().create_future())
+        try:
+            await asyncio.wait_for(future, _LEADER_WAIT_S)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._waiting.pop(match_id, None)
 
     def match_done(self, record: MatchRecord, _leader: str | None) -> None:
         self.played += 1
@@ -299,9 +336,9 @@ class _Counter:
 
     async def _tell(self, record: MatchRecord, before: asyncio.Task[None] | None) -> None:
         writer = None if self.player is None else self.player.writer
-        away = writer is None or writer.outage or self.tournament_id is None
         best = None
-        if not away and self.tournament_id is not None:
+        if (writer is not None and not writer.outage and self.tournament_id is not None
+                and await self._wait_stored(record.match_id)):
             best = await asyncio.to_thread(leader, self.db, self.tournament_id)
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)

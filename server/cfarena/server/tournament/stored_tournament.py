@@ -1,5 +1,5 @@
 """The tournament as storage knows it: found again (resume) or created and scheduled,
-locked while it is played, and its leader for the progress line.
+and locked while it is played.
 
 A tournament is found again by the hash of its identity (`TournamentConfig.to_json`),
 which holds the SHA-256 of the files its bots run: after a bot's file changes, the
@@ -16,13 +16,11 @@ import secrets
 from dataclasses import dataclass
 
 from cfarena.engine import Rules
-from cfarena.server.rating.bradley_terry import fit_ratings
 from cfarena.server.referee import new_token
 from cfarena.server.storage import (
     Database,
     MatchPlan,
     ScheduledMatch,
-    StorageError,
     TournamentInfo,
     TournamentStatus,
     config_hash,
@@ -212,16 +210,3 @@ def bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
                                       replace_token=True).bot_id
             for bot in config.bots}
 
-
-def leader(db: Database, tournament_id: int) -> str | None:
-    """"name (rating)": the best Bradley-Terry estimate so far (the standings' rating,
-    without its interval); None before any match, or when the database is away."""
-    try:
-        fit = fit_ratings(db.results_for_fit(tournament_id), bootstrap=0)
-        names = {b.id: b.name for b in db.list_bots()}
-    except StorageError:  # the database is away: the progress line goes without
-        return None
-    if not fit:
-        return None
-    best = max(fit, key=lambda bot_id: fit[bot_id].elo)
-    return f"{names.get(best, best)} ({fit[best].elo:.0f})"

@@ -71,7 +71,8 @@ def make_router() -> APIRouter:
     @api.get("/leaderboard", response_model=schemas.Leaderboard, tags=["read"])
     async def leaderboard(site: Site, pool: PoolQuery = None) -> dict[str, Any]:
         """The ladder of a pool (default: the arena's), best first."""
-        return await site.read(site.data.leaderboard, pool or site.pool)
+        shown = pool or site.pool
+        return await site.read(site.data.leaderboard, shown, *site.presence(shown))
 
     @api.get("/bots/{name}", response_model=schemas.Bot, responses=_NOT_FOUND, tags=["read"])
     async def bot(site: Site, name: BotName, pool: PoolQuery = None) -> dict[str, Any]:

@@ -27,10 +27,13 @@ def _ticks(low: float, high: float, count: int = 4) -> list[float]:
 
 def rating_chart(ratings: Sequence[float], labels: Sequence[str] = (),
                  title: str = "rating after each match", *, unit: str = "match",
-                 levels: Sequence[float] = (), digits: int = 0) -> str:
+                 levels: Sequence[float] = (), digits: int = 0,
+                 marks: Sequence[tuple[int, str]] = ()) -> str:
     """An `<svg>` of `ratings` (one point per `unit`, oldest first); `labels[i]` is the
     tooltip of point i, its value shown with `digits` decimals; `levels` are drawn as
-    horizontal lines (a test's bounds). An empty series is a chart saying so."""
+    horizontal lines (a test's bounds). Each mark (i, text) starts a new series at
+    point i (a new version's rating): a labelled vertical line, and the line is not
+    drawn across it. An empty series is a chart saying so."""
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
             f'role="img" aria-label="{html.escape(title)}" class="chart" '
             f'data-points="{len(ratings)}">')
@@ -61,8 +64,18 @@ def rating_chart(ratings: Sequence[float], labels: Sequence[str] = (),
     parts.append(f'<text class="axis" x="{PAD_LEFT}" y="{HEIGHT - 8}">{unit} 1</text>'
                  f'<text class="axis" x="{WIDTH - PAD_RIGHT}" y="{HEIGHT - 8}" '
                  f'text-anchor="end">{unit} {n}</text>')
-    points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(ratings))
-    parts.append(f'<polyline class="line" fill="none" points="{points}"/>')
+    starts = sorted({i for i, _ in marks if 0 < i < n})
+    for i, text in marks:
+        if 0 <= i < n:
+            anchor = "end" if i > n / 2 else "start"
+            shift = -4 if anchor == "end" else 4
+            parts.append(f'<line class="mark" x1="{x(i) - 0.5:.1f}" x2="{x(i) - 0.5:.1f}" '
+                         f'y1="{PAD_TOP}" y2="{HEIGHT - PAD_BOTTOM}"/>'
+                         f'<text class="mark-label" x="{x(i) + shift:.1f}" y="{PAD_TOP + 10}" '
+                         f'text-anchor="{anchor}">{html.escape(text)}</text>')
+    for first, end in zip([0, *starts], [*starts, n], strict=True):
+        points = " ".join(f"{x(i):.1f},{y(ratings[i]):.1f}" for i in range(first, end))
+        parts.append(f'<polyline class="line" fill="none" points="{points}"/>')
     if n <= 200:  # a dot (with its tooltip) per match while they can be told apart
         for i, v in enumerate(ratings):
             label = labels[i] if i < len(labels) else f"{unit} {i + 1}"

@@ -11,13 +11,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from cfarena.server.sprt.luck import seat_luck
-from cfarena.server.standings import bot_report, leaderboard_rows, rated_games, rating_history
+from cfarena.server.standings import (
+    bot_report,
+    leaderboard_rows,
+    rated_games,
+    rating_history,
+    with_presence,
+)
 from cfarena.server.storage import (
     Database,
     MatchDetail,
@@ -124,7 +130,24 @@ def luck_json(seats: Sequence[SeatInfo], log: Mapping[str, Any]) -> list[dict[st
 class _Cached:
     key: tuple[str, int]
     at: float
-    value: dict[str, Any]
+    value: list[dict[str, Any]]
+
+
+def _leaderboard_row(r: dict[str, Any]) -> dict[str, Any]:
+    """A leaderboard row as the page and the API show it (`schemas.LeaderboardRow`)."""
+    return {
+        "rank": r["rank"], "bot": r["bot"], "version": r["version"],
+        "versions": r["versions"], "rating": r["rating"], "score": r["score"],
+        "mu": r["mu"], "sigma": r["sigma"], "check_rank": r["check_rank"],
+        "interval": (None if r["ci_low"] is None
+                     else [round(r["ci_low"]), round(r["ci_high"])]),
+        "bt_rating": None if r["bt_elo"] is None else round(r["bt_elo"]),
+        "games": r["games"], "matches": r["matches"], "win_share": r["win_share"],
+        "points_per_round": r["points_per_round"], "faults": r["faults"],
+        "revoked": r["revoked"], "connected": r["connected"],
+        "waiting_for": r["waiting_for"], "last_seen": r["last_seen"],
+        "last_error": r["last_error"],
+    }
 
 
 class WebData:
@@ -138,36 +161,29 @@ class WebData:
         self._luck_kept: _Latest[list[dict[str, Any]] | None] = _Latest(LUCK_KEPT)
 
     # ------------------------------------------------------------ leaderboard
-    def leaderboard(self, pool: str) -> dict[str, Any]:
-        """The ladder of `pool` (latest version of each bot, by the online rating),
-        with the Bradley-Terry 95% interval, games, win share, points per round and
-        faults; recomputed when a match has finished since, at most every 2 s."""
+    def leaderboard(self, pool: str, connected: Collection[str] | None = None,
+                    players: int | None = None) -> dict[str, Any]:
+        """The leaderboard of `pool` (`standings.leaderboard_rows`: latest version of
+        each bot, ranked by the online rating) with each bot's presence
+        (`standings.with_presence`: `connected` are the bots dialled in now, None if
+        not known; a table seats `players`); the ratings are recomputed when a match
+        has finished since, at most every 2 s, the presence on every call."""
         finished = self.db.finished_count(pool)
+        revoked = {b.name for b in self.db.list_bots() if b.revoked_at is not None}
         if finished == 0:  # no such pool (yet): not kept, so that made-up pool names
-            return self._compute_leaderboard(pool, 0)  # cannot fill the memory
-        with self._lock:  # one computation at a time; the others wait and share it
-            cached = self._leaderboard.get(pool)
-            now = time.monotonic()
-            if cached is None or (cached.key != (pool, finished)
-                                  and now - cached.at >= LEADERBOARD_TTL_S):
-                cached = _Cached((pool, finished), now,
-                                 self._compute_leaderboard(pool, finished))
-                self._leaderboard[pool] = cached
-            # the count is always today's; the rows at most LEADERBOARD_TTL_S old
-            return {**cached.value, "finished": finished}
-
-    def _compute_leaderboard(self, pool: str, finished: int) -> dict[str, Any]:
-        rows = [{
-            "rank": rank, "bot": r["bot"], "version": r["version"],
-            "versions": r["versions"], "rating": round(r["skill_elo"]),
-            "score": r["score"], "mu": r["mu"], "sigma": r["sigma"],
-            "interval": (None if r["ci_low"] is None
-                         else [round(r["ci_low"]), round(r["ci_high"])]),
-            "bt_rating": None if r["bt_elo"] is None else round(r["bt_elo"]),
-            "games": r["games"], "matches": r["matches"], "win_share": r["win_share"],
-            "points_per_round": r["points_per_round"], "faults": r["faults"],
-        } for rank, r in enumerate(leaderboard_rows(self.db, pool), 1)]
-        return {"pool": pool, "finished": finished, "rows": rows}
+            rows = leaderboard_rows(self.db, pool)  # cannot fill the memory
+        else:
+            with self._lock:  # one computation at a time; the others wait and share it
+                cached = self._leaderboard.get(pool)
+                now = time.monotonic()
+                if cached is None or (cached.key != (pool, finished)
+                                      and now - cached.at >= LEADERBOARD_TTL_S):
+                    cached = _Cached((pool, finished), now, leaderboard_rows(self.db, pool))
+                    self._leaderboard[pool] = cached
+                rows = cached.value  # at most LEADERBOARD_TTL_S old; the count is today's
+        return {"pool": pool, "finished": finished,
+                "rows": [_leaderboard_row(r) for r in with_presence(rows, revoked, connected,
+                                                                    players)]}
 
     # ------------------------------------------------------------------- bots
     def bot(self, name: str, pool: str) -> dict[str, Any]:

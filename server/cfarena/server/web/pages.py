@@ -65,10 +65,20 @@ def make_router() -> APIRouter:
     @pages.get("/")
     async def leaderboard(request: Request, pool: PoolQuery = None) -> Response:
         site: WebSite = request.app.state.site
-        board = await site.read(site.data.leaderboard, pool or site.pool)
+        shown = pool or site.pool
+        board = await site.read(site.data.leaderboard, shown, *site.presence(shown))
         running = await site.read(site.data.running)
         return page(request, "leaderboard.html", board=board, running=running,
-                    shown_pool=pool or site.pool)
+                    shown_pool=shown)
+
+    @pages.get("/leaderboard/rows")
+    async def leaderboard_rows(request: Request, pool: PoolQuery = None) -> Response:
+        """The leaderboard's table body alone: what the page's live updates swap in (one
+        template renders the rows, first and on every update)."""
+        site: WebSite = request.app.state.site
+        shown = pool or site.pool
+        board = await site.read(site.data.leaderboard, shown, *site.presence(shown))
+        return page(request, "leaderboard_rows.html", board=board)
 
     @pages.get("/live")
     async def live(request: Request) -> Response:
@@ -106,7 +116,10 @@ def make_router() -> APIRouter:
         history = info["rating_history"]
         chart = rating_chart([p["rating"] for p in history],
                              [f"match {i}, version {p['version'] or '-'}"
-                              for i, p in enumerate(history, 1)])
+                              for i, p in enumerate(history, 1)],
+                             marks=[(i, f"version {p['version'] or '-'}")
+                                    for i, p in enumerate(history)
+                                    if i == 0 or p["version"] != history[i - 1]["version"]])
         return page(request, "bot.html", info=info, chart=Markup(chart))
 
     @pages.get("/matches/{match_id}")

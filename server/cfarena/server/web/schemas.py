@@ -13,24 +13,44 @@ from cfarena.server.bot_names import (
 )
 
 
+class LastError(BaseModel):
+    kind: str = Field(description="the fault's kind (docs/FAILURES.md)")
+    detail: str
+    match: str = Field(description="the match it happened in")
+    at: str = Field(description="when (ISO 8601, UTC)")
+
+
 class LeaderboardRow(BaseModel):
-    rank: int
+    rank: int | None = Field(description="place by `rating` (None: a connected bot with no "
+                             "rated match yet)")
     bot: str
     version: str = Field(description='the version the bot reported ("" for none)')
     versions: int = Field(description="how many versions of the bot were rated")
-    rating: int = Field(description="online rating, Elo-like: 1500 + 29.5 (mu - 3 sigma)")
-    score: float = Field(description="mu - 3 sigma, what the ladder ranks by")
-    mu: float
-    sigma: float
+    rating: int | None = Field(description="online rating, Elo-like: 1500 + 29.5 (mu - 3 "
+                               "sigma): what ranks the table")
+    score: float | None = Field(description="mu - 3 sigma (the rating before its scale)")
+    mu: float | None
+    sigma: float | None
+    check_rank: int | None = Field(
+        description="the bot's place by the order-free Bradley-Terry check of the same "
+        "results (a second estimate; its scale is its own: compare places, not numbers)")
     interval: list[int] | None = Field(
-        description="95% bootstrap interval of the Bradley-Terry check (Elo scale)")
-    bt_rating: int | None = Field(description="the Bradley-Terry check's estimate")
+        description="95% bootstrap interval of the Bradley-Terry check (its own scale)")
+    bt_rating: int | None = Field(description="the Bradley-Terry check's estimate (its own "
+                                  "scale)")
     games: int = Field(description="rated matches of this version")
     matches: int = Field(description="finished matches of the bot (all versions) in the pool")
     win_share: float | None = Field(description="share of those matches it won (rank 1)")
     points_per_round: float | None = Field(description="average points per round (lower is "
                                            "better)")
     faults: int
+    revoked: bool = Field(description="its token was revoked: it can no longer play")
+    connected: bool | None = Field(description="dialled in to this arena now (None: not known)")
+    waiting_for: int | None = Field(
+        description="connected, and this many more bots must connect before a table is full")
+    last_seen: str | None = Field(description="the end of its latest ladder match (or the "
+                                  "start of one it plays), ISO 8601 UTC")
+    last_error: LastError | None = Field(description="its latest fault in a ladder match")
 
 
 class Leaderboard(BaseModel):

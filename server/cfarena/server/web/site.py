@@ -20,13 +20,19 @@ READ_THREADS = 4  # the web's database reads at once; more wait their turn here
 
 
 class Ladder(Protocol):
-    """What the admin actions need of the arena (`cfarena.server.arena.Arena`)."""
+    """What the admin actions and the leaderboard's presence need of the arena
+    (`cfarena.server.arena.Arena`)."""
 
     paused: bool
 
     def pause(self) -> None: ...
 
     def resume(self) -> None: ...
+
+    @property
+    def players(self) -> int: ...
+
+    def connected_bots(self) -> frozenset[str]: ...
 
 
 @dataclass
@@ -43,6 +49,14 @@ class WebSite:
         # heartbeat), token checks, scheduling and storing run there (`asyncio.to_thread`),
         # and a flood of page requests must not queue in front of them
         self._threads = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cfarena-web")
+
+    def presence(self, pool: str) -> tuple[frozenset[str] | None, int | None]:
+        """(the bots dialled in now, the seats of a table) for the leaderboard of
+        `pool`: known for the arena's own pool once it runs, else (None, None). On the
+        event loop (the referee's connections are the loop's)."""
+        if self.ladder is None or pool != self.pool:
+            return None, None
+        return self.ladder.connected_bots(), self.ladder.players
 
     async def read(self, fn: Callable[..., _T], *args: object) -> _T:
         """`fn(*args)` in one of the web's worker threads (database reads never run on

@@ -1,5 +1,6 @@
 // cfarena: live updates of the server-rendered pages (server-sent events).
-// No framework, no build step; every text is set with textContent (no HTML injection).
+// No framework, no build step; every text is set with textContent (no HTML injection),
+// but the leaderboard's rows, which come rendered (and escaped) by the server's template.
 "use strict";
 (function () {
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -9,55 +10,32 @@
     if (text !== undefined && text !== null) node.textContent = String(text);
     return node;
   };
-  const fmt = (v, digits) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
-  const pct = (v) => (v === null || v === undefined ? "–" : Math.round(100 * v) + "%");
   const setLive = (on) => { const dot = $("#live-status"); if (dot) dot.classList.toggle("on", on); };
 
   // ------------------------------------------------------------- leaderboard
-  function leaderboardRow(r) {
-    const tr = el("tr", { "data-bot": r.bot, "data-version": r.version });
-    const td = (col, text, cls) => {
-      const c = el("td", { "data-col": col }, text);
-      if (cls) c.className = cls;
-      tr.appendChild(c);
-      return c;
-    };
-    td("rank", r.rank, "num");
-    const bot = td("bot", null);
-    bot.appendChild(el("a", { href: "/bots/" + encodeURIComponent(r.bot) }, r.bot));
-    const ver = td("version", null, "hide-phone");
-    ver.appendChild(el("code", {}, r.version || "–"));
-    if (r.versions > 1) { ver.appendChild(document.createTextNode(" ")); ver.appendChild(el("span", { class: "muted" }, "of " + r.versions)); }
-    td("rating", r.rating, "num strong");
-    const check = td("interval", r.interval ? r.bt_rating + " " : "–", "num hide-narrow");
-    if (r.interval) check.appendChild(el("span", { class: "muted" }, `(${r.interval[0]}–${r.interval[1]})`));
-    td("games", r.games, "num");
-    td("win-share", pct(r.win_share), "num");
-    td("points-per-round", fmt(r.points_per_round, 1), "num hide-narrow");
-    td("faults", r.faults, r.faults ? "num warn" : "num");
-    return tr;
-  }
-
   let refreshTimer = null;
   let trailingTimer = null;
   async function refreshLeaderboard() {
+    // the rows as the server renders them (the same template as the page's first
+    // view); the match count from the JSON API
     const main = $("#page-leaderboard");
-    const pool = main ? main.dataset.pool : "";
-    const resp = await fetch("/api/leaderboard?pool=" + encodeURIComponent(pool), { cache: "no-store" });
-    if (!resp.ok) return;
-    const board = await resp.json();
+    const pool = encodeURIComponent(main ? main.dataset.pool : "");
+    const [rows, api] = await Promise.all([
+      fetch("/leaderboard/rows?pool=" + pool, { cache: "no-store" }),
+      fetch("/api/leaderboard?pool=" + pool, { cache: "no-store" })]);
+    if (!rows.ok || !api.ok) return;
+    const board = await api.json();
+    const parsed = new DOMParser().parseFromString(
+      "<table><tbody>" + await rows.text() + "</tbody></table>", "text/html");
     const tbody = $("#leaderboard tbody");
     const before = {};
     for (const tr of tbody.querySelectorAll("tr[data-bot]")) before[tr.dataset.bot] = tr.textContent;
-    tbody.replaceChildren(...board.rows.map((r) => {
-      const tr = leaderboardRow(r);
-      if (before[r.bot] !== undefined && before[r.bot] !== tr.textContent) tr.classList.add("changed");
-      return tr;
-    }));
-    if (!board.rows.length) {
-      const tr = el("tr", { class: "empty" }); const td = el("td", { colspan: "9" }, "No rated match yet: bots appear here after their first finished match.");
-      tr.appendChild(td); tbody.appendChild(tr);
+    const fresh = [...parsed.querySelectorAll("tbody > tr")];
+    for (const tr of fresh) {
+      const was = before[tr.dataset.bot];
+      if (was !== undefined && was !== tr.textContent) tr.classList.add("changed");
     }
+    tbody.replaceChildren(...fresh);
     const count = $("#finished-count");
     count.dataset.count = String(board.finished);
     count.textContent = String(board.finished);
