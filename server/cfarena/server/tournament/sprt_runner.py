@@ -58,7 +58,7 @@ from cfarena.server.tournament.config import (
 )
 from cfarena.server.tournament.match_queue import play_all
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.stored_tournament import bot_ids, lock_tournament
+from cfarena.server.tournament.stored_tournament import entrant_ids, lock_tournament
 from cfarena.server.tournament.tournament_player import TournamentPlayer
 
 _FLUSH_TIMEOUT_S = 60.0  # at the end, how long stored matches may wait for the database
@@ -218,7 +218,6 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
             player = TournamentPlayer(server, db, tournament, launch, concurrency, log_dir,
                                       acknowledge=True, host=host)
             await player.start(list(config.seatings) * concurrency)
-            ids = bot_ids(db, tournament)
             if info is None:
                 seed = config.seed if config.seed is not None else secrets.randbits(62)
                 stored = {**identity, "seed": seed, "seed_fixed": config.seed is not None,
@@ -229,6 +228,7 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
                 locked = True
             else:
                 db.set_tournament_status(info.tournament_id, TournamentStatus.RUNNING)
+            ids = entrant_ids(db, info.tournament_id, tournament)
             player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()})
             sink.started(info.id, test.status(), found is not None)
             played = await _play_groups(config, db, store, info, ids, player, test, sink,
