@@ -8,7 +8,6 @@ the final's standings and ratings come from its own matches only."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,22 +57,20 @@ def test_a_final_on_the_ladders_database_leaves_the_ladder_alone(arena: Arena) -
     dialed = {name: arena.dial_in(name, sample, f"127.0.0.1:{port}", tokens[name],
                                   "--version", "1", "--retries", "20", "-q")
               for name, sample in BOTS.items()}
-    arena.wait("3 ladder matches", lambda: len(arena.finished()) >= 3, 60)
+    arena.wait("2 ladder matches", lambda: len(arena.finished()) >= 2, 60)
     before = _ladder(arena)
-    t0 = time.monotonic()
 
     final = run_json(
-        "run-tournament", "--name", "Final", "--seed", "20261206", *SMALL, "--games", "2",
+        "run-tournament", "--name", "Final", "--seed", "20261206", *SMALL, "--games", "1",
         "--no-sandbox", "--db", arena.db,
         *[arg for name, sample in BOTS.items() for arg in
           ("--bot", f"{name}={sys.executable} -m cfarena.sdk run {SAMPLES[sample]}")],
         cwd=arena.dir)
     assert final["status"] == "finished"
-    print(f"final: {time.monotonic() - t0:.1f} s")
     played_before_end = len(arena.finished())
     # still connected: the ladder goes on with the same processes after the final
-    arena.wait("2 more ladder matches", lambda: len(arena.finished()) >= played_before_end + 2,
-               60)
+    arena.wait("a ladder match after the final",
+               lambda: len(arena.finished()) > played_before_end, 60)
     assert all(p.poll() is None for p in dialed.values())
     for name in BOTS:
         assert "UNAUTHENTICATED" not in arena.err(name), arena.err(name)
