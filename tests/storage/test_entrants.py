@@ -11,7 +11,7 @@ from cfarena.server.storage import Database, StorageError, open_database
 from cfarena.server.storage.connect import downgrade, make_engine, upgrade
 from cfarena.server.storage.values import MatchPlan
 
-from .helpers import STANDARD, bots, plan, result, snapshot
+from .helpers import STANDARD, bots, result, snapshot
 
 
 def _ladder_view(db: Database) -> tuple[object, ...]:
@@ -74,7 +74,7 @@ def test_a_name_only_a_tournament_used_is_no_ladder_bot(db: Database) -> None:
     with pytest.raises(StorageError, match=rf"no ladder bot named 'carol'; tournament\(s\) "
                                            rf"{tournament} have an entrant"):
         db.bot_versions("carol")
-    with pytest.raises(StorageError, match="^no bot named 'dave'$"):
+    with pytest.raises(StorageError, match=r"^no bot named 'dave'$"):
         db.revoke_bot("dave")
     carol = db.register_bot("carol", "c" * 64).bot_id  # the ladder may take the name
     assert carol not in db.tournament_bots(tournament)
