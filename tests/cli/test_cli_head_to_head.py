@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
+from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 
 from .helpers import run_in_process
 
@@ -25,11 +25,11 @@ DEALS = [
 def recorded(tmp_path: Path) -> tuple[Path, int]:
     db = open_database(f"sqlite:///{tmp_path / 'cfarena.db'}")
     try:
-        ids = {name: db.register_bot(name, hash_token(name * 8), "test", replace_token=True).bot_id
-               for name in ("new", "old", "other")}
+        names = ("new", "old", "other")
         tid = db.create_tournament("gauntlet", {
             "seed": 1, "players": 2, "games": 1, "rules": {"preset": "standard"},
-            "gauntlet": "new", "bots": [{"name": n, "command": "x"} for n in ids]})
+            "gauntlet": "new", "bots": [{"name": n, "command": "x"} for n in names]})
+        ids = db.register_entrants(tid, dict.fromkeys(names, "test"))
         plans = [MatchPlan(f"t{seed}-g0-r{i % 2}", seed, {"preset": "standard"}, 2,
                            [ids[s] for s in seats]) for i, (seed, seats, _) in enumerate(DEALS)]
         for match_id, (_, _, ranks) in zip(db.schedule_matches(tid, plans), DEALS, strict=True):

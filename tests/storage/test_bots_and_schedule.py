@@ -61,15 +61,6 @@ def test_registering_again_is_idempotent_and_checks_the_token(db: Database) -> N
     assert count(db, "bots") == 1
 
 
-def test_a_bot_the_arena_starts_itself_takes_its_latest_token(db: Database) -> None:
-    first = db.register_bot("local", hash_token("run-1"), command="./local")
-    again = db.register_bot("local", hash_token("run-2"), replace_token=True)
-    assert (again.bot_id, again.added) == (first.bot_id, False)
-    assert db.bot_by_token_hash(hash_token("run-1")) is None
-    found = db.bot_by_token_hash(hash_token("run-2"))
-    assert found is not None and (found.name, found.command) == ("local", "./local")
-
-
 def test_tournaments_and_resumable_lookup(db: Database) -> None:
     config = {"players": 4, "games": 10, "seed": 1, "bots": ["a", "b"]}
     digest = config_hash(config)

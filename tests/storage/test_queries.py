@@ -48,15 +48,18 @@ def test_standings_numbers(db: Database) -> None:
     assert _row(table, "b").mean_score == pytest.approx(14 / 5)  # (5 + 3 + 6) / 5
     assert _row(table, "c").mean_score == pytest.approx(16 / 5)  # (11 + 3 + 2) / 5
     # Elo: first match by hand (K/(n-1) = 16 per pair), then the sequence of updates
-    history = db.rating_history("a")
+    pool = f"tournament/{tid}"  # a tournament's matches are rated in its own pool only
+    history = db.rating_history(a, pool)
     assert history[0].elo_before == 1500.0 and history[0].elo_after == pytest.approx(1516.0)
-    assert db.rating_history("c")[0].elo_after == pytest.approx(1484.0)
-    assert db.rating_history("b")[0].elo_after == pytest.approx(1500.0)
+    assert db.rating_history(c, pool)[0].elo_after == pytest.approx(1484.0)
+    assert db.rating_history(b, pool)[0].elo_after == pytest.approx(1500.0)
+    assert db.rating_history(a) == []  # not in the ladder's "global"
     expected: dict[int, float] = {}
     for match in ([(a, 1), (b, 2), (c, 3)], [(b, 2), (c, 2), (a, 1)], [(c, 1), (a, 1), (b, 3)]):
         expected.update(elo_update(expected, match))
     assert {s.bot_id: s.elo for s in table} == pytest.approx(expected)
-    assert {s.bot_id: s.elo for s in db.standings()} == pytest.approx(expected)
+    assert {s.bot_id: s.elo for s in db.standings(tid)} == pytest.approx(expected)
+    assert db.standings() == []  # the ladder's table: no match outside the tournament
     assert sum(s.elo for s in table) == pytest.approx(4500.0)
 
 
@@ -68,13 +71,12 @@ def test_standings_by_tournament_and_pool(db: Database) -> None:
     in_tournament = {s.name: s.matches for s in db.standings(tid)}
     overall = {s.name: s.matches for s in db.standings()}
     assert in_tournament == {"a": 3, "b": 3, "c": 3}
-    assert overall == {"a": 4, "b": 4, "c": 3}
+    assert overall == {"a": 1, "b": 1}  # the ladder's: only the match outside it
     two = db.standings(pool="standard/2p")
     assert [(s.name, s.matches, s.wins) for s in two] == [("b", 1, 1), ("a", 1, 0)]
     assert [s.elo for s in two] == pytest.approx([1516.0, 1484.0])
-    three = {s.name: s.matches for s in db.standings(pool="standard/3p")}
-    assert three == {"a": 3, "b": 3, "c": 3}
-    # the tournament's own Elo ignores the extra match; global does not
+    assert db.standings(pool="standard/3p") == []  # the tournament's are in its own pool
+    # the tournament's own Elo ignores the extra match; the ladder's has only it
     assert _row(db.standings(tid), "b").elo != _row(db.standings(), "b").elo
 
 
@@ -105,11 +107,11 @@ def test_results_for_fit_and_history(db: Database) -> None:
     assert db.results_for_fit(tid) == [
         [(a, 1), (b, 2), (c, 3)], [(b, 2), (c, 2), (a, 1)], [(c, 1), (a, 1), (b, 3)]]
     assert db.results_for_fit(tid + 1) == []
-    for bot in ("a", b, "c"):
-        points = db.rating_history(bot)
+    for bot in (a, b, c):
+        points = db.rating_history(bot, f"tournament/{tid}")
         assert len(points) == 3
         for before, after in itertools.pairwise(points):
             assert after.elo_before == before.elo_after
-    assert len(db.rating_history("a", "standard/3p")) == 3
+    assert db.rating_history("a", "standard/3p") == []
     assert db.rating_history("a", "maltese/3p") == []
     assert db.rating_history("nobody") == []

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from cfarena.server.storage import Database, StorageError, open_database
-from cfarena.server.storage.connect import alembic_config, make_engine, upgrade
+from cfarena.server.storage.connect import alembic_config, downgrade, make_engine, upgrade
 from cfarena.server.storage.models import Base
 from tests.harness.ports import free_port
 
@@ -101,10 +100,7 @@ def test_0002_keeps_the_faults_of_a_0001_database_and_downgrades(db_url: str) ->
             conn.execute(text("INSERT INTO faults (match_id, seat, bot_id, kind, detail, "
                               "created_at) VALUES (:m, 0, :b, 'limit', 'memory limit 512 MiB "
                               "exceeded', CURRENT_TIMESTAMP)"), {"m": mid, "b": alice})
-        config = alembic_config()
-        with db.engine.begin() as conn:  # and back: "limit" faults become disconnects
-            config.attributes["connection"] = conn
-            command.downgrade(config, "0001")
+        downgrade(db.engine, "0001")  # and back: "limit" faults become disconnects
         with db.engine.connect() as conn:
             assert "seat_logs" not in inspect(conn).get_table_names()
         assert _faults(db) == [*before, (mid, "0", str(alice), "disconnect",
@@ -136,10 +132,7 @@ def test_0006_gives_an_older_database_the_rating_history_it_would_have_kept(
         kept = _skill_history(db)
         # 2 pools (the match's and global) x the seats of every match
         assert len(kept) == 2 * sum(len(seats) for seats in seatings)
-        config = alembic_config()
-        with db.engine.begin() as conn:  # a database of 0005 (no history) ...
-            config.attributes["connection"] = conn
-            command.downgrade(config, "0005")
+        downgrade(db.engine, "0005")  # a database of 0005 (no history) ...
         with db.engine.connect() as conn:
             assert "skill_history" not in inspect(conn).get_table_names()
         upgrade(db.engine)  # ... replays its finished matches once

@@ -30,7 +30,9 @@ from cfarena.server.storage import Database, MatchStatus, SeatInfo, SeatLog, Sto
 
 def matches_cmd(
     tournament: Annotated[int | None, typer.Option("--tournament", "-t")] = None,
-    bot: Annotated[str | None, typer.Option("--bot", help="matches of this bot")] = None,
+    bot: Annotated[str | None, typer.Option(
+        "--bot", help="matches of this bot: the ladder bot, or with --tournament that "
+        "tournament's entrant")] = None,
     status: Annotated[str | None, typer.Option(
         "--status", help="scheduled, running, finished or aborted")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n")] = 50,

@@ -10,6 +10,7 @@ from cfarena.server.cli.common import (
     DbOption,
     check_id,
     database,
+    err,
     fail,
     out,
     print_json,
@@ -42,7 +43,8 @@ def standings_cmd(
     The ladder is ranked by the online rating of each bot's latest version; the
     per-bot table (a tournament's, or a pool's with `--matrix`; `--json` without
     `--ladder`) has the Bradley-Terry fit with its interval, matches, wins, points
-    per round and faults."""
+    per round and faults. Without --tournament only the ladder's matches (`serve`'s)
+    count; a tournament's table is --tournament ID."""
     if tournament is not None and (ladder or versions):
         fail("--ladder and --versions are for serve's pools, not tournaments")
     if ladder and matrix:
@@ -55,6 +57,9 @@ def standings_cmd(
         rows = [] if ladder else standings_rows(db, tournament, pool)
         pairs = (head_to_head_matrix(db, tournament, pool, [r["bot"] for r in rows])
                  if matrix else None)
+        # without --tournament the tables are the ladder's: say where tournaments' are
+        hint = (tournament is None and not rows and not ladder_list
+                and bool(db.list_tournaments()))
     if json_out:
         print_json(ladder_list if ladder else
                    rows if pairs is None else {"standings": rows, "matrix": pairs})
@@ -63,6 +68,9 @@ def standings_cmd(
         out.print(ladder_table(ladder_list, f"Ladder, pool {pool or 'global'}"))
     if ladder or (ladder_list and pairs is None):  # table per bot only with --matrix
         return
+    if hint:
+        err.print("no ladder matches here; a tournament's table is `cfarena standings "
+                  "--tournament ID` (see `cfarena tournaments`)", soft_wrap=True)
     title = f"Tournament #{tournament}" if tournament is not None else f"Pool {pool or 'global'}"
     out.print(standings_table(rows, title))
     if pairs is not None:

@@ -55,6 +55,7 @@ from cfarena.server.tournament.runner import schedule_tournament
 from cfarena.server.tournament.stored_tournament import files_note
 
 DEFAULT_BOTS = tuple(BUNDLED)  # every bundled bot
+LADDER_PREFIX = "ladder:"  # `--bot NAME=ladder:BOT`: a dial-in ladder bot (refused)
 
 # deal seeds per table: a schedule is built whole in memory (rotations x tables x games)
 MAX_GAMES = 100_000
@@ -70,6 +71,10 @@ def parse_bot(spec: str, option: str = "--bot") -> BotSpec:
         fail(f"{option}: {problem}")
     if sep and not command.strip():
         fail(f"{option} {name}=: the command is empty")
+    if sep and command.strip().startswith(LADDER_PREFIX):
+        fail(f"{option} {name}={command.strip()}: seating a registered ladder bot is not "
+             "supported (a tournament starts its own processes): give its command, "
+             f"{name}=COMMAND; the entrant is the tournament's own, the ladder bot is untouched")
     if not sep and name not in BUNDLED:
         fail(f"{option} {name}: no bundled bot of that name (bundled: {bundled_names()}); "
              f"use NAME=COMMAND for your own")

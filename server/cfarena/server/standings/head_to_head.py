@@ -22,7 +22,7 @@ def head_to_head_pairs(db: Database, tournament_id: int | None = None,
                        pool: str | None = None) -> dict[tuple[str, str], HeadToHead]:
     """(bot a, bot b) -> a's results against b, for every pair that met in the finished
     matches of a tournament or a pool (every finished match without either)."""
-    names = {b.id: b.name for b in db.list_bots()}
+    names = db.bot_names()
     return {(names[a], names[b]): found
             for (a, b), found in head_to_head(db.results_by_deal(tournament_id, pool)).items()}
 

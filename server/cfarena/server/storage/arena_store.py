@@ -87,13 +87,15 @@ class ArenaStore(Sessions):
             return out
 
     def results_by_version(self, pool: str) -> list[list[tuple[Entrant, int]]]:
-        """((bot id, version), rank) per seat of every finished match of `pool`, in
-        finishing order: what the batch Bradley-Terry check is fitted on."""
+        """((bot id, version), rank) per seat of every finished ladder match (outside
+        tournaments) of `pool`, in finishing order: what the batch Bradley-Terry check
+        is fitted on."""
         with self._session() as s:
             query = (select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.bot_version,
                             MatchSeat.rank)
                      .join(Match, Match.id == MatchSeat.match_id)
-                     .where(Match.status == MatchStatus.FINISHED.value)
+                     .where(Match.status == MatchStatus.FINISHED.value,
+                            Match.tournament_id.is_(None))
                      .order_by(Match.finished_at, Match.id, MatchSeat.seat))
             if pool != "global":
                 query = query.where(Match.pool == pool)
@@ -103,13 +105,14 @@ class ArenaStore(Sessions):
             return list(out.values())
 
     def skill_history(self, name: str, pool: str) -> list[tuple[str, Skill]]:
-        """(version, online rating) of bot `name` in `pool` after each of its rated
-        matches, oldest first ([] if there is no such bot)."""
+        """(version, online rating) of ladder bot `name` in `pool` after each of its
+        rated matches, oldest first ([] if there is no such bot)."""
         with self._session() as s:
             rows = s.execute(
                 select(SkillHistory.version, SkillHistory.mu, SkillHistory.sigma)
                 .join(Bot, Bot.id == SkillHistory.bot_id)
-                .where(Bot.name == name, SkillHistory.pool == pool)
+                .where(Bot.name == name, Bot.tournament_id.is_(None),
+                       SkillHistory.pool == pool)
                 .order_by(SkillHistory.id))
             return [(version, Skill(mu, sigma)) for version, mu, sigma in rows]
 
@@ -129,10 +132,10 @@ class ArenaStore(Sessions):
             return [(i, t, MatchStatus(st), bool(logged)) for i, t, st, logged in rows]
 
     def finished_count(self, pool: str) -> int:
-        """Finished matches of `pool` ("global": all)."""
+        """Finished ladder matches (outside tournaments) of `pool` ("global": all)."""
         with self._session() as s:
             query = select(func.count()).select_from(Match).where(
-                Match.status == MatchStatus.FINISHED.value)
+                Match.status == MatchStatus.FINISHED.value, Match.tournament_id.is_(None))
             if pool != "global":
                 query = query.where(Match.pool == pool)
             return int(s.scalar(query) or 0)

@@ -208,16 +208,47 @@ def upgrade(engine: Engine, revision: str = "head", *, create: bool = True) -> N
     With `create=False` a database without cfarena's tables (an empty one, or
     another program's) is refused with `StorageError` instead of given them.
     """
+    _migrate(engine, revision, create=create)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Migrate the database back to `revision` in one transaction (tests, and an
+    operator going back to an older cfarena)."""
+    _migrate(engine, revision, down=True)
+
+
+def _migrate(engine: Engine, revision: str, *, create: bool = True,
+             down: bool = False) -> None:
+    """`upgrade` or `downgrade`. On SQLite foreign keys are off meanwhile (SQLite's way
+    to copy a table others reference, as a migration changing a constraint does) and
+    checked before the transaction commits."""
     config = alembic_config()
     writer = engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
-    with writer.begin() as conn:
-        if conn.dialect.name == "postgresql":
-            # concurrent openers of a fresh database: one migrates, the others wait
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
-        if not create and not inspect(conn).has_table(_VERSION_TABLE):
-            raise StorageError(_no_schema(engine.url))
-        config.attributes["connection"] = conn
-        command.upgrade(config, revision)
+    with writer.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:  # before BEGIN: the pragma does nothing inside a transaction
+            conn.connection.driver_connection.execute(  # type: ignore[union-attr]
+                "PRAGMA foreign_keys=OFF")
+        try:
+            with conn.begin():
+                if not sqlite:
+                    # concurrent openers of a fresh database: one migrates, the others wait
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                 {"key": _MIGRATION_LOCK})
+                if not create and not inspect(conn).has_table(_VERSION_TABLE):
+                    raise StorageError(_no_schema(engine.url))
+                config.attributes["connection"] = conn
+                if down:
+                    command.downgrade(config, revision)
+                else:
+                    command.upgrade(config, revision)
+                if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first():
+                    raise StorageError("migrating the database would break its foreign "
+                                       "keys: nothing was changed")
+        finally:
+            if sqlite:
+                conn.connection.driver_connection.execute(  # type: ignore[union-attr]
+                    "PRAGMA foreign_keys=ON")
 
 
 def check_current(engine: Engine) -> None:

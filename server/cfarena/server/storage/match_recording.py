@@ -116,7 +116,9 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
         ranks = [(seats[i].bot_id, record.ranks[i]) for i in sorted(seats)]
         entrants = [((seats[i].bot_id, seats[i].bot_version), record.ranks[i])
                     for i in sorted(seats)]
-        for pool in dict.fromkeys((m.pool, GLOBAL_POOL)):
+        # a tournament's match in its own pool only; a ladder match also in "global"
+        pools = (m.pool,) if m.tournament_id is not None else (m.pool, GLOBAL_POOL)
+        for pool in dict.fromkeys(pools):
             _rate(s, m.id, pool, ranks, now)
             rate_skill(s, pool, m.id, entrants, now)
     return True

@@ -26,6 +26,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -61,10 +62,25 @@ class Base(DeclarativeBase):
 
 
 class Bot(Base):
+    """A ladder bot (`tournament_id` None: registered with `cfarena bots add`, it dials
+    in to `cfarena serve`) or one tournament's entrant (registered by the tournament,
+    which starts its processes itself). A name is one ladder bot's, and within a
+    tournament one entrant's: an entrant named like a ladder bot is another record, so
+    a tournament never touches a ladder bot's token, versions or ratings (0008)."""
+
     __tablename__ = "bots"
+    __table_args__ = (
+        Index("uq_bots_ladder_name", "name", unique=True,
+              sqlite_where=text("tournament_id IS NULL"),
+              postgresql_where=text("tournament_id IS NULL")),
+        Index("uq_bots_tournament_name", "tournament_id", "name", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    # the tournament whose entrant this is (None: a ladder bot)
+    tournament_id: Mapped[int | None] = mapped_column(
+        ForeignKey("tournaments.id", ondelete="CASCADE"))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     command: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp)

@@ -63,10 +63,14 @@ def tournament_info(t: Tournament) -> TournamentInfo:
                           finished_at=_maybe(t.finished_at))
 
 
-def bot_id_of(s: Session, bot: str | int) -> int | None:
+def bot_id_of(s: Session, bot: str | int, tournament_id: int | None = None) -> int | None:
+    """Bot `bot` (an id, or a name: tournament `tournament_id`'s entrant of that name, or
+    without one the ladder bot's)."""
     if isinstance(bot, int):
         return bot
-    return s.scalar(select(Bot.id).where(Bot.name == bot))
+    scope = (Bot.tournament_id.is_(None) if tournament_id is None
+             else Bot.tournament_id == tournament_id)
+    return s.scalar(select(Bot.id).where(Bot.name == bot, scope))
 
 
 def _filters(tournament_id: int | None, pool: str | None) -> list[Any]:
@@ -76,6 +80,13 @@ def _filters(tournament_id: int | None, pool: str | None) -> list[Any]:
     if pool is not None and pool != GLOBAL_POOL:
         where.append(Match.pool == pool)
     return where
+
+
+def _table_filters(tournament_id: int | None, pool: str | None) -> list[Any]:
+    """The matches of one table: a tournament's, or (None) the ladder's, outside every
+    tournament (tournaments' entrants are never the ladder's bots); in `pool` if given."""
+    ladder = [Match.tournament_id.is_(None)] if tournament_id is None else []
+    return [*_filters(tournament_id, pool), *ladder]
 
 
 def scheduled(s: Session, tournament_id: int, statuses: Sequence[str],
@@ -114,7 +125,7 @@ def deal_results(s: Session, tournament_id: int | None, pool: str | None
     rows = s.execute(
         select(Match.id, Match.seed, MatchSeat.bot_id, MatchSeat.rank)
         .join(MatchSeat, MatchSeat.match_id == Match.id)
-        .where(Match.status == _FINISHED, *_filters(tournament_id, pool))
+        .where(Match.status == _FINISHED, *_table_filters(tournament_id, pool))
         .order_by(Match.finished_at, Match.id, MatchSeat.seat))
     out: dict[str, tuple[int, list[tuple[int, int]]]] = {}
     for match_id, seed, bot_id, rank in rows:
@@ -124,7 +135,9 @@ def deal_results(s: Session, tournament_id: int | None, pool: str | None
 
 
 def standings(s: Session, tournament_id: int | None, pool: str | None) -> list[Standing]:
-    where = _filters(tournament_id, pool)
+    """A tournament's table (its ratings replayed over its own matches), or (None) the
+    ladder's in `pool` (its stored ratings, rated outside tournaments only)."""
+    where = _table_filters(tournament_id, pool)
     won = case((MatchSeat.rank == 1, MatchSeat.match_id), else_=None)
     forfeit = case((MatchSeat.forfeited.is_(True), 1), else_=0)
     stats = {
@@ -189,7 +202,7 @@ def list_matches(s: Session, tournament_id: int | None, bot: str | int | None,
                  status: MatchStatus | None, limit: int | None) -> list[MatchInfo]:
     query = select(Match).where(*_filters(tournament_id, None))
     if bot is not None:
-        bot_id = bot_id_of(s, bot)
+        bot_id = bot_id_of(s, bot, tournament_id)
         if bot_id is None:
             return []
         query = query.where(Match.id.in_(

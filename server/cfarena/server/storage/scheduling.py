@@ -20,6 +20,11 @@ def default_pool(rules: Mapping[str, Any], players: int) -> str:
     return f"{rules.get('preset', 'custom')}/{players}p"
 
 
+def tournament_pool(tournament_id: int) -> str:
+    """The rating pool of a tournament's matches: its own, never the ladder's (0008)."""
+    return f"tournament/{tournament_id}"
+
+
 def same_tournament(tournament_id: int | None) -> Any:
     """The condition selecting the matches of a tournament (None: outside any)."""
     if tournament_id is None:
@@ -62,7 +67,8 @@ def schedule_matches(s: Session, tournament_id: int | None, plans: Sequence[Matc
         ordinal += 1
         s.add(Match(
             id=match_id, tournament_id=tournament_id, key=plan.key, ordinal=ordinal,
-            pool=plan.pool or default_pool(plan.rules, plan.players), seed=plan.seed,
+            pool=(tournament_pool(tournament_id) if tournament_id is not None
+                  else plan.pool or default_pool(plan.rules, plan.players)), seed=plan.seed,
             rules=dict(plan.rules), players=plan.players,
             status=MatchStatus.SCHEDULED.value, created_at=utc_now(),
         ))

@@ -57,9 +57,11 @@ class TournamentInfo:
 class MatchPlan:
     """One match to schedule. `seat_bot_ids[s]` sits in seat s (a bot may hold several seats).
 
-    `pool` is the rating pool; by default `"<preset>/<players>p"` from
-    `rules["preset"]` ("custom" when absent). Matches are always rated in
-    the "global" pool too. `seed` must fit a signed 64-bit integer.
+    `pool` is the rating pool of a match outside tournaments; by default
+    `"<preset>/<players>p"` from `rules["preset"]` ("custom" when absent), and such
+    a match is rated in the "global" pool too. A tournament's match is rated in its
+    tournament's pool only (`scheduling.tournament_pool`; `pool` is not used).
+    `seed` must fit a signed 64-bit integer.
     """
 
     key: str

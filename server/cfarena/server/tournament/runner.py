@@ -59,8 +59,8 @@ from cfarena.server.tournament.match_queue import play_all
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.stored_tournament import (
     NewTournament,
-    bot_ids,
     create_tournament,
+    entrant_ids,
     find_tournament,
     lock_tournament,
     match_phases,
@@ -208,7 +208,7 @@ class _Run:
         created: NewTournament | None = None
         if found is not None:
             self._lock(found.id)
-            names = {b.id: b.name for b in db.list_bots()}
+            names = db.tournament_bots(found.id)
             seatings = [[names[i] for i in m.seat_bot_ids] for m in db.pending_matches(found.id)]
         else:
             created = NewTournament.of(self.config)
@@ -225,8 +225,9 @@ class _Run:
             assert found is not None
             self.tournament_id, pending = found.id, reopen_tournament(db, found.id)
             self.resumed = True
-        self.player.attach(self.tournament_id,
-                           {bot_id: name for name, bot_id in bot_ids(db, self.config).items()})
+        self.player.attach(self.tournament_id, {bot_id: name for name, bot_id
+                                                in entrant_ids(db, self.tournament_id,
+                                                               self.config).items()})
         self.total = len(db.finished_keys(self.tournament_id)) + len(pending)
         self.counter.sink.started(self.tournament_id, self.total, self.total - len(pending),
                                   self.resumed)

@@ -49,7 +49,7 @@ from cfarena.server.tournament.sprt_test import (
     advance_queued,
     stored_test,
 )
-from cfarena.server.tournament.stored_tournament import bot_ids, lock_tournament, match_phases
+from cfarena.server.tournament.stored_tournament import entrant_ids, lock_tournament, match_phases
 from cfarena.server.tournament.tournament_player import TournamentPlayer
 
 if TYPE_CHECKING:  # the queue (and procrastinate) load only on PostgreSQL
@@ -94,8 +94,8 @@ class SprtRun:
 
 def create_test(config: SprtConfig, db: Database, launch: Launch, concurrency: int
                 ) -> SprtTestInfo:
-    """Store a new test (its bots registered before: `bot_ids`; its first batch is
-    scheduled by the first `advance`): the seed drawn unless fixed, `concurrency` deal
+    """Store a new test (its entrants are registered next: `entrant_ids`; its first
+    batch is scheduled by the first `advance`): the seed drawn unless fixed, `concurrency` deal
     groups per batch."""
     identity = config.to_json(launch)
     seed = config.seed if config.seed is not None else secrets.randbits(62)
@@ -118,8 +118,8 @@ async def queue_sprt(config: SprtConfig, db: Database, launch: Launch, *,
     job_queue.install_schema(db.engine)
     info = db.find_sprt_test(config_hash(config.to_json(launch)))
     if info is None:
-        bot_ids(db, config.tournament())
         info = create_test(config, db, launch, concurrency)
+        entrant_ids(db, info.tournament_id, config.tournament())
     app = job_queue.new_app(db.engine)
     async with app.open_async():
         queued = await _queue_test(app, db, config, info)
@@ -175,13 +175,13 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
         player = TournamentPlayer(server, db, tournament, launch, concurrency, log_dir,
                                   acknowledge=True, host=referee.host_reset())
         await player.start(list(config.seatings) * concurrency)
-        ids = bot_ids(db, tournament)
         if info is None:
             info = create_test(config, db, launch, concurrency)
             lock_tournament(locks, db, info.tournament_id)
             locked = True
         else:
             db.set_tournament_status(info.tournament_id, TournamentStatus.RUNNING)
+        ids = entrant_ids(db, info.tournament_id, tournament)
         player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()})
         sink.started(info.id, stored_test(config, db, info).status(), found is not None)
         if referee.worker is not None:

@@ -217,7 +217,8 @@ def advance(db: Database, config: SprtConfig, test_id: int) -> Step:
         verdict = test.verdict()
         plans: list[MatchPlan] = []
         if verdict is Verdict.CONTINUE and group == scheduled:
-            ids = {b.name: b.id for b in db.list_bots()}
+            ids = {name: bot_id for bot_id, name in
+                   db.tournament_bots(info.tournament_id).items()}
             plans = batch_plans(config, info.config, ids, group, max_groups)
         if not points and not plans:
             return Step([], False, test)

@@ -16,7 +16,6 @@ import secrets
 from dataclasses import dataclass
 
 from cfarena.engine import Rules
-from cfarena.server.referee import new_token
 from cfarena.server.storage import (
     Database,
     MatchPlan,
@@ -24,7 +23,6 @@ from cfarena.server.storage import (
     TournamentInfo,
     TournamentStatus,
     config_hash,
-    hash_token,
 )
 from cfarena.server.storage.locks import TournamentBusy, tournament_lock
 from cfarena.server.tournament.config import (
@@ -176,7 +174,8 @@ def create_tournament(config: TournamentConfig, db: Database, launch: Launch,
               "seats_per_bot": config.seats_per_bot, "defences": host_defences(launch),
               _WITHOUT_FILES: config_hash(config.to_json(launch, files=False))}
     tournament_id = db.create_tournament(name, stored, identity=identity)
-    db.schedule_matches(tournament_id, plan_matches(config, bot_ids(db, config), new.plan))
+    db.schedule_matches(tournament_id,
+                        plan_matches(config, entrant_ids(db, tournament_id, config), new.plan))
     return tournament_id, db.pending_matches(tournament_id)
 
 
@@ -203,10 +202,8 @@ def _rules_label(rules: Rules) -> str:
     return " ".join([rules.name, *changed])
 
 
-def bot_ids(db: Database, config: TournamentConfig) -> dict[str, int]:
-    """The bots' ids (registered on first use; their processes get one-time passes, so
-    the stored token is a random one nobody holds)."""
-    return {bot.name: db.register_bot(bot.name, hash_token(new_token()), bot.describe(),
-                                      replace_token=True).bot_id
-            for bot in config.bots}
-
+def entrant_ids(db: Database, tournament_id: int, config: TournamentConfig) -> dict[str, int]:
+    """Name -> id of the tournament's entrants, its own records (registered on first
+    use): a ladder bot of the same name is another bot, whose token, versions and
+    ratings the tournament never touches."""
+    return db.register_entrants(tournament_id, {bot.name: bot.describe() for bot in config.bots})

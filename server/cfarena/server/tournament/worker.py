@@ -481,8 +481,9 @@ class QueueWorker:
                                       acknowledge=True, host=self.host,
                                       neighbours=self._neighbours)
             pending = await asyncio.to_thread(self.db.pending_matches, tournament_id)
-            ids = {b.name: b.id for b in await asyncio.to_thread(self.db.list_bots)}
-            names = {ids[b.name]: b.name for b in config.bots if b.name in ids}
+            entrants = await asyncio.to_thread(self.db.tournament_bots, tournament_id)
+            configured = {b.name for b in config.bots}
+            names = {i: name for i, name in entrants.items() if name in configured}
             await player.start([[names[i] for i in m.seat_bot_ids] for m in pending])
             player.attach(tournament_id, names)
             self.players[tournament_id] = player
