@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,7 +24,7 @@ from cfarena.server.cli.common import (
     seed_json,
     write_output,
 )
-from cfarena.server.replay import export_log
+from cfarena.server.replay import export_log, log_line, log_lines
 from cfarena.server.storage import Database, MatchStatus, SeatInfo, SeatLog, StorageError
 
 
@@ -260,7 +260,10 @@ def human_bytes(n: int) -> str:
 
 
 def export_cmd(
-    match_id: Annotated[str, typer.Argument(help="match id")],
+    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="[MATCH]")] = None,
+    tournament: Annotated[int | None, typer.Option(
+        "--tournament", "-t", help="every game log of this tournament instead, as JSON Lines "
+        "(a log a line)")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default stdout)")
                       ] = None,
     fmt: Annotated[str | None, typer.Option(
@@ -270,9 +273,23 @@ def export_cmd(
                     ] = None,
     db_url: str = DbOption,
 ) -> None:
-    """Write a match's game log as JSON (format: docs/gamelog.md), or as HTML/text."""
+    """Write a match's game log as JSON (format: docs/gamelog.md), or as HTML/text.
+
+    The JSON is one line; `--tournament ID` writes every log of a tournament, a
+    line each (JSON Lines, the lines `export MATCH` writes), which `verify --file`
+    and `replay --file FILE MATCH` read.
+    """
     if fmt is not None and fmt not in ("json", "html", "txt"):
         fail("--format must be json, html or txt")
+    if (match_id is None) == (tournament is None):
+        fail("give a MATCH id or --tournament ID (one of them)")
+    if tournament is not None:
+        if fmt not in (None, "json") or seat is not None:
+            fail("--tournament writes JSON Lines: no --format html/txt, no --seat")
+        check_id("--tournament", tournament)
+        _export_tournament(tournament, output, db_url)
+        return
+    assert match_id is not None
     with database(db_url, create=False) as db:
         log = db.get_log(match_id)
     if log is None:
@@ -280,7 +297,7 @@ def export_cmd(
     if output is None:
         if fmt not in (None, "json"):
             fail("--format html/txt needs --output FILE")
-        print(json.dumps(log, indent=1))
+        sys.stdout.write(log_line(log) + "\n")
         return
     kind = fmt or output.suffix.lstrip(".").lower() or "html"
     if kind not in ("json", "html", "htm", "txt"):
@@ -291,6 +308,31 @@ def export_cmd(
         fail(f"--seat must be 0..{players - 1} for this {players}-player match")
     write_output("--output", output, lambda: export_log(log, output, fmt=kind, seat=seat))
     out.print(f"wrote {output}")
+
+
+def _export_tournament(tournament: int, output: Path | None, db_url: str) -> None:
+    """Every game log of `tournament` as JSON Lines to `output` (stdout if None), read
+    from the database a batch at a time. A file appears only whole: it is written
+    under a temporary name beside it, then renamed."""
+    with database(db_url, create=False) as db:
+        if db.get_tournament(tournament) is None:
+            fail(f"no tournament {tournament} (see `cfarena tournaments`)")
+        if output is None:
+            sys.stdout.writelines(log_lines(db.game_logs(tournament)))
+            return
+        part = output.with_name(f".{output.name}.part")
+        try:
+            written = 0
+            with part.open("w", encoding="utf-8") as f:
+                for line in log_lines(db.game_logs(tournament)):
+                    f.write(line)
+                    written += 1
+            part.replace(output)
+        except OSError as exc:
+            fail(f"--output {output}: cannot write: {exc.strerror or exc}")
+        finally:
+            part.unlink(missing_ok=True)
+    out.print(f"wrote {output} ({written} game logs)")
 
 
 def register(app: typer.Typer) -> None:
