@@ -114,7 +114,8 @@ def test_verify_names_each_unreadable_file_and_counts_it(place: Path,
     with open_database(f"sqlite:///{place}/cfarena.db") as db:
         (place / "good.json").write_text(json.dumps(db.get_log(MATCH)))
     files = ["good.json", "deep.json", "binary.json", "cut.json", "missing.json"]
-    result = CliRunner().invoke(app, ["verify", *(a for f in files for a in ("--file", f))],
+    result = CliRunner().invoke(app, ["verify", "--verbose",
+                                      *(a for f in files for a in ("--file", f))],
                                 env={"COLUMNS": "400"})
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()

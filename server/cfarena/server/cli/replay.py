@@ -101,8 +101,9 @@ def verify_cmd(
     verdicts: list[LogVerdict] = []
     with _VerifyProgress() as progress:
         for name, log in _logs_to_verify(match_id, tournament, file, db_url, progress):
-            verdict = (verify_one(name, log) if not isinstance(log, Exception)
-                       else LogVerdict(name, None, "", [str(log)], readable=False))
+            verdict = (verify_one(name, log) if not isinstance(log, Exception) else
+                       LogVerdict(name, None, "", [str(log).removeprefix(f"{name}: ")],
+                                  readable=False))
             verdicts.append(verdict)
             if not json_out and (verbose or not verdict.ok):
                 progress.print(verdict.lines())
