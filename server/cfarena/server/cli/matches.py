@@ -25,7 +25,15 @@ from cfarena.server.cli.common import (
     write_output,
 )
 from cfarena.server.replay import export_log, log_line, log_lines
-from cfarena.server.storage import Database, MatchStatus, SeatInfo, SeatLog, StorageError
+from cfarena.server.storage import (
+    Database,
+    MatchDetail,
+    MatchInfo,
+    MatchStatus,
+    SeatInfo,
+    SeatLog,
+    StorageError,
+)
 
 
 def matches_cmd(
@@ -50,12 +58,7 @@ def matches_cmd(
     with database(db_url, create=False) as db:
         items = db.list_matches(tournament, bot, status, limit)
     if json_out:
-        print_json([{
-            "id": m.id, "tournament_id": m.tournament_id, "status": m.status.value,
-            "seed": seed_json(m.seed), "players": m.players, "reason": m.reason,
-            "seats": [{"seat": s.seat, "bot": s.bot_name, "total": s.total, "rank": s.rank,
-                       "forfeited": s.forfeited, "faults": s.faults} for s in m.seats],
-        } for m in items])
+        print_json([match_json(m) for m in items])
         return
     headers = ("match", "status", "result", "faults", "finished")
     rows = [(m.id, m.status.value, result_parts(m.seats), str(sum(s.faults for s in m.seats)
@@ -71,6 +74,16 @@ def matches_cmd(
     for match, state, parts, faults, done in rows:
         table.add_row(match, state, Text(pack(parts, room)), faults, done)
     out.print(table)
+
+
+def match_json(m: MatchInfo) -> dict[str, Any]:
+    """A match as `matches --json` and `show --json` print it (its seed a decimal string)."""
+    return {
+        "id": m.id, "tournament_id": m.tournament_id, "status": m.status.value,
+        "seed": seed_json(m.seed), "players": m.players, "reason": m.reason,
+        "seats": [{"seat": s.seat, "bot": s.bot_name, "total": s.total, "rank": s.rank,
+                   "forfeited": s.forfeited, "faults": s.faults} for s in m.seats],
+    }
 
 
 def result_parts(seats: Sequence[SeatInfo]) -> list[str]:
@@ -108,6 +121,9 @@ def show_cmd(
     logs: Annotated[bool, typer.Option(
         "--logs", help="also print what each seat's bot process printed (stdout and stderr, "
         "as captured: the start and the end of a long output)")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="print JSON (as `matches --json`, with rules, rounds, luck, faults "
+        "and each seat's output: its text with --logs)")] = False,
     db_url: str = DbOption,
 ) -> None:
     """One match: result, scores per round, luck, faults; each seat's output with --logs."""
@@ -118,6 +134,9 @@ def show_cmd(
         log, log_problem = _log_for_luck(db, match_id) if finished else (None, None)
     if detail is None:
         fail(f"no match {match_id!r} (see `cfarena matches`)")
+    if json_out:
+        print_json(_detail_json(detail, seat_logs, log, logs))
+        return
     m = detail.match
     out.print(Text.assemble((f"match {m.id}", "bold"), f"  {m.status.value}  seed {m.seed}"))
     out.print(Text(f"rules: {rules_text(detail.rules)}"))  # wrapped between the pairs
@@ -144,6 +163,30 @@ def show_cmd(
         out.print("no seat output stored for this match")
     for x in seat_logs:
         _print_seat_log(x, names.get(x.seat, "?"))
+
+
+def _detail_json(detail: MatchDetail, seat_logs: Sequence[SeatLog],
+                 log: Mapping[str, Any] | None, with_output: bool) -> dict[str, Any]:
+    """`show --json`: the match as `matches --json` has it, with its rules, points per
+    round, luck per seat (None if not computed), faults, log digest and seat outputs."""
+    from cfarena.server.sprt.luck import seat_luck
+
+    luck: list[dict[str, float]] | None = None
+    if log is not None:
+        ordered = sorted(detail.match.seats, key=lambda s: s.seat)
+        try:
+            luck = [{"luck": round(c, 3), "adjusted": round(a, 3)}
+                    for c, a in seat_luck([s.total or 0 for s in ordered], log)]
+        except ValueError:  # a log that does not replay: the text form says so
+            luck = None
+    return {
+        **match_json(detail.match), "rules": detail.rules, "round_scores": detail.round_scores,
+        "luck": luck, "log_sha256": detail.log_sha256,
+        "faults": [{"seat": f.seat, "bot": f.bot_name, "kind": f.kind.value,
+                    "turn": f.turn_id, "detail": f.detail} for f in detail.faults],
+        "seat_logs": [{"seat": x.seat, "output_bytes": x.output_bytes, "exit": x.exit,
+                       **({"output": x.output} if with_output else {})} for x in seat_logs],
+    }
 
 
 def rules_text(options: Mapping[str, Any]) -> str:
@@ -260,7 +303,7 @@ def human_bytes(n: int) -> str:
 
 
 def export_cmd(
-    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="[MATCH]")] = None,
+    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="MATCH")] = None,
     tournament: Annotated[int | None, typer.Option(
         "--tournament", "-t", help="every game log of this tournament instead, as JSON Lines "
         "(a log a line)")] = None,

@@ -41,7 +41,7 @@ def _load(match_id: str | None, file: Path | None, db_url: str) -> dict[str, Any
 def replay_cmd(
     match_id: Annotated[str | None, typer.Argument(
         help="match id (from `cfarena matches`; with --file, the match of a JSON Lines file)",
-        metavar="[MATCH]")] = None,
+        metavar="MATCH")] = None,
     file: Annotated[Path | None, typer.Option(
         "--file", "-f", help="an exported log (.json, or .jsonl of `export --tournament`) "
         "instead")] = None,
@@ -72,7 +72,7 @@ def replay_cmd(
 
 
 def verify_cmd(
-    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="[MATCH]")] = None,
+    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="MATCH")] = None,
     all_matches: Annotated[bool, typer.Option("--all", help="every match with a log")] = False,
     tournament: Annotated[int | None, typer.Option("--tournament", "-t",
                                                    help="every match of a tournament")] = None,
