@@ -13,21 +13,20 @@ def print_bot_report(report: dict[str, Any]) -> None:
     times over two lines, a long version or match id wraps, never cut)."""
     versions = light_table(title=f"Bot {report['bot']}: versions (pool {report['pool']})",
                            title_justify="left")
-    versions.add_column("version", overflow="fold")
-    for column in ("games", "first", "last", "score", "rating", "turns", "median ms",
-                   "p99 ms"):
-        versions.add_column(column, justify="right", no_wrap=column in ("first", "last"))
-    for v in report["versions"]:
+    longest = max((len(v["version"]) for v in report["versions"]), default=0)
+    versions.add_column("version", overflow="fold", width=min(16, max(7, longest)))
+    for column in ("games", "first", "last", "rating", "turns", "median\nms", "p99\nms"):
+        versions.add_column(column, justify="right", no_wrap=True)
+    for v in report["versions"]:  # the rating only: the score is the same on its own scale
         versions.add_row(
             v["version"] or "-", str(v["matches"]), _utc(v["first"]), _utc(v["last"]),
-            "-" if v["score"] is None else f"{v['score']:.2f}",
             "-" if v["skill_elo"] is None else f"{v['skill_elo']:.0f}",
             str(v["decisions"]),
             "-" if v["median_ms"] is None else f"{v['median_ms']:.1f}",
             "-" if v["p99_ms"] is None else f"{v['p99_ms']:.1f}")
-    versions.caption = ("score: mu - 3 sigma of the online rating; rating: the score on an "
-                        "Elo scale (a new bot 1500); turns: its decisions, timed in ms; "
-                        "times UTC")
+    versions.caption = ("rating: the version's online rating on an Elo scale (a new bot "
+                        "1500; its score, mu - 3 sigma, in --json); turns: its decisions, "
+                        "timed in ms; times UTC")
     versions.caption_justify = "left"
     out.print(versions)
     faults = light_table("match", "turn", "kind", "detail", title="Latest faults",

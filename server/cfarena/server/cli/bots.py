@@ -84,11 +84,12 @@ def bots_list(json_out: Annotated[bool, typer.Option("--json", help="print JSON"
     if json_out:
         print_json([_bot_json(b) for b in bots])
         return
-    # light rules: the five columns fit in 80; a long name or command wraps, never cut
+    # the five columns fit in 80: a name of up to 40 characters on one line, the
+    # command wrapped beside it, neither ever cut
     table = light_table()
     table.add_column("id", justify="right")
     table.add_column("name", overflow="fold",
-                     min_width=min(24, max((len(b.name) for b in bots), default=4)))
+                     width=min(40, max((len(b.name) for b in bots), default=4)))
     table.add_column("command", overflow="fold")
     table.add_column("registered", no_wrap=True)
     table.add_column("token", no_wrap=True)
