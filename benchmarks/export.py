@@ -117,8 +117,8 @@ def main() -> None:
         runs = [run([args.baseline, "export", match_id, "--db", url]) for match_id in sample]
         if n:
             new.append(took)
-            old.append(tuple(sum(r[i] for r in runs) / len(runs) for i in range(2))
-                       + (max(r[2] for r in runs),))  # type: ignore[arg-type]
+            old.append((sum(r[0] for r in runs) / len(runs),
+                        sum(r[1] for r in runs) / len(runs), max(r[2] for r in runs)))
 
     lines = target.read_text(encoding="utf-8").splitlines()
     assert len(lines) == args.matches, (len(lines), args.matches)

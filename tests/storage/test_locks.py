@@ -52,9 +52,9 @@ def test_a_sqlite_lock_leaves_no_file_and_is_held_once(tmp_path: Path) -> None:
     process holding the lock refuses itself a second time (as PostgreSQL does)."""
     with open_database(f"sqlite:///{tmp_path / 'cfarena.db'}") as db:
         before = set(os.listdir(tmp_path))
-        with tournament_lock(db.engine, 3), pytest.raises(TournamentBusy):
-            with tournament_lock(db.engine, 3):
-                pass
+        with tournament_lock(db.engine, 3), pytest.raises(TournamentBusy), \
+                tournament_lock(db.engine, 3):
+            pass
         with tournament_lock(db.engine, 3):
             assert set(os.listdir(tmp_path)) == before
     assert os.listdir(tmp_path) == ["cfarena.db"]
