@@ -84,7 +84,7 @@ ROWS: list[tuple[list[str], str]] = [
     (["nosuch"], "No such command 'nosuch'. (see `cfarena --help`)"),
     (["matches", "--nope"], "No such option: --nope (see `cfarena matches --help`)"),
     (["matches", "--limit", "x"], "Invalid value for '--limit'"),
-    (["show"], "Missing argument 'match_id'. (see `cfarena show --help`)"),
+    (["show"], "Missing argument 'MATCH_ID'. (see `cfarena show --help`)"),
     (["bots", "nosuch"], "No such command 'nosuch'. (see `cfarena bots --help`)"),
     (["bots", "show", "a", "--faults"], "Option '--faults' requires an argument"),
     (["tournaments", "create", "--nope"], "No such option: --nope"),
