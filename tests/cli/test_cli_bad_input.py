@@ -84,7 +84,7 @@ ROWS: list[tuple[list[str], str]] = [
     (["nosuch"], "No such command 'nosuch'. (see `cfarena --help`)"),
     (["matches", "--nope"], "No such option: --nope (see `cfarena matches --help`)"),
     (["matches", "--limit", "x"], "Invalid value for '--limit'"),
-    (["show"], "Missing argument 'match_id'. (see `cfarena show --help`)"),
+    (["show"], "Missing argument 'MATCH_ID'. (see `cfarena show --help`)"),
     (["bots", "nosuch"], "No such command 'nosuch'. (see `cfarena bots --help`)"),
     (["bots", "show", "a", "--faults"], "Option '--faults' requires an argument"),
     (["tournaments", "create", "--nope"], "No such option: --nope"),
@@ -114,7 +114,8 @@ def test_verify_names_each_unreadable_file_and_counts_it(place: Path,
     with open_database(f"sqlite:///{place}/cfarena.db") as db:
         (place / "good.json").write_text(json.dumps(db.get_log(MATCH)))
     files = ["good.json", "deep.json", "binary.json", "cut.json", "missing.json"]
-    result = CliRunner().invoke(app, ["verify", *(a for f in files for a in ("--file", f))],
+    result = CliRunner().invoke(app, ["verify", "--verbose",
+                                      *(a for f in files for a in ("--file", f))],
                                 env={"COLUMNS": "400"})
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()

@@ -85,7 +85,7 @@ def test_output_flood_hits_the_output_limit(arena: Arena) -> None:
         assert int(dropped.group(1)) > 16 * MIB - 100 * 1024
         assert seat.one("output")["planned_bytes"] == 4096 * MIB
         assert seat.all("output-done") == []
-        copy = outcome.log_dir / f"{seat.match.key}-seat{seat.seat}-evil.log"
+        copy = outcome.log_dir / f"{seat.match.id}-seat{seat.seat}-evil.log"
         assert copy.stat().st_size < 100 * 1024
     assert_fair_run(outcome, arena)
 

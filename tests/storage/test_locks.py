@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,19 @@ def test_another_process_holding_it_refuses_until_it_dies(db_url: str) -> None:
             holder.wait()
         with tournament_lock(db.engine, 5):  # freed by the system with its holder
             pass
+
+
+def test_a_sqlite_lock_leaves_no_file_and_is_held_once(tmp_path: Path) -> None:
+    """No `<database>.locks` (or any other file) is left beside the database, and one
+    process holding the lock refuses itself a second time (as PostgreSQL does)."""
+    with open_database(f"sqlite:///{tmp_path / 'cfarena.db'}") as db:
+        before = set(os.listdir(tmp_path))
+        with tournament_lock(db.engine, 3), pytest.raises(TournamentBusy), \
+                tournament_lock(db.engine, 3):
+            pass
+        with tournament_lock(db.engine, 3):
+            assert set(os.listdir(tmp_path)) == before
+    assert os.listdir(tmp_path) == ["cfarena.db"]
 
 
 @pytest.mark.postgres

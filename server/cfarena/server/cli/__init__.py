@@ -13,7 +13,7 @@ from typing import Any
 import typer
 import typer.main
 from typer._click.core import Command, Context
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from cfarena.server.cli.common import OneLineErrors
 
@@ -137,8 +137,21 @@ def _bare_flags(cmd: Any) -> None:
     for param in params:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""  # what the help shows in place of the type
+        if type(param) is TyperArgument:
+            param.__class__ = _PlainArgument
+            param.metavar = param.metavar or (param.name or "").upper()
     for sub in getattr(cmd, "commands", {}).values():
         _bare_flags(sub)
+
+
+class _PlainArgument(TyperArgument):
+    """An argument as click's usage lines name it: MATCH_ID, or [MATCH] when it may be
+    left out (typer writes a required one in braces, `{match_id}`, which reads as a
+    stray)."""
+
+    def _usage_display_name(self) -> str:
+        name = self.metavar or (self.name or "").upper()
+        return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
 
 
 def main() -> None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.table import Table
 
 from cfarena.server.bot_names import bot_name_problem
 from cfarena.server.cli.bot_report import print_bot_report
@@ -13,12 +12,15 @@ from cfarena.server.cli.common import (
     DbOption,
     database,
     fail,
+    light_table,
     out,
     print_json,
 )
 from cfarena.server.credentials import hash_token, new_token
 from cfarena.server.standings import bot_report
-from cfarena.server.storage import BotNameTaken, StorageError
+from cfarena.server.storage import BotInfo, BotNameTaken, StorageError
+
+JsonOption = typer.Option("--json", help="print JSON (a token, if any, in it: stdout only)")
 
 bots_app = typer.Typer(help="Register, list, rotate, revoke and show bots (for `cfarena serve`).",
                        no_args_is_help=True)
@@ -33,9 +35,13 @@ def bots_add(
         "--token", help="use this token instead of a new random one (e.g. from a secret); "
         "registering the same name and token again is a no-op")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="print nothing")] = False,
+    json_out: Annotated[bool, JsonOption] = False,
     db_url: str = DbOption,
 ) -> None:
-    """Register a bot and print its new token (shown once; only its hash is stored)."""
+    """Register a bot and print its new token (shown once; only its hash is stored).
+
+    With --json: {"id", "name", "added" (false: registered already with this
+    token), "token" (the new token; null with --token)}."""
     problem = bot_name_problem(name)
     if problem is not None:
         fail(problem)
@@ -48,6 +54,10 @@ def bots_add(
         except BotNameTaken:
             _bot_exists(name)
     if quiet:
+        return
+    if json_out:
+        print_json({"id": registered.bot_id, "name": name, "added": registered.added,
+                    "token": secret if token is None else None})
         return
     if not registered.added:  # the same name and --token again: nothing to do
         out.print(f"bot {name!r} is already registered with this token "
@@ -66,33 +76,54 @@ def _bot_exists(name: str) -> NoReturn:
 
 
 @bots_app.command("list")
-def bots_list(db_url: str = DbOption) -> None:
+def bots_list(json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+              db_url: str = DbOption) -> None:
     """List registered bots."""
     with database(db_url, create=False) as db:
-        table = Table("id", "name", "command", "registered", "token")
-        for b in db.list_bots():
-            token = ("revoked" if b.revoked_at is not None else
-                     f"rotated {b.token_changed_at:%Y-%m-%d %H:%M}" if b.token_changed_at
-                     else "")
-            table.add_row(str(b.id), b.name, b.command or "", f"{b.created_at:%Y-%m-%d %H:%M}",
-                          token)
-        out.print(table)
+        bots = db.list_bots()
+    if json_out:
+        print_json([_bot_json(b) for b in bots])
+        return
+    # the five columns fit in 80: a name of up to 40 characters on one line, the
+    # command wrapped beside it, neither ever cut
+    table = light_table()
+    table.add_column("id", justify="right")
+    table.add_column("name", overflow="fold",
+                     width=min(40, max((len(b.name) for b in bots), default=4)))
+    table.add_column("command", overflow="fold")
+    table.add_column("registered", no_wrap=True)
+    table.add_column("token", no_wrap=True)
+    for b in bots:  # days only (--json has the times)
+        token = ("revoked" if b.revoked_at is not None else
+                 f"rotated\n{b.token_changed_at:%Y-%m-%d}" if b.token_changed_at else "")
+        table.add_row(str(b.id), b.name, b.command or "", f"{b.created_at:%Y-%m-%d}", token)
+    out.print(table)
+
+
+def _bot_json(b: BotInfo) -> dict[str, Any]:
+    """A bot as `--json` prints it (never its token's hash)."""
+    return {"id": b.id, "name": b.name, "command": b.command, "created_at": b.created_at,
+            "revoked_at": b.revoked_at, "token_changed_at": b.token_changed_at}
 
 
 @bots_app.command("rotate")
 def bots_rotate(
     name: Annotated[str, typer.Argument(help="the bot's name")],
+    json_out: Annotated[bool, JsonOption] = False,
     db_url: str = DbOption,
 ) -> None:
     """Give a bot a new token and print it (shown once). The old one stops working:
     a running `serve` closes its connections within about a second. A revoked bot
-    is admitted again with the new token."""
+    is admitted again with the new token. With --json: the bot and its "token"."""
     secret = new_token()
     with database(db_url, create=False) as db:
         try:
-            db.rotate_token(name, hash_token(secret))
+            bot = db.rotate_token(name, hash_token(secret))
         except StorageError as exc:
             fail(str(exc))
+    if json_out:
+        print_json({**_bot_json(bot), "token": secret})
+        return
     out.print(f"bot {name!r} has a new token; the old one no longer works. "
               "Its token, shown only now:")
     print(secret)
@@ -101,6 +132,7 @@ def bots_rotate(
 @bots_app.command("revoke")
 def bots_revoke(
     name: Annotated[str, typer.Argument(help="the bot's name")],
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     db_url: str = DbOption,
 ) -> None:
     """Revoke a bot's token: no new connection is admitted, and a running `serve`
@@ -108,9 +140,12 @@ def bots_revoke(
     `cfarena bots rotate NAME` admits it again with a new token."""
     with database(db_url, create=False) as db:
         try:
-            db.revoke_bot(name)
+            bot = db.revoke_bot(name)
         except StorageError as exc:
             fail(str(exc))
+    if json_out:
+        print_json(_bot_json(bot))
+        return
     out.print(f"bot {name!r} revoked.")
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,8 +24,16 @@ from cfarena.server.cli.common import (
     seed_json,
     write_output,
 )
-from cfarena.server.replay import export_log
-from cfarena.server.storage import Database, MatchStatus, SeatInfo, SeatLog, StorageError
+from cfarena.server.replay import export_log, log_line, log_lines
+from cfarena.server.storage import (
+    Database,
+    MatchDetail,
+    MatchInfo,
+    MatchStatus,
+    SeatInfo,
+    SeatLog,
+    StorageError,
+)
 
 
 def matches_cmd(
@@ -52,12 +60,7 @@ def matches_cmd(
     with database(db_url, create=False) as db:
         items = db.list_matches(tournament, bot, status, limit)
     if json_out:
-        print_json([{
-            "id": m.id, "tournament_id": m.tournament_id, "status": m.status.value,
-            "seed": seed_json(m.seed), "players": m.players, "reason": m.reason,
-            "seats": [{"seat": s.seat, "bot": s.bot_name, "total": s.total, "rank": s.rank,
-                       "forfeited": s.forfeited, "faults": s.faults} for s in m.seats],
-        } for m in items])
+        print_json([match_json(m) for m in items])
         return
     headers = ("match", "status", "result", "faults", "finished")
     rows = [(m.id, m.status.value, result_parts(m.seats), str(sum(s.faults for s in m.seats)
@@ -73,6 +76,16 @@ def matches_cmd(
     for match, state, parts, faults, done in rows:
         table.add_row(match, state, Text(pack(parts, room)), faults, done)
     out.print(table)
+
+
+def match_json(m: MatchInfo) -> dict[str, Any]:
+    """A match as `matches --json` and `show --json` print it (its seed a decimal string)."""
+    return {
+        "id": m.id, "tournament_id": m.tournament_id, "status": m.status.value,
+        "seed": seed_json(m.seed), "players": m.players, "reason": m.reason,
+        "seats": [{"seat": s.seat, "bot": s.bot_name, "total": s.total, "rank": s.rank,
+                   "forfeited": s.forfeited, "faults": s.faults} for s in m.seats],
+    }
 
 
 def result_parts(seats: Sequence[SeatInfo]) -> list[str]:
@@ -110,6 +123,9 @@ def show_cmd(
     logs: Annotated[bool, typer.Option(
         "--logs", help="also print what each seat's bot process printed (stdout and stderr, "
         "as captured: the start and the end of a long output)")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="print JSON (as `matches --json`, with rules, rounds, luck, faults "
+        "and each seat's output: its text with --logs)")] = False,
     db_url: str = DbOption,
 ) -> None:
     """One match: result, scores per round, luck, faults; each seat's output with --logs."""
@@ -120,6 +136,9 @@ def show_cmd(
         log, log_problem = _log_for_luck(db, match_id) if finished else (None, None)
     if detail is None:
         fail(f"no match {match_id!r} (see `cfarena matches`)")
+    if json_out:
+        print_json(_detail_json(detail, seat_logs, log, logs))
+        return
     m = detail.match
     out.print(Text.assemble((f"match {m.id}", "bold"), f"  {m.status.value}  seed {m.seed}"))
     out.print(Text(f"rules: {rules_text(detail.rules)}"))  # wrapped between the pairs
@@ -146,6 +165,30 @@ def show_cmd(
         out.print("no seat output stored for this match")
     for x in seat_logs:
         _print_seat_log(x, names.get(x.seat, "?"))
+
+
+def _detail_json(detail: MatchDetail, seat_logs: Sequence[SeatLog],
+                 log: Mapping[str, Any] | None, with_output: bool) -> dict[str, Any]:
+    """`show --json`: the match as `matches --json` has it, with its rules, points per
+    round, luck per seat (None if not computed), faults, log digest and seat outputs."""
+    from cfarena.server.sprt.luck import seat_luck
+
+    luck: list[dict[str, float]] | None = None
+    if log is not None:
+        ordered = sorted(detail.match.seats, key=lambda s: s.seat)
+        try:
+            luck = [{"luck": round(c, 3), "adjusted": round(a, 3)}
+                    for c, a in seat_luck([s.total or 0 for s in ordered], log)]
+        except ValueError:  # a log that does not replay: the text form says so
+            luck = None
+    return {
+        **match_json(detail.match), "rules": detail.rules, "round_scores": detail.round_scores,
+        "luck": luck, "log_sha256": detail.log_sha256,
+        "faults": [{"seat": f.seat, "bot": f.bot_name, "kind": f.kind.value,
+                    "turn": f.turn_id, "detail": f.detail} for f in detail.faults],
+        "seat_logs": [{"seat": x.seat, "output_bytes": x.output_bytes, "exit": x.exit,
+                       **({"output": x.output} if with_output else {})} for x in seat_logs],
+    }
 
 
 def rules_text(options: Mapping[str, Any]) -> str:
@@ -262,7 +305,10 @@ def human_bytes(n: int) -> str:
 
 
 def export_cmd(
-    match_id: Annotated[str, typer.Argument(help="match id")],
+    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="MATCH")] = None,
+    tournament: Annotated[int | None, typer.Option(
+        "--tournament", "-t", help="every game log of this tournament instead, as JSON Lines "
+        "(a log a line)")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default stdout)")
                       ] = None,
     fmt: Annotated[str | None, typer.Option(
@@ -272,9 +318,23 @@ def export_cmd(
                     ] = None,
     db_url: str = DbOption,
 ) -> None:
-    """Write a match's game log as JSON (format: docs/gamelog.md), or as HTML/text."""
+    """Write a match's game log as JSON (format: docs/gamelog.md), or as HTML/text.
+
+    The JSON is one line; `--tournament ID` writes every log of a tournament, a
+    line each (JSON Lines, the lines `export MATCH` writes), which `verify --file`
+    and `replay --file FILE MATCH` read.
+    """
     if fmt is not None and fmt not in ("json", "html", "txt"):
         fail("--format must be json, html or txt")
+    if (match_id is None) == (tournament is None):
+        fail("give a MATCH id or --tournament ID (one of them)")
+    if tournament is not None:
+        if fmt not in (None, "json") or seat is not None:
+            fail("--tournament writes JSON Lines: no --format html/txt, no --seat")
+        check_id("--tournament", tournament)
+        _export_tournament(tournament, output, db_url)
+        return
+    assert match_id is not None
     with database(db_url, create=False) as db:
         log = db.get_log(match_id)
     if log is None:
@@ -282,7 +342,7 @@ def export_cmd(
     if output is None:
         if fmt not in (None, "json"):
             fail("--format html/txt needs --output FILE")
-        print(json.dumps(log, indent=1))
+        sys.stdout.write(log_line(log) + "\n")
         return
     kind = fmt or output.suffix.lstrip(".").lower() or "html"
     if kind not in ("json", "html", "htm", "txt"):
@@ -293,6 +353,31 @@ def export_cmd(
         fail(f"--seat must be 0..{players - 1} for this {players}-player match")
     write_output("--output", output, lambda: export_log(log, output, fmt=kind, seat=seat))
     out.print(f"wrote {output}")
+
+
+def _export_tournament(tournament: int, output: Path | None, db_url: str) -> None:
+    """Every game log of `tournament` as JSON Lines to `output` (stdout if None), read
+    from the database a batch at a time. A file appears only whole: it is written
+    under a temporary name beside it, then renamed."""
+    with database(db_url, create=False) as db:
+        if db.get_tournament(tournament) is None:
+            fail(f"no tournament {tournament} (see `cfarena tournaments`)")
+        if output is None:
+            sys.stdout.writelines(log_lines(db.game_logs(tournament)))
+            return
+        part = output.with_name(f".{output.name}.part")
+        try:
+            written = 0
+            with part.open("w", encoding="utf-8") as f:
+                for line in log_lines(db.game_logs(tournament)):
+                    f.write(line)
+                    written += 1
+            part.replace(output)
+        except OSError as exc:
+            fail(f"--output {output}: cannot write: {exc.strerror or exc}")
+        finally:
+            part.unlink(missing_ok=True)
+    out.print(f"wrote {output} ({written} game logs)")
 
 
 def register(app: typer.Typer) -> None:

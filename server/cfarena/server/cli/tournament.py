@@ -353,7 +353,7 @@ def _sqlite_files(url: str) -> list[Path]:
         return []
     path = Path(parsed.database).resolve()
     return [path, *(path.with_name(path.name + end)
-                    for end in ("-wal", "-shm", "-journal", ".locks"))]
+                    for end in ("-wal", "-shm", "-journal"))]
 
 
 tournaments_app = typer.Typer(help="List tournaments with their progress (`create`: "

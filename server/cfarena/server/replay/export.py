@@ -1,10 +1,11 @@
-"""Exporting a game log: the HTML viewer, the log as JSON, or the replay as plain text."""
+"""Exporting a game log: the HTML viewer, the log as JSON, or the replay as plain text;
+many logs as JSON Lines (one `log_line` each)."""
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,23 @@ from cfarena.server.replay.html import write_html
 from cfarena.server.replay.terminal import replay_terminal
 
 FORMATS = ("html", "json", "txt")
+
+
+def log_line(log: Mapping[str, Any]) -> str:
+    """A game log as one line of JSON (keys in the recorded order, text as it is, no
+    newline): what `cfarena export MATCH` writes, and each line of `cfarena export
+    --tournament` and of the web's "download all games" (JSON Lines)."""
+    return json.dumps(log, ensure_ascii=False)
+
+
+def log_lines(logs: Iterable[tuple[str, Mapping[str, Any] | Exception]]) -> Iterator[str]:
+    """JSON Lines of game logs: `log_line` and a newline for each (match id, log) of
+    `logs` (`Database.game_logs`), as they come; an exception in place of a log (a
+    stored log whose digest mismatches) is raised when its turn comes."""
+    for _match_id, log in logs:
+        if isinstance(log, Exception):
+            raise log
+        yield log_line(log) + "\n"
 
 
 def replay_text(log: Mapping[str, Any], seat: int | None = None, width: int = 120) -> str:
@@ -31,8 +49,7 @@ def export_log(
     """Write `log` to `path` as `fmt` (html, json or txt; default from the file suffix).
 
     html is the self-contained viewer (every view inside); json the log itself
-    (indented, keys in the recorded order); txt the all-seeing replay, or
-    `seat`'s view.
+    (`log_line`, with a newline); txt the all-seeing replay, or `seat`'s view.
     """
     target = Path(path)
     kind = (fmt or target.suffix.lstrip(".") or "html").lower()
@@ -43,7 +60,7 @@ def export_log(
     if kind == "html":
         return write_html(log, target)
     if kind == "json":
-        target.write_text(json.dumps(log, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        target.write_text(log_line(log) + "\n", encoding="utf-8")
         return target
     target.write_text(replay_text(log, seat), encoding="utf-8")
     return target

@@ -222,38 +222,83 @@ def _formats(joiner: str = "or") -> str:
     return f" {joiner} ".join(str(f) for f in READABLE_FORMATS)
 
 
-def load_log_file(path: str | Path, validate: bool = True) -> dict[str, Any]:
-    """Read a game log from a JSON file (`.gz` too); `LogFileError` saying why if it is not one.
+def read_log_file(path: str | Path, validate: bool = True
+                  ) -> Iterator[tuple[str, dict[str, Any] | LogFileError]]:
+    """The game logs in a file (`.gz` too), each named, or in its place the
+    `LogFileError` saying why that part is not one.
 
-    With `validate`, the log's form is checked too (`validate_log`); verification
+    A file is JSON Lines, a log a line (`cfarena export --tournament`; `export
+    MATCH` writes one line), read a line at a time, its logs named PATH:LINE (PATH
+    alone for a file of one line); or, when its first line is not JSON by itself,
+    one JSON document (an indented log, as older versions exported), named PATH.
+    With `validate`, each log's form is checked too (`validate_log`); verification
     callers pass False and report those problems themselves.
     """
     p = Path(path)
     try:
-        raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
-    except OSError as exc:
-        raise LogFileError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+        with gzip.open(p, "rb") if p.suffix == ".gz" else p.open("rb") as lines:
+            first = lines.readline()
+            try:
+                json.loads(first)
+            except (ValueError, RecursionError):  # not a line of JSON Lines
+                yield str(p), _checked_log(first + lines.read(), str(p), validate)
+                return
+            number, line = 1, first
+            while line:
+                after = lines.readline()
+                if line.strip():
+                    name = str(p) if number == 1 and not after else f"{p}:{number}"
+                    yield name, _checked_log(line, name, validate, one_line=True)
+                number, line = number + 1, after
+    except OSError as exc:  # unreadable, or not gzip data behind a .gz name
+        yield str(p), LogFileError(f"{p}: cannot read: {exc.strerror or exc}")
+
+
+def load_log_file(path: str | Path, validate: bool = True, match_id: str | None = None
+                  ) -> dict[str, Any]:
+    """The game log in a file (`read_log_file`), or with `match_id` the log of that
+    match among a JSON Lines file's; `LogFileError` saying why if there is none (a
+    file of several logs needs `match_id`)."""
+    found: dict[str, Any] | None = None
+    for _name, log in read_log_file(path, validate):
+        if match_id is not None:
+            if not isinstance(log, LogFileError) and log.get("match_id") == match_id:
+                return log
+            continue
+        if found is not None:
+            raise LogFileError(f"{path}: holds several game logs (JSON Lines): give the "
+                               "match id of the one to read")
+        if isinstance(log, LogFileError):
+            raise log
+        found = log
+    if found is None:
+        raise LogFileError(f"{path}: no game log of match {match_id!r} in it")
+    return found
+
+
+def _checked_log(raw: bytes, name: str, validate: bool, one_line: bool = False
+                 ) -> dict[str, Any] | LogFileError:
+    """The game log `raw` holds, or the `LogFileError` saying why it is not one."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise LogFileError(f"{p}: not a JSON game log (not UTF-8 text: {exc.reason})") from exc
+        return LogFileError(f"{name}: not a JSON game log (not UTF-8 text: {exc.reason})")
     except json.JSONDecodeError as exc:
-        raise LogFileError(
-            f"{p}: not a JSON game log (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from exc
+        at = "" if one_line else f"line {exc.lineno}, "
+        return LogFileError(f"{name}: not a JSON game log ({at}column {exc.colno}: {exc.msg})")
     except RecursionError:  # a log is a few levels deep; this JSON nests past Python's stack
-        raise LogFileError(f"{p}: not a game log (its JSON nests too deeply)") from None
+        return LogFileError(f"{name}: not a game log (its JSON nests too deeply)")
     if not isinstance(data, dict):
-        raise LogFileError(f"{p}: not a game log (the JSON is a {type(data).__name__}, "
-                           "not an object)")
+        return LogFileError(f"{name}: not a game log (the JSON is a {type(data).__name__}, "
+                            "not an object)")
     if "format" not in data:
-        raise LogFileError(f"{p}: not a cfarena game log (no 'format' key)")
+        return LogFileError(f"{name}: not a cfarena game log (no 'format' key)")
     if data["format"] not in READABLE_FORMATS or isinstance(data["format"], bool):
-        raise LogFileError(f"{p}: game log format {data['format']!r} is not supported "
-                           f"(this version reads formats {_formats('and')})")
+        return LogFileError(f"{name}: game log format {data['format']!r} is not supported "
+                            f"(this version reads formats {_formats('and')})")
     if validate:
         problems = validate_log(data)
         if problems:
             shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
-            raise LogFileError(f"{p}: malformed format-{data['format']} game log: {shown}")
+            return LogFileError(f"{name}: malformed format-{data['format']} game log: {shown}")
     return data

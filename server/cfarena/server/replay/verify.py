@@ -229,16 +229,30 @@ def log_sha256(log: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LogVerdict:
-    """The verdict on one log: genuine iff `problems` is empty."""
+    """The verdict on one log: genuine iff `problems` is empty. An unreadable log (not
+    JSON, a stored digest mismatch) has `readable` False and its one problem says why."""
 
     name: str
     match_id: str | None
     sha256: str
     problems: list[str] = field(default_factory=list)
+    readable: bool = True
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def lines(self) -> list[str]:
+        """"OK name: genuine ..." or "FAIL name: n problem(s)", each problem indented
+        below it; an unreadable log's one line "FAIL name: why"."""
+        what = self.name + (f" (match {self.match_id})"
+                            if self.match_id and self.match_id != self.name else "")
+        if self.ok:
+            return [f"OK    {what}: genuine (re-simulation agrees; sha256 {self.sha256[:16]})"]
+        if not self.readable:
+            return [f"FAIL  {what}: {p}" for p in self.problems]
+        return [f"FAIL  {what}: {len(self.problems)} problem(s)",
+                *(f"      - {p}" for p in self.problems)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,20 +267,16 @@ class VerifyReport:
     def failed(self) -> list[LogVerdict]:
         return [v for v in self.verdicts if not v.ok]
 
-    def lines(self) -> list[str]:
-        """Human-readable report: one line per log, then its problems indented."""
-        out: list[str] = []
-        for v in self.verdicts:
-            what = f"{v.name}" + (f" (match {v.match_id})" if v.match_id and v.match_id != v.name
-                                  else "")
-            if v.ok:
-                out.append(f"OK    {what}: genuine (re-simulation agrees; sha256 {v.sha256[:16]})")
-            else:
-                out.append(f"FAIL  {what}: {len(v.problems)} problem(s)")
-                out.extend(f"      - {p}" for p in v.problems)
+    def summary(self) -> str:
+        """"4 of 5 log(s) genuine (1 could not be read)"."""
         good = sum(1 for v in self.verdicts if v.ok)
-        out.append(f"{good} of {len(self.verdicts)} log(s) genuine")
-        return out
+        unread = sum(1 for v in self.verdicts if not v.readable)
+        return (f"{good} of {len(self.verdicts)} log(s) genuine"
+                + (f" ({unread} could not be read)" if unread else ""))
+
+    def lines(self) -> list[str]:
+        """Human-readable report: each log's `LogVerdict.lines`, then the summary."""
+        return [*(line for v in self.verdicts for line in v.lines()), self.summary()]
 
     def to_dict(self) -> dict[str, Any]:
         return {

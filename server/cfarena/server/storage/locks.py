@@ -5,8 +5,11 @@ would replay the other's pending matches). The lock is one the operating
 system or the database server frees by itself when the holding process dies
 (kill -9 included), so a crashed run never leaves a stale lock behind:
 
-- SQLite: a POSIX record lock (`fcntl.lockf`) on byte `tournament_id` of the
-  file `<database>.locks` beside the database;
+- SQLite: an abstract Unix socket (Linux; no file anywhere) named after the
+  database file (its device and inode) and `tournament_id`: the name stays bound
+  while the socket is open, a second bind is refused. Processes in one network
+  namespace share the names (sandboxed bots have their own, so they cannot take
+  or see them);
 - PostgreSQL: a session advisory lock `pg_try_advisory_lock(CLASS, tournament_id)`
   on a connection kept open while the lock is held.
 """
@@ -14,8 +17,9 @@ system or the database server frees by itself when the holding process dies
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import os
+import socket
 from collections.abc import Iterator
 
 from sqlalchemy import Engine, text
@@ -41,15 +45,20 @@ def tournament_lock(engine: Engine, tournament_id: int) -> Iterator[None]:
         if not database or database == ":memory:":
             yield  # a private in-memory database: nobody else can reach it
             return
-        fd = os.open(f"{database}.locks", os.O_RDWR | os.O_CREAT, 0o600)
         try:
+            file = os.stat(database)
+        except OSError as exc:
+            raise StorageError(f"cannot lock tournament {tournament_id}: "
+                               f"{exc.strerror or exc}") from exc
+        name = f"\0cfarena-tournament/{file.st_dev}/{file.st_ino}/{tournament_id}"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as holder:  # not inherited
             try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, tournament_id)
-            except OSError:
-                raise busy from None
-            yield
-        finally:
-            os.close(fd)  # closing drops the lock
+                holder.bind(name)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise busy from None
+                raise StorageError(f"cannot lock tournament {tournament_id}: {exc}") from exc
+            yield  # closing the socket (or the holder's death) frees the name
         return
     try:
         connection = engine.connect()

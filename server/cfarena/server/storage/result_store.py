@@ -1,15 +1,18 @@
 """What was played, read from storage: standings, matches (a list, one in detail), a
-match's game log and seat logs, the results a rating fit needs, a bot's rating
-history. The queries themselves are in `queries`."""
+match's game log (or every log of a tournament, streamed) and seat logs, the results a
+rating fit needs, a bot's rating history. The queries themselves are in `queries`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+from sqlalchemy import func, select
 
 from cfarena.server.storage import queries
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.encoding import canonical_sha256
-from cfarena.server.storage.models import GameLog, MatchStatus
+from cfarena.server.storage.models import GameLog, Match, MatchStatus
 from cfarena.server.storage.queries import GLOBAL_POOL
 from cfarena.server.storage.sessions import Sessions
 from cfarena.server.storage.values import (
@@ -54,9 +57,40 @@ class ResultStore(Sessions):
             row = s.get(GameLog, match_id)
             if row is None:
                 return None
-            if canonical_sha256(row.log) != row.sha256:
-                raise StorageError(f"game log of match {match_id!r} is corrupt (sha256 mismatch)")
+            corrupt = _corrupt(match_id, row.log, row.sha256)
+            if corrupt is not None:
+                raise corrupt
             return row.log
+
+    def game_log_count(self, tournament_id: int | None = None) -> int:
+        """How many matches (of one tournament, or of all) have a stored game log."""
+        query = select(func.count()).select_from(GameLog)
+        if tournament_id is not None:
+            query = query.join(Match, Match.id == GameLog.match_id).where(
+                Match.tournament_id == tournament_id)
+        with self._session() as s:
+            return s.scalar(query) or 0
+
+    def game_logs(self, tournament_id: int | None = None, batch: int = 100
+                  ) -> Iterator[tuple[str, dict[str, Any] | StorageError]]:
+        """(match id, its game log) of every match with one (of a tournament, or all), by
+        match id; in place of a log whose sha256 mismatches, the `StorageError` `get_log`
+        would raise. Rows are read `batch` at a time, each batch a short transaction of
+        its own (a long export never holds the database): never all logs in memory."""
+        after = ""
+        while True:
+            query = select(GameLog.match_id, GameLog.log, GameLog.sha256).where(
+                GameLog.match_id > after).order_by(GameLog.match_id).limit(batch)
+            if tournament_id is not None:
+                query = query.join(Match, Match.id == GameLog.match_id).where(
+                    Match.tournament_id == tournament_id)
+            with self._session() as s:
+                rows = s.execute(query).all()
+            for match_id, log, sha256 in rows:
+                yield match_id, _corrupt(match_id, log, sha256) or log
+            if len(rows) < batch:
+                return
+            after = rows[-1][0]
 
     def seat_logs(self, match_id: str) -> list[SeatLog]:
         """The captured output of each seat's bot process in a match, by seat ([] if none)."""
@@ -79,3 +113,10 @@ class ResultStore(Sessions):
     def rating_history(self, bot: str | int, pool: str = GLOBAL_POOL) -> list[RatingPoint]:
         with self._session() as s:
             return queries.rating_history(s, bot, pool)
+
+
+def _corrupt(match_id: str, log: Any, sha256: str) -> StorageError | None:
+    """The error of a stored game log whose digest is not the one stored with it."""
+    if canonical_sha256(log) == sha256:
+        return None
+    return StorageError(f"game log of match {match_id!r} is corrupt (sha256 mismatch)")

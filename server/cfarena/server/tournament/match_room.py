@@ -128,8 +128,9 @@ class MatchRoom:
             stored.seat_logs.append(
                 SeatLog(seat, process.output.text(), process.output.total, exit_line))
             if self.log_dir is not None:
-                write_seat_log(self.log_dir / f"{record.key or record.match_id}-seat{seat}-"
-                               f"{warm.bot}.log", process.output.text())
+                # named by the match id (T<tournament>-<key>): tournaments never collide
+                write_seat_log(self.log_dir / f"{record.match_id}-seat{seat}-{warm.bot}.log",
+                               process.output.text())
         self.writer.submit(stored)
 
 

@@ -4,12 +4,13 @@ token; the admin actions need `Authorization: Bearer <admin token>`."""
 from __future__ import annotations
 
 import hmac
+import itertools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from sse_starlette.sse import EventSourceResponse
 
 from cfarena.server.credentials import hash_token, new_token
@@ -29,6 +30,11 @@ _ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "no such bot, match or tournament"}}
+
+
+def _some(lines: Iterator[str], count: int = 20) -> str:
+    """The next `count` lines of `lines` as one piece ("" once there are none)."""
+    return "".join(itertools.islice(lines, count))
 
 
 def site_of(request: Request) -> WebSite:
@@ -103,6 +109,26 @@ def make_router() -> APIRouter:
     async def tournament(site: Site, tournament_id: TournamentId) -> dict[str, Any]:
         """A tournament: progress, standings and its latest matches."""
         return await site.read(tournament_view.tournament, site.db, tournament_id)
+
+    @api.get("/tournaments/{tournament_id}/games", tags=["read"], responses={
+        **_NOT_FOUND, 200: {"description": "every game log, one a line (JSON Lines, as "
+                            "`cfarena export --tournament` writes them)",
+                            "content": {"application/jsonl": {}}},
+        409: {"model": schemas.Problem, "description": "the tournament is not finished"}})
+    async def games(site: Site, tournament_id: TournamentId) -> Response:
+        """All games of a finished tournament (409 before), streamed."""
+        lines = await site.read(tournament_view.games, site.db, tournament_id)
+        if lines is None:
+            return JSONResponse({"detail": "not available until the tournament is finished"},
+                                status_code=409)
+
+        async def chunks() -> AsyncIterator[str]:
+            while chunk := await site.read(_some, lines):  # read in the web's threads
+                yield chunk
+
+        return StreamingResponse(chunks(), media_type="application/jsonl", headers={
+            "Content-Disposition":
+                f'attachment; filename="tournament-{tournament_id}-games.jsonl"'})
 
     @api.get("/matches/{match_id}/log", tags=["read"], responses={
         **_NOT_FOUND, 200: {"description": "the game log (docs/gamelog.md)",

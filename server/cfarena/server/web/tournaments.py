@@ -7,15 +7,19 @@ rules preset, games per table set, the bots' names and a gauntlet's NEW bot. Nev
 its master seed (every deal's seed follows from it), never a bot's command line, its
 files' hashes or the sandbox settings.
 Its matches are listed without seeds (`data.match_summary`); one match shows its
-deal only under `disclosure`'s rule (every rotation of the deal over).
+deal only under `disclosure`'s rule (every rotation of the deal over). All its game
+logs (`games`, "download all games") once it is finished, but for a deal that some
+match not over yet (of another tournament, a rerun with the same seed) deals again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+from cfarena.server.match.log_format import log_seed
 from cfarena.server.standings import head_to_head_matrix, standings_rows
-from cfarena.server.storage import Database, MatchStatus, TournamentInfo
+from cfarena.server.storage import Database, MatchStatus, TournamentInfo, TournamentStatus
 from cfarena.server.web.data import NotFound, iso, match_summary
 
 MATCHES_SHOWN = 50
@@ -71,6 +75,26 @@ def tournament(db: Database, tournament_id: int) -> dict[str, Any]:
                                                           limit=MATCHES_SHOWN)]
     return {**tournament_summary(db, found), "standings": standings, "matrix": matrix,
             "matches": matches}
+
+
+def games(db: Database, tournament_id: int) -> Iterator[str] | None:
+    """Every game log of a finished tournament as JSON Lines, the lines of `cfarena
+    export --tournament` (`replay.log_lines`), read from the database a batch at a
+    time as they are taken; None while it is not finished, NotFound if there is none.
+    A log is left out while a match not over deals its seed again (`disclosure`;
+    unfinished matches are few: a ladder's running ones, an unfinished tournament's)."""
+    from cfarena.server.replay.export import log_lines
+
+    found = db.get_tournament(tournament_id)
+    if found is None:
+        raise NotFound(f"no tournament {tournament_id}")
+    if found.status is not TournamentStatus.FINISHED:
+        return None
+    dealt_again = {m.seed for status in (MatchStatus.SCHEDULED, MatchStatus.RUNNING,
+                                         MatchStatus.ABORTED)
+                   for m in db.list_matches(None, None, status, None)}
+    return log_lines((match_id, log) for match_id, log in db.game_logs(tournament_id)
+                     if isinstance(log, Exception) or log_seed(log) not in dealt_again)
 
 
 def _round(value: float | None) -> int | None:

@@ -1,0 +1,100 @@
+"""A tournament's results page: standings, the head-to-head cross-table and "download all
+games", the JSON Lines `cfarena export --tournament` writes, streamed once the tournament
+is finished (409 before). Over real HTTP from the web app served in-process
+(tests/web/inprocess.py), and in Chromium at desktop and phone widths (screenshots kept
+under tests/artifacts/)."""
+
+from __future__ import annotations
+
+import dataclasses
+import http.client
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser
+
+from cfarena.server.replay.simulate import simulate_record
+from cfarena.server.storage import MatchPlan, TournamentStatus, hash_token, open_database
+from cfarena.server.storage.match_writer import to_stored
+from tests.browser import DESKTOP, PHONE, watched_page
+from tests.cli.helpers import run_in_process
+from tests.web.inprocess import request, web_app
+
+RULES = {"preset": "standard", "rounds": "single"}
+BOTS = ["alpha", "bravo", "charlie-the-third-bot"]
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Tournament 1, finished: the three bots at 3-player tables, two deals in three
+    rotations each; tournament 2, running, of one match not played yet."""
+    tmp = tmp_path_factory.mktemp("results")
+    url = f"sqlite:///{tmp / 'cfarena.db'}"
+    with open_database(url) as db:
+        ids = [db.register_bot(name, hash_token(f"token-{name}")).bot_id for name in BOTS]
+        final = db.create_tournament("Final 2026", {
+            "players": 3, "rules": RULES, "games": 2, "bots": [{"name": b} for b in BOTS]})
+        plans = [MatchPlan(f"t0-g{g}-r{r}", 100 + g, RULES, 3, ids[r:] + ids[:r])
+                 for g in range(2) for r in range(3)]
+        for plan, match_id in zip(plans, db.schedule_matches(final, plans), strict=True):
+            names = [BOTS[ids.index(b)] for b in plan.seat_bot_ids]
+            record = simulate_record(RULES, 3, plan.seed, names=names)
+            assert db.record_match(to_stored(dataclasses.replace(record, match_id=match_id)))
+        db.set_tournament_status(final, TournamentStatus.FINISHED)
+        other = db.create_tournament("still going", {"players": 3, "rules": RULES})
+        db.schedule_matches(other, [MatchPlan("t0-g0-r0", 7, RULES, 3, ids)])
+    return tmp, url
+
+
+def test_all_games_download_as_export_writes_them(place: tuple[Path, str]) -> None:
+    tmp, url = place
+    exported = run_in_process("export", "--tournament", "1", "--db", url, cwd=tmp)
+    assert exported.returncode == 0 and exported.stdout.count("\n") == 6
+    with web_app(url) as port:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request("GET", "/api/tournaments/1/games")
+            reply = conn.getresponse()
+            body = reply.read()
+        finally:
+            conn.close()
+        assert reply.status == 200
+        assert reply.getheader("Content-Type", "").startswith("application/jsonl")
+        assert reply.getheader("Transfer-Encoding") == "chunked"  # streamed, no length
+        assert 'filename="tournament-1-games.jsonl"' in reply.getheader(
+            "Content-Disposition", "")
+        assert body.decode("utf-8") == exported.stdout  # the same bytes
+        assert request(port, "GET", "/api/tournaments/2/games")[0] == 409
+        assert request(port, "GET", "/api/tournaments/9/games")[0] == 404
+        page = request(port, "GET", "/tournaments/2")[1].decode()
+        assert 'id="download-games"' not in page  # not finished: no link
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_results_page(place: tuple[Path, str], browser: Browser,
+                          size: tuple[int, int], tmp_path: Path) -> None:
+    _, url = place
+    phone = size == PHONE
+    with web_app(url) as port, watched_page(browser, size, phone=phone) as watched:
+        page = watched.page
+        page.goto(f"http://127.0.0.1:{port}/tournaments/1")
+        standings = page.locator("#standings tbody tr")
+        assert sorted(standings.evaluate_all("rows => rows.map(r => r.dataset.bot)")) == \
+            sorted(BOTS)
+        # the cross-table: every ordered pair of bots has a cell, six matches each
+        cells = page.locator("#matrix td[data-against]")
+        assert cells.count() == 6
+        assert set(cells.evaluate_all("cs => cs.map(c => c.dataset.matches)")) == {"6"}
+        for bot in BOTS:
+            assert page.locator(f'#matrix th:text-is("{bot}")').count() == 2  # row, column
+        wide = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+        assert not wide, "the page scrolls sideways"
+        watched.screenshot(f"tournament-results-{'phone' if phone else 'desktop'}")
+        with page.expect_download() as download:
+            page.locator("#download-games").click()
+        saved = tmp_path / "games.jsonl"
+        download.value.save_as(saved)
+        assert download.value.suggested_filename == "tournament-1-games.jsonl"
+        verified = run_in_process("verify", "--file", str(saved), cwd=tmp_path)
+        assert verified.stdout == "6 of 6 log(s) genuine\n", verified
+        watched.check()
