@@ -3,7 +3,8 @@
 
     python benchmarks/soak.py [--matches 1000] [--warmup 100] [--players 2]
                               [--bots 4] [--concurrency 4] [--rounds 1]
-                              [--viewers] [--chaos] [--no-web]
+                              [--viewers [--no-live | --no-pages]] [--chaos]
+                              [--no-web]
                               [--baseline PATH/TO/cfarena]
 
 A real `cfarena serve --http-port` (the web page and API on; `--no-web`: without
@@ -18,7 +19,9 @@ or killed and restarted). With
 opening each stored match's page, replay and log (/matches/ID, /matches/ID/replay,
 /api/matches/ID/log) and the page of one of its bots (/bots/NAME, each seat's in
 turn) and, for every match it is told has started, that match's
-/api/matches/ID/live stream (the match page's) until it ends.
+/api/matches/ID/live stream (the match page's) until it ends. To tell which of
+them costs memory, `--no-live` leaves out the live streams and `--no-pages` the
+visits to each ended match's pages.
 
 serve's RSS (/proc/PID/status) is sampled with the count of ended matches (from its
 /metrics; with `--no-web` from the database) every `--every` seconds. Printed: the
@@ -131,8 +134,10 @@ class Spectator:
     """A browser on the arena's pages: /api/events, and each started match's live
     stream until it ends (a thread per stream, as an EventSource each)."""
 
-    def __init__(self, http_port: int) -> None:
+    def __init__(self, http_port: int, live: bool = True, pages: bool = True) -> None:
         self.port = http_port
+        self.live = live  # open each started match's live stream
+        self.pages = pages  # visit each ended match's pages
         self.viewed = 0
         self.bots_seen = 0  # bot pages visited
         self.errors: list[str] = []
@@ -157,14 +162,14 @@ class Spectator:
 
     def _on_ladder(self, kind: str, data: str) -> None:
         """What the leaderboard page's script does with the ladder's events."""
-        if kind == "started":
+        if kind == "started" and self.live:
             match_id = json.loads(data)["match"]
             self.viewed += 1
             threading.Thread(target=self._get, args=(f"/api/matches/{match_id}",),
                              daemon=True).start()
             threading.Thread(target=self._stream, daemon=True,
                              args=(f"/api/matches/{match_id}/live", None)).start()
-        elif kind in ("finished", "aborted"):
+        elif kind in ("finished", "aborted") and self.pages:
             match_id = json.loads(data)["match"]
             threading.Thread(target=self._visit, args=(match_id, kind == "finished"),
                              daemon=True).start()
@@ -250,6 +255,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: int = 4,
              concurrency: int = 4, rounds: int = 1, viewers: bool = False,
+             live: bool = True, pages: bool = True,
              web: bool = True, chaos: bool = False, every: float = 0.5, cfarena: str = CFARENA,
              timeout_s: float = 600.0) -> Soak:
     """Play `warmup` + `matches` matches on a fresh serve in `tmp` (see the module doc);
@@ -280,7 +286,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
         log = (tmp / "serve.err").read_text(errors="replace")[-3000:]
         return AssertionError(f"{what}; serve's log ends:\n{log}")
 
-    spectator = Spectator(http_port) if viewers and http_port is not None else None
+    spectator = Spectator(http_port, live, pages) if viewers and http_port is not None else None
     try:
         web_args = ["--http-port", str(http_port)] if http_port is not None else []
         serve = start("serve", [cfarena, "serve", "--port", str(port), *web_args,
@@ -366,6 +372,10 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=0.5, help="seconds between samples")
     ap.add_argument("--viewers", action="store_true",
                     help="a spectator on /api/events and every live match")
+    ap.add_argument("--no-live", action="store_true",
+                    help="the spectator opens no live match stream (only the pages)")
+    ap.add_argument("--no-pages", action="store_true",
+                    help="the spectator visits no ended match's pages (only live streams)")
     ap.add_argument("--chaos", action="store_true",
                     help="every 3 s a bot is frozen for 1.5 s (SIGSTOP) or killed and "
                          "restarted, in turn (the audit's soak)")
@@ -378,8 +388,10 @@ def main() -> None:
 
     print(f"{args.players}-player matches of {args.rounds} round(s), {args.bots} SDK bots, "
           f"{args.concurrency} at once, web {'off' if args.no_web else 'on'}"
-          f"{', a spectator watching' if args.viewers else ''}; {args.warmup} matches of "
-          f"warm-up; {os.cpu_count()} cpus", flush=True)
+          f"{', a spectator watching' if args.viewers else ''}"
+          f"{' (no live streams)' if args.viewers and args.no_live else ''}"
+          f"{' (no match pages)' if args.viewers and args.no_pages else ''}; "
+          f"{args.warmup} matches of warm-up; {os.cpu_count()} cpus", flush=True)
     runs = [("baseline", args.baseline)] if args.baseline else []
     runs.append(("this", CFARENA))
     for label, exe in runs:
@@ -387,7 +399,8 @@ def main() -> None:
             soak = run_soak(Path(tmp), matches=args.matches, warmup=args.warmup,
                             players=args.players, bots=args.bots,
                             concurrency=args.concurrency, rounds=args.rounds,
-                            viewers=args.viewers, web=not args.no_web, chaos=args.chaos,
+                            viewers=args.viewers, live=not args.no_live,
+                            pages=not args.no_pages, web=not args.no_web, chaos=args.chaos,
                             every=args.every,
                             cfarena=exe, timeout_s=max(600.0, (args.warmup + args.matches)
                             * args.rounds * args.players * 0.5))
