@@ -14,6 +14,10 @@ two agree on what is valid, but where they differ `jsonschema_rs` is the
 stricter (NaN and infinity are no numbers to it, `$` in a pattern does not match
 before a final newline, integers are compared exactly), and a stricter "no"
 only sends the log the slow way: the problems reported are jsonschema's alone.
+The slow way skips the long arrays (actions, events, deals) that `jsonschema_rs`
+accepts on their own: jsonschema sees `[]` in their place, which is valid too,
+and no other keyword of the schema reads them, so every problem and its path
+stay the same.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
 
 SCHEMA_FILE = "gamelog.schema.json"
+_LONG_PARTS = ("actions", "events", "deals")  # top-level arrays of one item per move or event
 _PLAIN_JSON = frozenset({dict, list, str, int, float, bool, type(None)})
 _TYPE_WORDS = {
     "integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
@@ -67,6 +72,17 @@ def _fast_validator() -> jsonschema_rs.Validator:
     return jsonschema_rs.validator_for(log_schema())
 
 
+@cache
+def _fast_part_validators() -> dict[str, jsonschema_rs.Validator]:
+    """Per long top-level array, a validator of its value alone (beside the schema's $defs)."""
+    import jsonschema_rs
+
+    schema = log_schema()
+    root = {key: schema[key] for key in ("$schema", "$id", "$defs")}
+    return {key: jsonschema_rs.validator_for({**root, **schema["properties"][key]})
+            for key in _LONG_PARTS}
+
+
 def _plain_json(value: Any) -> bool:
     """Whether `value` holds only what `json.loads` makes (dicts with string keys, lists,
     strings, numbers, booleans, null): `jsonschema_rs` reads a tuple as an array, which
@@ -87,8 +103,13 @@ def _plain_json(value: Any) -> bool:
 
 
 def _schema_problems(log: Any) -> list[str]:
-    if _plain_json(log) and _fast_validator().is_valid(log):
-        return []
+    if _plain_json(log):
+        if _fast_validator().is_valid(log):
+            return []
+        if isinstance(log, dict):  # jsonschema walks only the parts at fault
+            parts = _fast_part_validators()
+            log = {key: [] if key in parts and isinstance(value, list)
+                   and parts[key].is_valid(value) else value for key, value in log.items()}
     return [p for error in _validator().iter_errors(log) for p in _describe(error)]
 
 
