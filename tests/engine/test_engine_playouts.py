@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from cfarena.engine import (
     MatchState,
     Move,
     Rules,
+    Tile,
     apply_move,
     full_set,
     legal_moves,
@@ -27,6 +28,12 @@ from cfarena.engine import (
 def _pips_left(state: MatchState, seat: int) -> int:
     blank = state.rules.double_blank
     return sum(blank if t.pips == 0 else t.pips for t in state.hand(seat))
+
+
+def _multiset(tiles: Iterable[Tile]) -> list[tuple[int, int]]:
+    """The tiles as a sorted list of (a, b) pairs: equal lists, equal multisets (this is
+    compared after every move, and five times faster than a Counter of tiles)."""
+    return sorted((t.a, t.b) for t in tiles)
 
 
 def _an_illegal_play(state: MatchState, legal: tuple[Move, ...]) -> Move | None:
@@ -43,12 +50,12 @@ def _an_illegal_play(state: MatchState, legal: tuple[Move, ...]) -> Move | None:
 
 def checked_playout(state: MatchState, rng: random.Random, probe_illegal: bool = False) -> int:
     """Play to the end, checking the invariants at every step; the number of rounds."""
-    full = Counter(full_set(state.rules.set_size))
+    full = _multiset(full_set(state.rules.set_size))
     state.halt_at_round_end = True
     rounds = 0
     moves_made = 0
     while True:
-        assert Counter(state.tiles_in_play()) == full
+        assert _multiset(state.tiles_in_play()) == full
         if state.round_over:
             rounds += 1
             end = state.events[-1]
@@ -176,7 +183,7 @@ def test_thousands_of_seeded_rounds_per_preset(preset: str) -> None:
     rules = Rules.preset(preset).with_options(rounds="single")
     played = 0
     for players in range(2, 9):
-        full = Counter(full_set(rules.resolve(players).set_size))
+        full = _multiset(full_set(rules.resolve(players).set_size))
         for seed in range(1_000, 1_300):
             state = new_match(rules, players, seed)
             rng = random.Random(seed)
@@ -186,7 +193,7 @@ def test_thousands_of_seeded_rounds_per_preset(preset: str) -> None:
                 apply_move(state, legal[rng.randrange(len(legal))])
                 steps += 1
                 assert steps < 5_000
-            assert Counter(state.tiles_in_play()) == full
+            assert _multiset(state.tiles_in_play()) == full
             end = state.events[-1]
             assert end.kind is EventKind.ROUND_END
             assert end.scores == tuple(_pips_left(state, s) for s in range(players))

@@ -17,7 +17,7 @@ from cfarena.engine.rules import OPTION_KEYS, PRESETS, Draw, PlayDrawn, Start, T
 from cfarena.sdk.types import FaultKind as WireFaultKind
 from cfarena.server.match.log_format import LOG_FORMAT, READABLE_FORMATS
 from cfarena.server.replay import LogFileError, load_log_file, validate_log
-from cfarena.server.replay.schema import log_schema
+from cfarena.server.replay.schema import _LONG_PARTS, log_schema
 from cfarena.server.storage.models import FaultKind, MatchStatus
 
 from .conftest import make_log
@@ -190,6 +190,30 @@ def test_every_problem_is_reported_on_one_line_each() -> None:
     assert "faults[0]: missing key 'detail'" in problems
     assert all("\n" not in p for p in problems), problems
     assert validate_log([log]) == ["$: must be an object, got an array"]
+
+
+def test_the_fast_check_leaves_every_verdict_to_jsonschema() -> None:
+    """validate_log asks jsonschema_rs first (replay.schema): a value it reads otherwise
+    (a tuple), or rejects where jsonschema accepts (NaN), is still
+    judged by jsonschema; and jsonschema may skip a long array jsonschema_rs accepts
+    only while `[]` is valid in its place and no keyword but `properties` reads it."""
+    log = make_log("trains", 3, 7, (2,))
+    log["seats"] = tuple(log["seats"])
+    assert validate_log(log) == [
+        "seats: must be an array, got ('greedy-0', 'greedy-1', 'greedy-2')"]
+    log = make_log("trains", 3, 7, (2,))
+    log["started_at"] = float("nan")  # a number to jsonschema, not to jsonschema_rs
+    assert validate_log(log) == []
+    assert set(SCHEMA) - {"properties"} == {
+        "$schema", "$id", "title", "description", "$defs",  # annotations and definitions
+        "type", "additionalProperties", "required",  # the keys, not their values
+        "if", "then", "else"}
+    conditional = json.dumps([SCHEMA["if"], SCHEMA["then"], SCHEMA["else"]])
+    for key in _LONG_PARTS:
+        assert f'"{key}"' not in conditional
+        part = jsonschema.Draft202012Validator({"$defs": SCHEMA["$defs"],
+                                                **SCHEMA["properties"][key]})
+        assert part.is_valid([])
 
 
 def test_load_log_file(tmp_path: Path) -> None:

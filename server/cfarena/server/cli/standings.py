@@ -16,7 +16,6 @@ from cfarena.server.cli.common import (
     print_json,
 )
 from cfarena.server.cli.report import ladder_table, matrix_table, standings_table
-from cfarena.server.standings import head_to_head_matrix, ladder_board, standings_rows
 
 
 def standings_cmd(
@@ -50,6 +49,10 @@ def standings_cmd(
     if ladder and matrix:
         fail("--matrix is for the standings, not --ladder")
     check_id("--tournament", tournament)
+    # imported when the command runs: the standings read the database, and loading
+    # SQLAlchemy and Alembic would make `cfarena standings --help` take a second
+    from cfarena.server.standings import head_to_head_matrix, ladder_board, standings_rows
+
     with database(db_url, create=False) as db:
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")

@@ -6,6 +6,18 @@ docs/gamelog.schema.json links to it: one file is the truth) with the
 item per player, seats below the number of players, tiles written low end
 first, a seed that fits 64 bits. Each problem is one line, "JSON.path: reason".
 It checks the form only; `verify_log` checks the content by re-simulation.
+
+A log of plain JSON values is first checked by `jsonschema_rs` (compiled, some
+300 times faster: a match's log in about a millisecond instead of 0.4 s); only
+a log it rejects is walked by `jsonschema`, whose errors name the problems. The
+two agree on what is valid, but where they differ `jsonschema_rs` is the
+stricter (NaN and infinity are no numbers to it, `$` in a pattern does not match
+before a final newline, integers are compared exactly), and a stricter "no"
+only sends the log the slow way: the problems reported are jsonschema's alone.
+The slow way skips the long arrays (actions, events, deals) that `jsonschema_rs`
+accepts on their own: jsonschema sees `[]` in their place, which is valid too,
+and no other keyword of the schema reads them, so every problem and its path
+stay the same.
 """
 
 from __future__ import annotations
@@ -21,10 +33,13 @@ from typing import TYPE_CHECKING, Any
 from cfarena.server.match.log_format import READABLE_FORMATS, seed_problem
 
 if TYPE_CHECKING:
+    import jsonschema_rs
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError
 
 SCHEMA_FILE = "gamelog.schema.json"
+_LONG_PARTS = ("actions", "events", "deals")  # top-level arrays of one item per move or event
+_PLAIN_JSON = frozenset({dict, list, str, int, float, bool, type(None)})
 _TYPE_WORDS = {
     "integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
     "object": "an object", "array": "an array", "null": "null",
@@ -50,6 +65,54 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(log_schema())
 
 
+@cache
+def _fast_validator() -> jsonschema_rs.Validator:
+    import jsonschema_rs  # imported on first use, like jsonschema
+
+    return jsonschema_rs.validator_for(log_schema())
+
+
+@cache
+def _fast_part_validators() -> dict[str, jsonschema_rs.Validator]:
+    """Per long top-level array, a validator of its value alone (beside the schema's $defs)."""
+    import jsonschema_rs
+
+    schema = log_schema()
+    root = {key: schema[key] for key in ("$schema", "$id", "$defs")}
+    return {key: jsonschema_rs.validator_for({**root, **schema["properties"][key]})
+            for key in _LONG_PARTS}
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether `value` holds only what `json.loads` makes (dicts with string keys, lists,
+    strings, numbers, booleans, null): `jsonschema_rs` reads a tuple as an array, which
+    `jsonschema` does not, and a subclass might not convert as its base."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind not in _PLAIN_JSON:
+            return False
+        if kind is dict:
+            if not all(type(key) is str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return True
+
+
+def _schema_problems(log: Any) -> list[str]:
+    if _plain_json(log):
+        if _fast_validator().is_valid(log):
+            return []
+        if isinstance(log, dict):  # jsonschema walks only the parts at fault
+            parts = _fast_part_validators()
+            log = {key: [] if key in parts and isinstance(value, list)
+                   and parts[key].is_valid(value) else value for key, value in log.items()}
+    return [p for error in _validator().iter_errors(log) for p in _describe(error)]
+
+
 def validate_log(log: Any) -> list[str]:
     """Form problems of a log, each "JSON.path: reason" ([] = well-formed).
 
@@ -58,7 +121,7 @@ def validate_log(log: Any) -> list[str]:
     are numbered, which `verify_log` checks. The path of the whole document is
     `$`; others are written like `actions[3].move`.
     """
-    problems = [p for error in _validator().iter_errors(log) for p in _describe(error)]
+    problems = _schema_problems(log)
     if not isinstance(log, dict):
         return problems
     # the checks beyond the schema are the more specific ones: where both name a path
