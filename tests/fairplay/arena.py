@@ -1,8 +1,9 @@
 """Real tournaments with hostile bots, run through the real CLI, for tests/fairplay.
 
 Each scenario is one tiny `cfarena run-tournament` (a hostile bot `evil`
-against the bundled `random`, 2 players, 1 game: the two rotations of one
-deal; a few play more games or seat two hostile bots, and "environment" runs
+against the bundled `random`, 2 players, 1 game of one round: the two rotations
+of one deal; every attack starts at the bot's start, its match's start or its
+first Turn; a few play more games or seat two hostile bots, and "environment" runs
 with secrets in the organiser's environment) in its own directory, with the database
 (`cfarena.db`) and `--log-dir logs` there: the referee's working directory,
 the first place an attacker looks. The bots print `PROBE <name>: <json>`
@@ -69,6 +70,7 @@ class Scenario:
     hostile: tuple[str, ...] = ("evil",)  # bot names whose seats attack
     timeout_ms: int = 20000  # generous: only the attack under test should fault
     games: int = 1  # deals; each is played in both rotations
+    rounds: int = 1  # per match: an attack needs no more (see the module docstring)
     env: tuple[tuple[str, str], ...] = ()  # added to the organiser's environment
     # files whose pages are evicted from the host's page cache before the run (a
     # page-cache carrier needs a region nobody has read)
@@ -117,10 +119,8 @@ def scenarios(port: int, mark: str, blob: Path) -> dict[str, Scenario]:
             env=ORGANISER_ENV),
         evil("flood.py"),
         # its hand in the page cache of its own file, or of a library under /usr
-        evil("page_cache.py", f"--name={blob}", options=("--rule", "rounds=1"),
-             evict=(str(blob),)),
-        evil("page_cache.py", "--name=usr", options=("--rule", "rounds=1"),
-             name="page_cache_usr", evict=(str(usr_file()),)),
+        evil("page_cache.py", f"--name={blob}", evict=(str(blob),)),
+        evil("page_cache.py", "--name=usr", name="page_cache_usr", evict=(str(usr_file()),)),
         Scenario("control", (bot("snoop", "snoop_proc.py"), bot("hunt", "hunt_files.py")),
                  ("--no-sandbox",), hostile=("snoop", "hunt")),
     ]
@@ -352,7 +352,8 @@ class Arena:
         db_path, log_dir = tmp / "cfarena.db", tmp / "logs"
         mark = marker()
         args = ["run-tournament", *(a for b in scenario.bots for a in ("--bot", b)),
-                "--players", "2", "--games", str(scenario.games), "--db", f"sqlite:///{db_path}",
+                "--players", "2", "--games", str(scenario.games),
+                "--rule", f"rounds={scenario.rounds}", "--db", f"sqlite:///{db_path}",
                 "--log-dir", str(log_dir), "--timeout-ms", str(scenario.timeout_ms),
                 *scenario.options]
         if scenario.name == "daemon":

@@ -29,7 +29,7 @@ import pytest
 
 from cfarena.server.sandbox.host_reset import HostReset
 from cfarena.server.storage import open_database
-from tests.cli.helpers import CFARENA, run_cli, run_json
+from tests.cli.helpers import CFARENA, run_cli, run_in_process, run_json
 from tests.fairplay.arena import (
     Arena,
     Outcome,
@@ -130,7 +130,7 @@ def test_the_stored_tournament_says_which_defences_held(arena: Arena) -> None:
 def test_one_bot_is_not_given_two_seats_of_a_table_unless_asked(tmp_path: Path) -> None:
     three = ["--bot", "random", "--bot", "greedy", "--bot", "smart", "--players", "4",
              "--games", "1", "--db", f"sqlite:///{tmp_path / 'cfarena.db'}"]
-    refused = run_cli("run-tournament", *three, cwd=tmp_path)
+    refused = run_in_process("run-tournament", *three, cwd=tmp_path)
     assert refused.returncode == 2
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "--fill" in lines[0], refused.stderr

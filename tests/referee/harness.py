@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from cfarena.server.referee import RefereeServer, TokenRegistry
 from cfarena.server.sandbox import pdeathsig_prefix
+
+T = TypeVar("T")
 
 
 # A long-lived bot subprocess as these tests start it (tournaments start sandboxed,
@@ -142,3 +146,29 @@ async def table(tmp: Path, names: Sequence[str], **kwargs: object) -> AsyncItera
         await server.stop(grace=1.0)
     # every bot process this test started is gone (stopped by its process group)
     assert all(proc.poll() is not None for proc in t.procs)
+
+
+@dataclass
+class HeldTable:
+    """A `table` held open across tests (a module fixture's): its referee and bot
+    processes live on the loop of `runner`, which `run` drives from the main thread (the
+    thread that starts the bots: see RawBotProcess)."""
+
+    table: Table
+    runner: asyncio.Runner
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.runner.run(coro)
+
+
+@contextlib.contextmanager
+def held_table(tmp: Path, names: Sequence[str], **kwargs: object) -> Iterator[HeldTable]:
+    """`table` on an event loop of its own, open until the block ends."""
+    with asyncio.Runner() as runner:
+        stack = contextlib.AsyncExitStack()
+        held = HeldTable(runner.run(stack.enter_async_context(table(tmp, names, **kwargs))),
+                         runner)
+        try:
+            yield held
+        finally:
+            runner.run(stack.aclose())

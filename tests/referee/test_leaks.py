@@ -12,17 +12,16 @@ must be identical in both runs. What differs, per case:
 
 Every preset is played with 2, 4 and 8 players. The bots answer move 0, or
 PASS whenever it is offered (`rawbot.py keep`), so they keep every drawn tile
-they may keep.
+they may keep. One referee and its 8 bot processes serve every test of the module
+(`keepers`): a match of N players seats the first N.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
@@ -31,7 +30,7 @@ from cfarena.engine.state import MatchState
 from cfarena.server.referee import ActionRecord, MatchRecord, TimeControl
 from cfarena.v1 import arena_pb2 as pb
 
-from .harness import Table, table
+from .harness import HeldTable, Table, held_table
 
 PRESETS = ["standard", "maltese", "trains"]
 PLAYER_COUNTS = [2, 4, 8]
@@ -137,24 +136,29 @@ async def _play_pair(t: Table, rules: Rules, players: int, seed: int, seat: int,
 MakeDeals = Callable[[int, int], tuple[Deal, Deal]]  # (seed, seat) -> the two deals
 
 
-def _play_all(tmp: Path, rules: Rules, players: int, make: MakeDeals,
+@pytest.fixture(scope="module")
+def keepers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HeldTable]:
+    """A referee and `rawbot.py keep` bots b0..b7, connected, for the module's tests."""
+    names = _names(max(PLAYER_COUNTS))
+    with held_table(tmp_path_factory.mktemp("leaks"), names) as held:
+        for name in names:
+            held.table.raw(name, "keep")
+        held.run(held.table.server.wait_for_bots(names, timeout=30))
+        yield held
+
+
+def _play_all(held: HeldTable, rules: Rules, players: int, make: MakeDeals,
               seeds: Sequence[int]) -> list[tuple[int, Run, Run]]:
     """For each seed (observed seat: seed mod players), both runs: (seat, run a, run b)."""
-    names = _names(players)
-
     async def go() -> list[tuple[int, Run, Run]]:
-        async with table(tmp, names) as t:
-            for name in names:
-                t.raw(name, "keep")
-            await t.server.wait_for_bots(names, timeout=30)
-            out = []
-            for seed in seeds:
-                seat = seed % players
-                a, b = await _play_pair(t, rules, players, seed, seat, make(seed, seat))
-                out.append((seat, a, b))
-            return out
+        out = []
+        for seed in seeds:
+            seat = seed % players
+            a, b = await _play_pair(held.table, rules, players, seed, seat, make(seed, seat))
+            out.append((seat, a, b))
+        return out
 
-    return asyncio.run(go())
+    return held.run(go())
 
 
 def _first_view_divergence(a: MatchState, b: MatchState, seat: int) -> int:
@@ -202,10 +206,10 @@ def _compare(pairs: list[tuple[int, Run, Run]]) -> list[list[pb.Turn]]:
 @pytest.mark.parametrize("players", PLAYER_COUNTS, ids=[f"{n}p" for n in PLAYER_COUNTS])
 @pytest.mark.parametrize("preset", PRESETS)
 def test_bytes_to_a_seat_depend_only_on_its_view(
-    tmp_path: Path, preset: str, players: int, everything: bool
+    keepers: HeldTable, preset: str, players: int, everything: bool
 ) -> None:
     rules = _rules(preset)
-    pairs = _play_all(tmp_path, rules, players,
+    pairs = _play_all(keepers, rules, players,
                       lambda seed, seat: _random_deals(rules, players, seed, seat, everything),
                       range(SEEDS[players]))
     compared = _compare(pairs)
@@ -214,10 +218,10 @@ def test_bytes_to_a_seat_depend_only_on_its_view(
     assert sum(len(turns) for turns in compared) >= max(1, len(pairs) // 4)
 
 
-def _kept_tile_cases(tmp: Path, preset: str, players: int) -> list[list[pb.Turn]]:
+def _kept_tile_cases(held: HeldTable, preset: str, players: int) -> list[list[pb.Turn]]:
     """Play the hidden-choice pairs; assert the situation occurred; compare."""
     rules = _rules(preset, play_drawn="may")
-    pairs = _play_all(tmp, rules, players,
+    pairs = _play_all(held, rules, players,
                       lambda seed, seat: _choice_deals(rules, players, seed, seat),
                       range(SEEDS[players]))
     for seat, (rec_a, _, _), (rec_b, _, _) in pairs:
@@ -237,9 +241,9 @@ def _kept_tile_cases(tmp: Path, preset: str, players: int) -> list[list[pb.Turn]
 @pytest.mark.parametrize("players", PLAYER_COUNTS, ids=[f"{n}p" for n in PLAYER_COUNTS])
 @pytest.mark.parametrize("preset", PRESETS)
 def test_the_others_hidden_choices_do_not_reach_a_seat(
-    tmp_path: Path, preset: str, players: int
+    keepers: HeldTable, preset: str, players: int
 ) -> None:
-    compared = _kept_tile_cases(tmp_path, preset, players)
+    compared = _kept_tile_cases(keepers, preset, players)
     for turns in compared:
         # the seat's first Turn came after the other's kept tile, and matched
         assert turns, "the seat's first Turn was not compared"
@@ -247,8 +251,8 @@ def test_the_others_hidden_choices_do_not_reach_a_seat(
         assert [e.kind for e in turns[0].events][-2:] == [pb.EVENT_KIND_DRAW, pb.EVENT_KIND_PASS]
 
 
-def test_the_harness_catches_a_planted_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                            ) -> None:
+def test_the_harness_catches_a_planted_leak(keepers: HeldTable,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A referee that leaks the next seat's hand, disguised as a hand size, is caught."""
     import cfarena.server.referee.match_runner as referee_match
 
@@ -264,14 +268,14 @@ def test_the_harness_catches_a_planted_leak(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(referee_match, "observe", leaky)
     rules = _rules("standard")
-    pairs = _play_all(tmp_path, rules, 4,
+    pairs = _play_all(keepers, rules, 4,
                       lambda seed, seat: _random_deals(rules, 4, seed, seat, True), range(4))
     with pytest.raises(AssertionError, match="differs"):
         _compare(pairs)
 
 
 def test_the_harness_catches_a_match_wide_turn_counter(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    keepers: HeldTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Turn ids numbered over the match (as before) reveal the others' kept tiles."""
     from cfarena.server.match.law import MatchLaw
@@ -284,4 +288,4 @@ def test_the_harness_catches_a_match_wide_turn_counter(
 
     monkeypatch.setattr(MatchLaw, "_next_turn_id", match_wide)
     with pytest.raises(AssertionError, match="turn 2 differs"):
-        _kept_tile_cases(tmp_path, "maltese", 4)
+        _kept_tile_cases(keepers, "maltese", 4)

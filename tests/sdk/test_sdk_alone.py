@@ -127,17 +127,23 @@ def test_the_server_wheel_requires_this_sdk_and_ships_none_of_its_files(tmp_path
     )]
 
 
+def _pip(python: Path, *args: str, cwd: Path | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    """This environment's pip acting on the environment of `python` (`pip --python`):
+    the fresh venv needs no pip of its own (installing one costs more than the SDK)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), *args],
+        env=_clean_env(), cwd=cwd, capture_output=True, text=True, timeout=600,
+    )
+
+
 @pytest.fixture(scope="module")
 def sdk_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with `pip install ./client_sdk` done in it; its python."""
     env_dir = tmp_path_factory.mktemp("sdk-alone") / "venv"
-    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False, clear=True).create(env_dir)
     python = env_dir / "bin" / "python"
-    env = _clean_env()
-    done = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(SDK)],
-        env=env, cwd=env_dir, capture_output=True, text=True, timeout=600,
-    )
+    done = _pip(python, "install", "--quiet", str(SDK), cwd=env_dir)
     assert done.returncode == 0, done.stdout + done.stderr
     return python
 
@@ -164,10 +170,8 @@ def test_the_venv_has_the_sdk_and_nothing_of_the_server(sdk_venv: Path) -> None:
     # the SDK runs from the venv's site-packages, not from this checkout
     for module in ("sdk", "engine"):
         assert Path(probe[module]).is_relative_to(venv_dir), probe[module]
-    listed = subprocess.run(
-        [str(sdk_venv), "-m", "pip", "list", "--format=json"],
-        env=_clean_env(), capture_output=True, text=True, timeout=60,
-    )
+    listed = _pip(sdk_venv, "list", "--format=json")
+    assert listed.returncode == 0, listed.stderr
     installed = {d["name"].lower() for d in json.loads(listed.stdout)}
     assert "cfarena-sdk" in installed and "cfarena" not in installed
 

@@ -1,4 +1,5 @@
-"""`python -m cfarena.sdk run` as a real subprocess, and the sample bots."""
+"""`python -m cfarena.sdk run` as a real subprocess (its usage errors in-process), and the
+sample bots."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from cfarena.engine.moves import PASS, Move
 from cfarena.engine.rules import PlayDrawn
 from cfarena.engine.tiles import Tile
 from cfarena.sdk import MatchInfo, TimeControl, Turn
-from cfarena.sdk.cli import load_bot_class
+from cfarena.sdk.cli import load_bot_class, main
 from tests.harness.ports import free_port
 
 from .sdk_fake_referee import FakeReferee, Session
@@ -74,6 +75,22 @@ def _run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     return result[0]
 
 
+def _in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> tuple[int, str]:
+    """`_run_cli` in this process (`cli.main`, run from the checkout with no CFARENA_
+    variable): for usage errors, where no process behaviour is under test."""
+    for key in [k for k in os.environ if k.startswith("CFARENA_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as exited:  # argparse's usage errors
+        assert isinstance(exited.code, int)
+        code = exited.code
+    return code, capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [
@@ -83,16 +100,20 @@ def _run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
         ("cfarena.bots.greedy:Nope", "cfarena.bots.greedy has no Bot subclass named Nope"),
     ],
 )
-def test_bad_target_exits_2_with_one_line(target: str, message: str) -> None:
-    code, err = _run_cli("run", target, "--token", "t")
+def test_bad_target_exits_2_with_one_line(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str], target: str,
+                                          message: str) -> None:
+    code, err = _in_process(monkeypatch, capsys, "run", target, "--token", "t")
     assert code == 2
     assert err.strip().splitlines() == [f"python -m cfarena.sdk: error: {message}"]
 
 
-def test_missing_token_and_bad_flags_exit_2() -> None:
-    code, err = _run_cli("run", "cfarena.bots.greedy")
+def test_missing_token_and_bad_flags_exit_2(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _in_process(monkeypatch, capsys, "run", "cfarena.bots.greedy")
     assert code == 2 and "no token" in err and "Traceback" not in err
-    code, err = _run_cli("run", "cfarena.bots.greedy", "--capacity", "many", "--token", "t")
+    code, err = _in_process(monkeypatch, capsys, "run", "cfarena.bots.greedy", "--capacity",
+                            "many", "--token", "t")
     assert code == 2 and "invalid int value" in err
 
 

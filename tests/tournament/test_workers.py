@@ -20,15 +20,25 @@ from tests.cli.helpers import (
     CFARENA,
     as_in_a_terminal,
     marker,
-    run_cli,
+    run_in_process,
     run_json,
     wait_no_processes,
 )
 from tests.harness.postgres import PgCluster
 
-GAMES = 8  # deals; each is played in both seat rotations: 16 matches
-TOURNAMENT = ["--bot", "greedy", "--bot", "smart", "--players", "2", "--games", str(GAMES),
-              "--rule", "rounds=2", "--seed", "20261203"]
+
+def _tournament(games: int) -> list[str]:
+    """Greedy against smart, 2 rounds, a fixed seed: `games` deals, each played in both
+    seat rotations (2 * `games` matches; the first rotations are the first phase)."""
+    return ["--bot", "greedy", "--bot", "smart", "--players", "2", "--games", str(games),
+            "--rule", "rounds=2", "--seed", "20261203"]
+
+
+# a phase of 8 matches: room for three workers to be in the middle of one at once
+GAMES = 8
+TOURNAMENT = _tournament(GAMES)
+# where a run is only cut in the middle: matches played before, in play, and left after
+CUT_GAMES = 3
 FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--concurrency", "1"]
 
 
@@ -165,7 +175,8 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
 def test_a_worker_that_loses_its_database_writes_nothing_half(
         own_pg: PgCluster, tmp_path: Path) -> None:
     url = own_pg.create_database("outage")
-    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path)
+    created = run_json("tournaments", "create", *_tournament(CUT_GAMES), "--db", url,
+                       cwd=tmp_path)
     total = created["matches"]
     worker = _start_worker(url, tmp_path / "w", "--concurrency", "2")
     try:
@@ -193,7 +204,7 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
 
 
 def test_worker_needs_postgresql(tmp_path: Path) -> None:
-    result = run_cli("worker", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
+    result = run_in_process("worker", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
     assert result.returncode == 2
     assert "needs a PostgreSQL database" in result.stderr and "Traceback" not in result.stderr
 
@@ -202,7 +213,7 @@ def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
     """On SQLite `tournaments create` only schedules; run-tournament with the same options
     then takes the matches straight from that schedule (a resume), with no queue."""
     url = f"sqlite:///{tmp_path / 'c.db'}"
-    small = [*TOURNAMENT[:7], "2", *TOURNAMENT[8:]]  # 2 games: 4 matches
+    small = _tournament(2)  # 4 matches
     created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path)
     assert created["queued"] is None and created["matches"] == 4
     data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path)
@@ -216,7 +227,7 @@ def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
     """run-tournament schedules, then plays as a queue worker; Ctrl-C leaves the rest of
     the jobs queued (none half-played), and the same command resumes them."""
     url = pg_cluster.create_database("run_resume")
-    args = ["run-tournament", *TOURNAMENT, "--concurrency", "1", "--db", url]
+    args = ["run-tournament", *_tournament(CUT_GAMES), "--concurrency", "1", "--db", url]
     proc = subprocess.Popen([CFARENA, *args], cwd=tmp_path, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True,
                             preexec_fn=as_in_a_terminal)
@@ -235,14 +246,14 @@ def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
         _stop([proc])
     assert proc.returncode == 130, _err(proc)
     before = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
-    assert 2 <= len(before) < 2 * GAMES
+    assert 2 <= len(before) < 2 * CUT_GAMES
     assert _query(url, "select count(*) from procrastinate_jobs where status = 'doing'") \
         == [(0,)]
     data = run_json(*args, cwd=tmp_path)
     assert data["resumed"] is True and data["status"] == "finished"
-    assert data["played_now"] == 2 * GAMES - len(before)
+    assert data["played_now"] == 2 * CUT_GAMES - len(before)
     after = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
-    assert len(after) == 2 * GAMES
+    assert len(after) == 2 * CUT_GAMES
     assert all(after[key] == stamp for key, stamp in before.items())  # none played again
 
 
