@@ -1,5 +1,5 @@
-"""`cfarena bots rotate|revoke|show` and `standings --ladder` as real subprocesses on a
-real SQLite file; usage errors are one line and exit 2."""
+"""`cfarena bots rotate|revoke|show` and `standings --ladder` on a real SQLite file
+(in-process: they start no process); usage errors are one line and exit 2."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 
 from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
-from tests.cli.helpers import run_cli, run_in_process, run_json
+from tests.cli.helpers import run_in_process, run_json
 
 
 def test_rotate_revoke_show(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'arena.db'}"
-    added = run_cli("bots", "add", "alice", "--db", db, cwd=tmp_path)
+    added = run_in_process("bots", "add", "alice", "--db", db, cwd=tmp_path)
     assert added.returncode == 0, added.stderr
     first = added.stdout.strip().splitlines()[-1]
-    rotated = run_cli("bots", "rotate", "alice", "--db", db, cwd=tmp_path)
+    rotated = run_in_process("bots", "rotate", "alice", "--db", db, cwd=tmp_path)
     assert rotated.returncode == 0, rotated.stderr
     second = rotated.stdout.strip().splitlines()[-1]
     assert second != first and len(second) >= 40 and not second.startswith("-")
@@ -30,19 +30,19 @@ def test_rotate_revoke_show(tmp_path: Path) -> None:
                                                 [bot.id, bob], seat_versions=["7", ""])])
         store.record_match(StoredMatch("m1", round_scores=[[0, 9]], totals=[0, 9],
                                        ranks=[1, 2]))
-    assert run_cli("bots", "revoke", "alice", "--db", db, cwd=tmp_path).returncode == 0
-    listed = run_cli("bots", "list", "--db", db, cwd=tmp_path)
+    assert run_in_process("bots", "revoke", "alice", "--db", db, cwd=tmp_path).returncode == 0
+    listed = run_in_process("bots", "list", "--db", db, cwd=tmp_path)
     assert "revoked" in listed.stdout
     report = run_json("bots", "show", "alice", "--pool", "standard/2p", "--db", db,
-                      cwd=tmp_path)
+                      cwd=tmp_path, in_process=True)
     [version] = report["versions"]
     assert (version["version"], version["matches"]) == ("7", 1)
     assert version["score"] is not None and version["score"] > -2.0
     ladder = run_json("standings", "--pool", "standard/2p", "--ladder", "--db", db,
-                      cwd=tmp_path)
+                      cwd=tmp_path, in_process=True)
     assert [(r["bot"], r["version"]) for r in ladder] == [  # type: ignore[index]
         ("alice", "7"), ("bob", "")]
-    shown = run_cli("standings", "--pool", "standard/2p", "--db", db, cwd=tmp_path)
+    shown = run_in_process("standings", "--pool", "standard/2p", "--db", db, cwd=tmp_path)
     assert "Ladder, pool standard/2p" in shown.stdout and "check" in shown.stdout
     assert "revoked" in shown.stdout  # alice, marked
 

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from cfarena.server.storage import MatchStatus, open_database
-from tests.cli.helpers import run_cli, run_json
+from tests.cli.helpers import run_in_process, run_json
 from tests.harness.postgres import PgCluster
 from tests.harness.serve import SAMPLES, Arena
 
@@ -50,7 +50,7 @@ def procs(tmp_path: Path, own_pg: PgCluster) -> Iterator[Procs]:
 
 
 def _add(procs: Procs, name: str) -> str:
-    added = run_cli("bots", "add", name, "--db", procs.db, cwd=procs.dir)
+    added = run_in_process("bots", "add", name, "--db", procs.db, cwd=procs.dir)
     assert added.returncode == 0, added.stderr
     return added.stdout.strip().splitlines()[-1]
 
@@ -70,7 +70,7 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     procs.wait("80 matches", lambda: len(procs.finished()) >= 80, 120)
 
     # a token revoked mid-run: its live connection is closed at once, a new one refused
-    revoked = run_cli("bots", "revoke", "intruder", "--db", procs.db, cwd=procs.dir)
+    revoked = run_in_process("bots", "revoke", "intruder", "--db", procs.db, cwd=procs.dir)
     assert revoked.returncode == 0, revoked.stderr
     revoked_at = time.monotonic()
     assert intruder.wait(10) != 0
@@ -152,15 +152,16 @@ def test_a_competition_on_postgresql(procs: Procs, own_pg: PgCluster) -> None:
     assert max(mean[("greedy", "1")], mean[("greedy", "2")], mean[("random", "")]) \
         < mean[("smart", "")], mean
     per_bot = {r["bot"]: r["bt_elo"] for r in run_json(  # type: ignore[union-attr]
-        "standings", "--pool", POOL, "--db", procs.db, cwd=procs.dir)}
+        "standings", "--pool", POOL, "--db", procs.db, cwd=procs.dir, in_process=True)}
     assert max(per_bot["random"], per_bot["greedy"]) < min(per_bot["smart"],
                                                            per_bot["montecarlo"]), per_bot
     # what the CLI shows: the ladder (latest versions) and a bot's own report
-    rows = run_json("standings", "--pool", POOL, "--ladder", "--db", procs.db, cwd=procs.dir)
+    rows = run_json("standings", "--pool", POOL, "--ladder", "--db", procs.db, cwd=procs.dir,
+                    in_process=True)
     shown = {r["bot"]: r["version"] for r in rows}  # type: ignore[union-attr]
     assert shown["montecarlo"] == "2" and shown["latecomer"] == "0.1"
     report = run_json("bots", "show", "montecarlo", "--pool", POOL, "--db", procs.db,
-                      cwd=procs.dir)
+                      cwd=procs.dir, in_process=True)
     versions = {v["version"]: v for v in report["versions"]}
     assert set(versions) == {"1", "2"}
     assert all(v["median_ms"] is not None and v["p99_ms"] >= v["median_ms"]

@@ -75,8 +75,12 @@ def run_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None
                                        stderr)
 
 
-def run_json(*args: str, cwd: Path, timeout: float = 240) -> dict[str, Any]:
-    result = run_cli(*args, "--json", cwd=cwd, timeout=timeout)
+def run_json(*args: str, cwd: Path, timeout: float = 240, in_process: bool = False
+             ) -> dict[str, Any]:
+    """`cfarena ARGS --json`, which must succeed, its output parsed: a subprocess, or
+    `run_in_process` (`in_process`: reads, where no process behaviour is under test)."""
+    result = (run_in_process(*args, "--json", cwd=cwd) if in_process
+              else run_cli(*args, "--json", cwd=cwd, timeout=timeout))
     assert result.returncode == 0, result.stderr[-3000:]
     data: dict[str, Any] = json.loads(result.stdout)
     return data
@@ -146,3 +150,11 @@ def one_match_luck(db: Path) -> tuple[str, dict[int, tuple[str, int | None]], tu
     assert log is not None and detail is not None
     seats = {s.seat: (s.bot_name, s.total) for s in detail.match.seats}
     return url, seats, log_luck(log)
+
+
+def copy_played(played: Path, directory: Path) -> Path:
+    """A copy of the played tournament's database in `directory` (the file and any
+    journal beside it); the copy's path."""
+    for path in played.parent.glob(f"{played.name}*"):
+        shutil.copy2(path, directory / path.name)
+    return directory / played.name

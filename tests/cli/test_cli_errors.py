@@ -9,15 +9,15 @@ import pytest
 
 from cfarena.server.match.log_format import LOG_FORMAT
 
-from .helpers import run_cli, run_in_process, run_json
+from .helpers import copy_played, run_cli, run_in_process, run_json
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database with one finished tournament in it."""
+def recorded(tmp_path_factory: pytest.TempPathFactory, played_tournament: Path) -> Path:
+    """A directory with a database holding one finished tournament (a copy of the
+    session's `played_tournament`)."""
     tmp = tmp_path_factory.mktemp("recorded")
-    run_json("run-tournament", "--bot", "random", "--bot", "greedy", "--players", "2",
-             "--rule", "rounds=single", "--db", f"sqlite:///{tmp / 'cfarena.db'}", cwd=tmp)
+    copy_played(played_tournament, tmp)
     return tmp
 
 
@@ -71,18 +71,18 @@ def test_unopenable_database(tmp_path: Path) -> None:
 
 def test_inspection_commands(recorded: Path) -> None:
     db = f"sqlite:///{recorded / 'cfarena.db'}"
-    matches = run_json("matches", "--db", db, cwd=recorded)
+    matches = run_json("matches", "--db", db, cwd=recorded, in_process=True)
     assert len(matches) == 4  # type: ignore[arg-type]  # 1 table x 2 rotations x 2 games
     match_id = matches[0]["id"]  # type: ignore[index]
-    shown = run_cli("show", match_id, "--db", db, cwd=recorded)
+    shown = run_in_process("show", match_id, "--db", db, cwd=recorded)
     assert shown.returncode == 0 and match_id in shown.stdout and "R1" in shown.stdout
-    exported = run_cli("export", match_id, "--db", db, cwd=recorded)
+    exported = run_in_process("export", match_id, "--db", db, cwd=recorded)
     assert exported.returncode == 0 and f"\"format\": {LOG_FORMAT}" in exported.stdout
-    verified = run_cli("verify", "--all", "--db", db, cwd=recorded)
+    verified = run_in_process("verify", "--all", "--db", db, cwd=recorded)
     assert verified.returncode == 0 and "4 of 4 log(s) genuine" in verified.stdout
-    missing = run_cli("show", "nope", "--db", db, cwd=recorded)
+    missing = run_in_process("show", "nope", "--db", db, cwd=recorded)
     assert missing.returncode == 2 and "no match 'nope'" in missing.stderr
-    tournaments = run_cli("tournaments", "--db", db, cwd=recorded)
+    tournaments = run_in_process("tournaments", "--db", db, cwd=recorded)
     assert tournaments.returncode == 0 and "finished" in tournaments.stdout
 
 
@@ -90,32 +90,33 @@ def test_replay_export_and_verify_through_the_cli(recorded: Path) -> None:
     import json
 
     db = f"sqlite:///{recorded / 'cfarena.db'}"
-    match_id = run_json("matches", "--db", db, cwd=recorded)[0]["id"]  # type: ignore[index]
-    shown = run_cli("replay", match_id, "--all", "--db", db, cwd=recorded)
+    listed = run_json("matches", "--db", db, cwd=recorded, in_process=True)
+    match_id = listed[0]["id"]  # type: ignore[index]
+    shown = run_in_process("replay", match_id, "--all", "--db", db, cwd=recorded)
     assert shown.returncode == 0, shown.stderr
     assert "round 1" in shown.stdout and "ends" in shown.stdout
-    seat_view = run_cli("replay", match_id, "--all", "--seat", "1", "--db", db, cwd=recorded)
+    seat_view = run_in_process("replay", match_id, "--all", "--seat", "1", "--db", db, cwd=recorded)
     assert seat_view.returncode == 0 and "view: seat 1" in seat_view.stdout
-    bad_seat = run_cli("replay", match_id, "--seat", "5", "--db", db, cwd=recorded)
+    bad_seat = run_in_process("replay", match_id, "--seat", "5", "--db", db, cwd=recorded)
     assert bad_seat.returncode == 2 and "--seat must be 0..1" in bad_seat.stderr
 
     html = recorded / "viewer.html"
-    made = run_cli("replay", match_id, "--html", str(html), "--db", db, cwd=recorded)
+    made = run_in_process("replay", match_id, "--html", str(html), "--db", db, cwd=recorded)
     assert made.returncode == 0 and html.read_text().startswith("<!DOCTYPE html>")
 
     exported = recorded / "game.json"
-    assert run_cli("export", match_id, "-o", str(exported), "--db", db,
+    assert run_in_process("export", match_id, "-o", str(exported), "--db", db,
                    cwd=recorded).returncode == 0
-    from_file = run_cli("replay", "--file", str(exported), "--all", cwd=recorded)
+    from_file = run_in_process("replay", "--file", str(exported), "--all", cwd=recorded)
     assert from_file.returncode == 0 and from_file.stdout == shown.stdout
-    ok = run_cli("verify", "--file", str(exported), cwd=recorded)
+    ok = run_in_process("verify", "--file", str(exported), cwd=recorded)
     assert ok.returncode == 0 and "1 of 1 log(s) genuine" in ok.stdout
 
     log = json.loads(exported.read_text())
     log["result"]["totals"][0] += 1
     tampered = recorded / "tampered.json"
     tampered.write_text(json.dumps(log))
-    caught = run_cli("verify", "--file", str(tampered), cwd=recorded)
+    caught = run_in_process("verify", "--file", str(tampered), cwd=recorded)
     assert caught.returncode == 1 and "result.totals[0]" in caught.stdout
 
     # a log changed inside the database is caught by its stored digest
@@ -130,12 +131,12 @@ def test_replay_export_and_verify_through_the_cli(recorded: Path) -> None:
         changed["seats"][0] = "impostor"
         conn.execute("update game_logs set log = ? where match_id = ?",
                      (json.dumps(changed), match_id))
-    in_db = run_cli("verify", match_id, "--db", f"sqlite:///{copy}", cwd=recorded)
+    in_db = run_in_process("verify", match_id, "--db", f"sqlite:///{copy}", cwd=recorded)
     assert in_db.returncode == 1 and "sha256 mismatch" in in_db.stdout
 
     garbage = recorded / "garbage.json"
     garbage.write_text("{not json")
-    refused = run_cli("replay", "--file", str(garbage), cwd=recorded)
+    refused = run_in_process("replay", "--file", str(garbage), cwd=recorded)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
 
 
@@ -146,8 +147,9 @@ def test_rules_file_with_overrides(tmp_path: Path) -> None:
                     "--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
                     "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path)
     assert data["status"] == "finished"
-    listed = run_json("matches", "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path)
-    shown = run_cli("export", listed[0]["id"], "--db",  # type: ignore[index]
+    listed = run_json("matches", "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path,
+                      in_process=True)
+    shown = run_in_process("export", listed[0]["id"], "--db",  # type: ignore[index]
                     f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path)
     import json
 
@@ -156,5 +158,5 @@ def test_rules_file_with_overrides(tmp_path: Path) -> None:
                             "double_blank": 25}
     bad = tmp_path / "bad.toml"
     bad.write_text('preset = "maltese"\nspokes = "many"\n')
-    refused = run_cli("run-tournament", "--rules-file", str(bad), cwd=tmp_path)
+    refused = run_in_process("run-tournament", "--rules-file", str(bad), cwd=tmp_path)
     assert refused.returncode == 2 and "'spokes'" in refused.stderr

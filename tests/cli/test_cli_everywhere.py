@@ -22,7 +22,7 @@ from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_data
 from tests.harness.ports import free_port
 from tests.harness.postgres import PgCluster
 
-from .helpers import CFARENA, run_in_process, run_json
+from .helpers import CFARENA, copy_played, run_in_process, run_json
 
 ROOT = Path(__file__).resolve().parents[2]
 READ_COMMANDS = [
@@ -58,14 +58,12 @@ def files_in(directory: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A database with one tournament played for real (bots, referee, storage)."""
+def recorded(tmp_path_factory: pytest.TempPathFactory, played_tournament: Path
+             ) -> tuple[Path, str]:
+    """A database with one tournament played for real (bots, referee, storage): a copy
+    of the session's `played_tournament`."""
     tmp = tmp_path_factory.mktemp("everywhere")
-    url = f"sqlite:///{tmp / 'cfarena.db'}"
-    data = run_json("run-tournament", "--bot", "random", "--bot", "greedy", "--players", "2",
-                    "--rule", "rounds=single", "--db", url, cwd=tmp)
-    assert data["status"] == "finished"
-    return tmp, url
+    return tmp, f"sqlite:///{copy_played(played_tournament, tmp)}"
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +148,7 @@ def test_write_commands_still_create_the_database(tmp_path: Path) -> None:
 
 def test_read_commands_read_an_existing_database(recorded: tuple[Path, str]) -> None:
     tmp, url = recorded
-    matches = run_json("matches", "--db", url, cwd=tmp)
+    matches = run_json("matches", "--db", url, cwd=tmp, in_process=True)
     match_id = matches[0]["id"]  # type: ignore[index]
     for args in (["standings"], ["tournaments"], ["matches"], ["show", match_id],
                  ["export", match_id], ["replay", match_id, "--all"], ["verify", "--all"],
@@ -241,10 +239,10 @@ def test_json_outputs_write_seeds_as_strings(recorded: tuple[Path, str]) -> None
     with sqlite3.connect(tmp / "cfarena.db") as conn:
         stored = dict(conn.execute("select id, seed from matches").fetchall())
         [config] = [json.loads(c) for (c,) in conn.execute("select config from tournaments")]
-    matches: Any = run_json("matches", "--db", url, cwd=tmp)
+    matches: Any = run_json("matches", "--db", url, cwd=tmp, in_process=True)
     assert {m["id"]: m["seed"] for m in matches} == {k: str(v) for k, v in stored.items()}
     assert any(int(s) > 2**53 for s in stored.values())  # 63-bit seeds: past JavaScript's
-    listed: Any = run_json("tournaments", "--db", url, cwd=tmp)
+    listed: Any = run_json("tournaments", "--db", url, cwd=tmp, in_process=True)
     [tournament] = listed
     assert isinstance(config["seed"], int)  # stored as a number...
     assert tournament["config"]["seed"] == str(config["seed"])  # ...printed exact
@@ -371,7 +369,8 @@ HELP = [["standings"], ["tournaments"], ["matches"], ["show"], ["replay"], ["ver
 
 @pytest.mark.parametrize("args", HELP, ids=[" ".join(a) or "cfarena" for a in HELP])
 def test_flags_show_no_value_in_help(args: list[str], tmp_path: Path) -> None:
-    shown = run_at(100, *args, "--help", cwd=tmp_path)
+    # in-process: typer makes the help's console when it prints, reading COLUMNS then
+    shown = run_in_process(*args, "--help", cwd=tmp_path, env={"COLUMNS": "100"})
     assert shown.returncode == 0, shown.stderr
     assert "<bool>" not in shown.stdout
     assert re.search(r"│ --help +Show this message", shown.stdout), shown.stdout

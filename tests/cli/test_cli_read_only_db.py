@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from .helpers import one_match_database, run_cli
+from .helpers import one_match_database, run_in_process
 
 
 @contextlib.contextmanager
@@ -46,15 +46,15 @@ def test_reads_work_on_a_read_only_database(tmp_path: Path) -> None:
     url = one_match_database(store / "cfarena.db")
     before = _digests(store)
     with read_only(store):
-        standings = run_cli("standings", "--json", "--db", url, cwd=tmp_path)
+        standings = run_in_process("standings", "--json", "--db", url, cwd=tmp_path)
         assert standings.returncode == 0, standings.stderr
         assert {row["bot"] for row in json.loads(standings.stdout)} == {"a", "b"}
-        matches = run_cli("matches", "--json", "--db", url, cwd=tmp_path)
+        matches = run_in_process("matches", "--json", "--db", url, cwd=tmp_path)
         assert [m["id"] for m in json.loads(matches.stdout)] == ["m1"], matches.stderr
         for argv in (["show", "m1"], ["export", "m1"], ["verify", "--all"]):
-            result = run_cli(*argv, "--db", url, cwd=tmp_path)
+            result = run_in_process(*argv, "--db", url, cwd=tmp_path)
             assert result.returncode == 0 and result.stderr == "", (argv, result.stderr)
-        added = run_cli("bots", "add", "zed", "--db", url, cwd=tmp_path)
+        added = run_in_process("bots", "add", "zed", "--db", url, cwd=tmp_path)
         assert added.returncode == 2
         assert added.stderr.strip().endswith(
             "it is read-only (a read-only mount, or no write permission); commands that only "

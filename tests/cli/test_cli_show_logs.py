@@ -1,4 +1,5 @@
-"""`cfarena show MATCH [--logs]`: each seat's captured bot output, read from the database."""
+"""`cfarena show MATCH [--logs]`: each seat's captured bot output, read from the database
+(in-process: a read starts no process)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from cfarena.server.storage import (
     open_database,
 )
 
-from .helpers import run_cli
+from .helpers import run_in_process
 
 LIMIT = "memory limit 512 MiB exceeded"
 # a bot's output may hold anything: rich markup, emoji codes, terminal escapes, tabs
@@ -53,8 +54,7 @@ def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _show(db_file: Path, *args: str) -> str:
-    result = run_cli("show", *args, "--db", f"sqlite:///{db_file}", cwd=db_file.parent,
-                     timeout=60)
+    result = run_in_process("show", *args, "--db", f"sqlite:///{db_file}", cwd=db_file.parent)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return result.stdout
@@ -92,7 +92,7 @@ def test_show_logs_of_a_match_without_any(db_file: Path) -> None:
 
 
 def test_show_logs_of_an_unknown_match(db_file: Path) -> None:
-    result = run_cli("show", "nope", "--logs", "--db", f"sqlite:///{db_file}",
-                     cwd=db_file.parent, timeout=60)
+    result = run_in_process("show", "nope", "--logs", "--db", f"sqlite:///{db_file}",
+                            cwd=db_file.parent)
     assert result.returncode == 2
     assert "no match 'nope'" in result.stderr and "Traceback" not in result.stderr

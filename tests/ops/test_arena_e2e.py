@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine, create_engine, text
 
 from tests.cli.helpers import run_json
 from tests.harness.postgres import PgCluster
@@ -35,6 +36,15 @@ def _post(url: str, token: str) -> int:
             return int(reply.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)
+
+
+def _each_played(engine: Engine, matches: int) -> bool:
+    """Whether each of the 4 bots has at least `matches` finished matches."""
+    with engine.connect() as conn:
+        played = conn.execute(text(
+            "SELECT s.bot_id, count(*) FROM match_seats s JOIN matches m ON m.id = s.match_id"
+            " WHERE m.status = 'finished' GROUP BY s.bot_id")).all()
+    return len(played) == 4 and all(n >= matches for _bot, n in played)
 
 
 @pytest.mark.postgres
@@ -75,16 +85,16 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
                 break
             time.sleep(0.5)
         assert probe.returncode == 0, probe.stderr
-        deadline = time.monotonic() + 180
-        standings: list[dict[str, object]] = []
-        while time.monotonic() < deadline:
-            for name in ["serve", *bots]:
-                assert arena.procs[name].poll() is None, arena.err(name)[-3000:]
-            standings = run_json("standings", "--pool", "standard/4p", "--db", db,
-                                 cwd=tmp_path)  # type: ignore[assignment]
-            if len(standings) == 4 and all(int(str(r["matches"])) >= 3 for r in standings):
-                break
-            time.sleep(1.0)
+        # until each bot played 3 matches (a query, not `cfarena standings` every second:
+        # its Bradley-Terry fit is seconds of CPU); then the standings once
+        engine = create_engine(db)
+        try:
+            arena.wait("3 finished matches of each bot", lambda: _each_played(engine, 3), 180,
+                       ["serve", *bots])
+        finally:
+            engine.dispose()
+        standings: list[dict[str, object]] = run_json(  # type: ignore[assignment]
+            "standings", "--pool", "standard/4p", "--db", db, cwd=tmp_path)
         assert {r["bot"] for r in standings} == {"random", "greedy", "smart", "montecarlo"}
         assert all(int(str(r["matches"])) >= 3 for r in standings), standings
         samples = scrape(f"http://127.0.0.1:{http_port}/metrics")

@@ -3,15 +3,17 @@ real processes (serve, SDK bots), a certificate made in the test."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from tests.cli.helpers import run_cli, run_in_process, run_json
+from tests.cli.helpers import run_in_process
 from tests.harness.ports import busy_port
 from tests.harness.serve import Arena
 
@@ -39,12 +41,22 @@ def _scrape_until(http_port: int, done: threading.Event,
         time.sleep(0.01)
 
 
+def _stored_finished(db: Path) -> int:
+    """The finished matches stored in the SQLite file `db` (0 before its schema)."""
+    try:
+        with contextlib.closing(sqlite3.connect(db, timeout=5)) as conn:
+            return int(conn.execute(
+                "select count(*) from matches where status = 'finished'").fetchone()[0])
+    except sqlite3.OperationalError:  # no schema yet
+        return 0
+
+
 def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) -> None:
     cert, key = self_signed(tmp_path)
     db = f"sqlite:///{tmp_path / 'arena.db'}"
     for name in ("a", "b"):
-        assert run_cli("bots", "add", name, "--token", f"secret-{name}", "--db", db,
-                       cwd=tmp_path).returncode == 0
+        assert run_in_process("bots", "add", name, "--token", f"secret-{name}", "--db", db,
+                              cwd=tmp_path).returncode == 0
     arena = Arena(tmp_path, db)
     try:
         bound = arena.serve("--players", "2", "--rule", "rounds=1", "--tls-cert", str(cert),
@@ -57,8 +69,6 @@ def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) ->
                       "50")
         arena.dial_in("b", "random", server, "secret-b", "--retries", "50",
                       env={"CFARENA_TLS_CA": str(cert)})
-        deadline = time.monotonic() + 90
-        finished: list[object] = []
         # /metrics while matches are played: a running count of decisions would tell
         # anyone who reads it what the public events hide (a kept drawn tile that fits
         # is a decision, a forced pass is not), so it moves only when a match ends
@@ -67,15 +77,11 @@ def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) ->
         scraper = threading.Thread(target=_scrape_until, args=(http_port, done, scrapes))
         scraper.start()
         try:
-            while time.monotonic() < deadline and len(finished) < 3:
-                assert serve.poll() is None, arena.err()
-                time.sleep(0.5)
-                finished = run_json("matches", "--status", "finished", "--db", db,
-                                    cwd=tmp_path)  # type: ignore[assignment]
+            arena.wait("3 stored matches", lambda: _stored_finished(tmp_path / "arena.db") >= 3,
+                       90)
         finally:
             done.set()
             scraper.join()
-        assert len(finished) >= 3, arena.err()
         during = [(a, b) for a, b in itertools.pairwise(scrapes)
                   if a[1] and b[1] and a[0] == b[0]]  # one match running, none ended
         assert len(during) >= 5, sorted(set(scrapes))  # the scrapes saw matches in play

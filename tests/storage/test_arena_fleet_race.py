@@ -10,7 +10,7 @@ import random
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from multiprocessing.synchronize import Event as MpEvent
+from multiprocessing.synchronize import Barrier
 
 import pytest
 from sqlalchemy import select
@@ -26,7 +26,7 @@ PLAYED = 20  # matches of the busy bot each arena plays in the capacity race
 _databases = itertools.count()
 
 
-def _store_matches(url: str, arena: str, bot_ids: list[int], start: MpEvent) -> None:
+def _store_matches(url: str, arena: str, bot_ids: list[int], start: Barrier) -> None:
     """Schedule PER_PROCESS matches of the four bots, then store them all at once."""
     db = open_database(url)
     rng = random.Random(arena)
@@ -40,7 +40,7 @@ def _store_matches(url: str, arena: str, bot_ids: list[int], start: MpEvent) -> 
             assert db.schedule_seated(plan, arena, dict.fromkeys(bot_ids, 99)) is None
             db.mark_running(plan.key)
             keys.append(plan.key)
-        start.wait(30)
+        start.wait(120)  # the other arena and the test are ready too
         for key in keys:
             ranks = rng.sample(range(1, len(bot_ids) + 1), len(bot_ids))
             db.record_match(StoredMatch(key, round_scores=[ranks], totals=ranks, ranks=ranks))
@@ -49,14 +49,14 @@ def _store_matches(url: str, arena: str, bot_ids: list[int], start: MpEvent) -> 
 
 
 def _play_with_capacity(url: str, arena: str, bot_ids: list[int], capacity: int,
-                        start: MpEvent) -> None:
+                        start: Barrier) -> None:
     """Seat the first bot with one of the others, as fast as it can, until it played
     PLAYED matches: each is held a moment, then stored."""
     db = open_database(url)
     rng = random.Random(arena)
     try:
         db.arena_started(arena, "here", arena, 10.0, "stopped")
-        start.wait(30)
+        start.wait(120)  # the other arena and the test are ready too
         deadline = time.monotonic() + 40.0
         played = 0
         for i in itertools.count():
@@ -77,14 +77,13 @@ def _play_with_capacity(url: str, arena: str, bot_ids: list[int], capacity: int,
 
 def _run_both(target: Callable[..., None], args: tuple[object, ...]) -> None:
     ctx = multiprocessing.get_context("spawn")
-    start = ctx.Event()
+    start = ctx.Barrier(3)  # the two arenas, set up, and this test: then they race
     procs = [ctx.Process(target=target, args=(*args[:1], arena, *args[1:], start))
              for arena in ("A", "B")]
     for p in procs:
         p.start()
     try:
-        time.sleep(1.5)  # both connected and ready
-        start.set()
+        start.wait(120)
         for p in procs:
             p.join(60)
             assert p.exitcode == 0, f"{p.name} exited {p.exitcode}"

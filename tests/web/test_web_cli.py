@@ -1,6 +1,7 @@
 """`cfarena serve --admin-token-file` and `--trusted-proxy`: a bad file or address,
 or a missing --http-port, is a one-line error (exit 2), before anything is started
-(the file's other problems: `read_admin_token` in test_web_units.py)."""
+(in-process: nothing is started to watch; the file's other problems: `read_admin_token`
+in test_web_units.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import run_cli
+from tests.cli.helpers import run_in_process
 
 
 @pytest.mark.parametrize(("setup", "args", "error"), [
@@ -25,7 +26,7 @@ def test_admin_token_file_errors(tmp_path: Path, setup: str | None, args: list[s
     if setup is not None:
         (tmp_path / "token").write_text(setup)
     db = f"sqlite:///{tmp_path / 'a.db'}"
-    result = run_cli("serve", "--port", "0", *args, "--db", db, cwd=tmp_path)
+    result = run_in_process("serve", "--port", "0", *args, "--db", db, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == error
     assert not (tmp_path / "a.db").exists()  # refused before the database was opened
