@@ -34,16 +34,21 @@ make_secret() {
         >"$SECRETS/$1.new") && mv "$SECRETS/$1.new" "$SECRETS/$1"
 }
 
-# secret NAME: the secret in $SECRETS/NAME (surrounding whitespace dropped); fails if
-# it is missing or empty
-secret() {
+# secret_file NAME: the path of the secret NAME; fails if it is missing or empty
+secret_file() {
     [ -s "$SECRETS/$1" ] || die "no secret $SECRETS/$1: run \`entrypoint.sh init\` first"
-    tr -d ' \t\r\n' <"$SECRETS/$1"
+    printf '%s' "$SECRETS/$1"
 }
 
+# the PostgreSQL URL, its password read from the file and URL-encoded (surrounding
+# whitespace dropped, as make_secret wrote it: any character inside is kept)
 database_url() {
     if [ -z "${CFARENA_DB:-}" ]; then
-        CFARENA_DB="postgresql+psycopg://cfarena:$(secret db.password)@${CFARENA_DB_HOST:-db}/cfarena"
+        password_file=$(secret_file db.password) || exit 2
+        CFARENA_DB=$(python3 -c 'import sys, urllib.parse
+password = open(sys.argv[1], encoding="utf-8").read().strip()
+print(f"postgresql+psycopg://cfarena:{urllib.parse.quote(password, safe=str())}@{sys.argv[2]}/cfarena")' \
+            "$password_file" "${CFARENA_DB_HOST:-db}") || exit 2
     fi
     export CFARENA_DB
 }
@@ -68,21 +73,28 @@ init)
 serve)
     database_url
     for bot in $HOUSE_BOTS; do
-        cfarena bots add "$bot" --token "$(secret "$bot.token")" --quiet
+        # registered on the first start only: after `cfarena bots rotate` or `revoke`
+        # the bot keeps what the operator gave it (its token file is not its token then)
+        token_file=$(secret_file "$bot.token") || exit 2
+        cfarena bots show "$bot" --json >/dev/null 2>&1 \
+            || cfarena bots add "$bot" --token-file "$token_file" --quiet
     done
-    secret admin.token >/dev/null  # present and not empty
+    secret_file admin.token >/dev/null  # present and not empty
     exec cfarena serve --host "${CFARENA_HOST:-0.0.0.0}" --port "${CFARENA_PORT:-50051}" \
         --http-host "${CFARENA_HTTP_HOST:-0.0.0.0}" --http-port "${CFARENA_HTTP_PORT:-8080}" \
         --admin-token-file "$SECRETS/admin.token" "$@"
     ;;
 bot)
     [ $# -eq 2 ] || die "usage: entrypoint.sh bot NAME MODULE"
-    CFARENA_TOKEN=$(secret "$1.token")
+    token_file=$(secret_file "$1.token") || exit 2
+    CFARENA_TOKEN=$(tr -d ' \t\r\n' <"$token_file")
     export CFARENA_TOKEN
     exec python3 -m cfarena.sdk run "$2" --retries -1
     ;;
 *)
-    database_url
+    # the compose's database when its secrets are there; else (`docker run IMAGE
+    # cfarena ... --db sqlite:///...`) the command as given
+    if [ -n "${CFARENA_DB:-}" ] || [ -s "$SECRETS/db.password" ]; then database_url; fi
     exec "$command" "$@"
     ;;
 esac

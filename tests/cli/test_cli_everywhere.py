@@ -398,7 +398,7 @@ def test_adding_a_taken_bot_name_says_so_and_keeps_the_token(tmp_path: Path) -> 
     again = run_in_process("bots", "add", "alpha", "--db", url, cwd=tmp_path)
     error = one_line_error(again)
     assert error.startswith("error: bot 'alpha' already exists")
-    assert "remove it or pick another name" in error
+    assert "give it a new one with `cfarena bots rotate alpha`, or pick another name" in error
     with sqlite3.connect(tmp_path / "bots.db") as conn:
         assert conn.execute("select name, token_hash from bots").fetchall() == [
             ("alpha", hash_token(token))]  # the first token still holds

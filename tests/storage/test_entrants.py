@@ -65,6 +65,8 @@ def test_a_tournament_never_touches_the_ladder(db: Database) -> None:
     assert {m.tournament_id for m in db.list_matches(None, "alice", limit=None)} == {None}
     assert len(db.list_matches(None, "alice", limit=None)) == 5
     assert db.results_for_fit() == db.results_for_fit(pool="standard/2p")  # ladder only
+    # the leaderboard of a tournament's own pool lists nobody (`standings --pool`)
+    assert db.skill_standings(f"tournament/{first}") == []
 
 
 def test_a_name_only_a_tournament_used_is_no_ladder_bot(db: Database) -> None:

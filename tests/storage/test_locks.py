@@ -24,8 +24,8 @@ with tournament_lock(db.engine, int(sys.argv[2])):
 """
 
 
-def _holder(url: str, tournament_id: int) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, url, str(tournament_id)],
+def _holder(url: str, tournament_id: int, *wrap: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([*wrap, sys.executable, "-c", HOLD, url, str(tournament_id)],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
@@ -58,6 +58,22 @@ def test_a_sqlite_lock_leaves_no_file_and_is_held_once(tmp_path: Path) -> None:
         with tournament_lock(db.engine, 3):
             assert set(os.listdir(tmp_path)) == before
     assert os.listdir(tmp_path) == ["cfarena.db"]
+
+
+def test_a_sqlite_lock_holds_across_network_namespaces(tmp_path: Path) -> None:
+    """Two runs in different network namespaces (containers on one volume, systemd's
+    PrivateNetwork=) still exclude each other: the lock is on the database file."""
+    url = f"sqlite:///{tmp_path / 'cfarena.db'}"
+    with open_database(url) as db:
+        holder = _holder(url, 4, "unshare", "--net")
+        try:
+            with pytest.raises(TournamentBusy), tournament_lock(db.engine, 4):
+                pass
+        finally:
+            os.killpg(holder.pid, signal.SIGKILL)
+            holder.wait()
+        with tournament_lock(db.engine, 4):
+            pass
 
 
 @pytest.mark.postgres

@@ -4,6 +4,8 @@ batch's views of a deal apart whenever the next batch is scheduled."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from cfarena.engine import Rules
 from cfarena.server.sprt.match_results import ScoreKind
 from cfarena.server.sprt.sequential import SprtBounds
@@ -30,7 +32,10 @@ def test_a_fixed_seed_gives_other_deals_to_tests_of_other_bots() -> None:
     one = _deals(_config(smart, greedy), True)
     assert one == _deals(_config(smart, greedy), True)  # the same test: the same deals
     assert len(set(one)) == 3  # a deal per group, shared by its seatings
-    for other in (_config(smart, random), _config(greedy, smart), _config(mine, greedy)):
+    bounds = dataclasses.replace(_config(smart, greedy), bounds=SprtBounds(0, 10))
+    fielded = _config(smart, greedy, players=3, field=(random,))
+    for other in (_config(smart, random), _config(greedy, smart), _config(mine, greedy),
+                  bounds, fielded):  # other bots, other files, other terms, another field
         assert not set(_deals(other, True)) & set(one)
     # a drawn seed is mixed with nothing: the deals are the seed's alone
     drawn = _config(smart, greedy, seed=None)

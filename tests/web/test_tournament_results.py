@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import http.client
+import json
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -68,6 +71,24 @@ def test_all_games_download_as_export_writes_them(place: tuple[Path, str]) -> No
         assert request(port, "GET", "/api/tournaments/9/games")[0] == 404
         page = request(port, "GET", "/tournaments/2")[1].decode()
         assert 'id="download-games"' not in page  # not finished: no link
+
+
+def test_a_download_cut_by_a_bad_log_says_so_in_its_last_line(place: tuple[Path, str],
+                                                                tmp_path: Path) -> None:
+    """A stored log whose digest mismatches, met after the status went out: the file
+    ends with an error line (never a silently shorter file that looks whole)."""
+    source, _ = place
+    shutil.copy(source / "cfarena.db", tmp_path / "cfarena.db")
+    with sqlite3.connect(tmp_path / "cfarena.db") as conn:
+        ids = [row[0] for row in conn.execute("SELECT match_id FROM game_logs ORDER BY match_id")]
+        conn.execute("UPDATE game_logs SET sha256 = ? WHERE match_id = ?", ("0" * 64, ids[3]))
+    with web_app(f"sqlite:///{tmp_path / 'cfarena.db'}") as port:
+        status, body = request(port, "GET", "/api/tournaments/1/games")
+    lines = body.decode("utf-8").splitlines()
+    assert status == 200 and 1 <= len(lines) <= 6
+    assert all("error" not in json.loads(line) for line in lines[:-1])
+    last = json.loads(lines[-1])
+    assert set(last) == {"error"} and last["error"].endswith("this file is incomplete")
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])

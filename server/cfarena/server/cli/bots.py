@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -34,6 +35,9 @@ def bots_add(
     token: Annotated[str | None, typer.Option(
         "--token", help="use this token instead of a new random one (e.g. from a secret); "
         "registering the same name and token again is a no-op")] = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="as --token, read from this file (surrounding whitespace "
+        "dropped): a secret kept off the command line, where `ps` shows it")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="print nothing")] = False,
     json_out: Annotated[bool, JsonOption] = False,
     db_url: str = DbOption,
@@ -45,6 +49,13 @@ def bots_add(
     problem = bot_name_problem(name)
     if problem is not None:
         fail(problem)
+    if token is not None and token_file is not None:
+        fail("give --token or --token-file, not both")
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"--token-file {token_file}: cannot read it ({exc})")
     if token is not None and len(token) < 8:
         fail("--token must be at least 8 characters")
     secret = token or new_token()
@@ -70,9 +81,10 @@ def bots_add(
 
 
 def _bot_exists(name: str) -> NoReturn:
-    # its token is only stored hashed: it cannot be shown again, nor a new one issued yet
+    # its token is only stored hashed: it cannot be shown again
     fail(f"bot {name!r} already exists (its token was shown when it was added and cannot "
-         "be shown again): remove it or pick another name")
+         f"be shown again): give it a new one with `cfarena bots rotate {name}`, or pick "
+         "another name")
 
 
 @bots_app.command("list")

@@ -74,6 +74,7 @@ def standings_cmd(
     if hint:
         err.print("no ladder matches here; a tournament's table is `cfarena standings "
                   "--tournament ID` (see `cfarena tournaments`)", soft_wrap=True)
+        return  # an empty table under it would tell another story
     title = f"Tournament #{tournament}" if tournament is not None else f"Pool {pool or 'global'}"
     out.print(standings_table(rows, title))
     if pairs is not None:

@@ -63,14 +63,15 @@ class ArenaStore(Sessions):
     # -- online ratings ---------------------------------------------------------
 
     def skill_standings(self, pool: str, *, tournaments: bool = False) -> list[SkillStanding]:
-        """Every (bot, version) rated in `pool`, best conservative score first, with its
+        """Every ladder bot's (bot, version) rated in `pool` (a tournament's entrants
+        never: a `tournament/N` pool has none), best conservative score first, with its
         seat-position counts over the matches outside tournaments of that pool
         (`tournaments=True`: over all of them)."""
         with self._session() as s:
             seats = _seat_counts(s, pool, tournaments)
             rows = s.execute(
                 select(SkillRating, Bot.name).join(Bot, Bot.id == SkillRating.bot_id)
-                .where(SkillRating.pool == pool))
+                .where(SkillRating.pool == pool, Bot.tournament_id.is_(None)))
             out: list[SkillStanding] = []
             seen: set[Entrant] = set()
             for rating, name in rows:
@@ -79,9 +80,10 @@ class ArenaStore(Sessions):
                 out.append(_standing(key, name, Skill(rating.mu, rating.sigma, rating.games),
                                      aware(rating.updated_at), seats.get(key, ())))
             # entrants that played (or play) but have no finished match yet
-            names = {i: n for i, n in s.execute(select(Bot.id, Bot.name))}
+            names = {i: n for i, n in s.execute(
+                select(Bot.id, Bot.name).where(Bot.tournament_id.is_(None)))}
             for key, counts in seats.items():
-                if key not in seen:
+                if key not in seen and key[0] in names:
                     out.append(_standing(key, names[key[0]], Skill(), None, counts))
             out.sort(key=lambda x: (-x.conservative, x.name, x.version))
             return out

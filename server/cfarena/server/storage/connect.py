@@ -212,8 +212,9 @@ def upgrade(engine: Engine, revision: str = "head", *, create: bool = True) -> N
 
 
 def downgrade(engine: Engine, revision: str) -> None:
-    """Migrate the database back to `revision` in one transaction (tests, and an
-    operator going back to an older cfarena)."""
+    """Migrate the database back to `revision` in one transaction (for tests: no
+    command offers it, and a migration may refuse, e.g. 0008 while two bots share a
+    name)."""
     _migrate(engine, revision, down=True)
 
 

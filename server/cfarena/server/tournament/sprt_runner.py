@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from cfarena.server.referee import MatchRecord
 from cfarena.server.sprt.sequential import SprtStatus
-from cfarena.server.storage import Database, ScheduledMatch, TournamentStatus, config_hash
+from cfarena.server.storage import (
+    Database,
+    MatchStatus,
+    ScheduledMatch,
+    TournamentStatus,
+    config_hash,
+)
 from cfarena.server.storage.sprt_store import SprtTestInfo
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import TournamentError, host_defences
@@ -119,7 +125,8 @@ async def queue_sprt(config: SprtConfig, db: Database, launch: Launch, *,
     info = db.find_sprt_test(config_hash(config.to_json(launch)))
     if info is None:
         info = create_test(config, db, launch, concurrency)
-        entrant_ids(db, info.tournament_id, config.tournament())
+    # also when found: a run that died between storing the test and this registers them
+    entrant_ids(db, info.tournament_id, config.tournament())
     app = job_queue.new_app(db.engine)
     async with app.open_async():
         queued = await _queue_test(app, db, config, info)
@@ -136,6 +143,7 @@ async def _queue_test(app: procrastinate.App, db: Database, config: SprtConfig, 
     step = await advance_queued(app, db, config, info.id)
     if step.decided:
         return 0
+    # and the matches aborted before (their jobs failed for good): played again now
     pending = await asyncio.to_thread(db.pending_matches, info.tournament_id)
     phases = await asyncio.to_thread(match_phases, db, info.tournament_id)
     await job_queue.enqueue(app, db.engine, info.tournament_id, pending, phases)
@@ -264,7 +272,13 @@ async def _play_queued(worker: QueueWorker, db: Database, config: SprtConfig,
         if now is not None and shown[0] is not None and now.groups != shown[0].groups:
             sink.group_done(stored_test(config, db, now).status())
         shown[0] = now
-        return now is None or (now.decided and queue_empty(db, info.tournament_id))
+        if now is None or not queue_empty(db, info.tournament_id):
+            return now is None
+        # no job left: decided, or stuck on a match whose job failed for good (a bot
+        # that cannot start): undecided with no match still to begin (`advance_queued`
+        # gives every scheduled match a job)
+        return now.decided or not any(m.status is MatchStatus.SCHEDULED
+                                      for m in db.pending_matches(info.tournament_id))
 
     worker.only = info.tournament_id
     await worker.run(until=done)

@@ -60,10 +60,6 @@ def group_seed(test_seed: int, group: int, mix: str = "") -> int:
     return int.from_bytes(digest[:8], "big") >> 1  # fits a signed 64-bit column
 
 
-def _identity(bot: BotSpec) -> dict[str, Any]:
-    return {"name": bot.name, "command": bot.describe(), "files": dict(bot.files)}
-
-
 @dataclass(frozen=True, slots=True)
 class SprtConfig:
     """Everything that defines a bot test (its hash identifies it for resume)."""
@@ -96,12 +92,13 @@ class SprtConfig:
 
     @property
     def seed_mix(self) -> str:
-        """What `group_seed` mixes into the deals: NEW's and OLD's identities (name,
-        command, files) when the organiser fixed the seed (two tests with one --seed
-        then play other deals); nothing for a drawn seed (unpredictable already)."""
+        """What `group_seed` mixes into the deals: the test's whole identity (`to_json`:
+        every bot's name, command and files, the rules, bounds, cap and score) when
+        the organiser fixed the seed, so two tests with one --seed that differ in
+        anything play other deals; nothing for a drawn seed (unpredictable already)."""
         if self.seed is None:
             return ""
-        return canonical_json([_identity(self.new), _identity(self.old)])
+        return canonical_json(self.to_json())
 
     def tournament(self) -> TournamentConfig:
         """The tournament whose matches the test plays (its bots and how they play)."""
@@ -239,10 +236,14 @@ async def advance_queued(app: procrastinate.App, db: Database, config: SprtConfi
     if step.decided:
         await job_queue.cancel_queued(app, tournament_id)
         await asyncio.to_thread(abort_unbegun, db, tournament_id)
-    elif step.scheduled:
-        pending = await asyncio.to_thread(db.pending_matches, tournament_id)
-        phases = await asyncio.to_thread(match_phases, db, tournament_id)
-        await job_queue.enqueue(app, db.engine, tournament_id, pending, phases)
+    else:  # every scheduled match without a job gets one, not only a batch scheduled now:
+        # a worker that died between counting a batch and queueing it left its matches
+        # without jobs, and its job, played again, finds its match stored and comes here
+        pending = [m for m in await asyncio.to_thread(db.pending_matches, tournament_id)
+                   if m.status is MatchStatus.SCHEDULED]
+        if pending:
+            phases = await asyncio.to_thread(match_phases, db, tournament_id)
+            await job_queue.enqueue(app, db.engine, tournament_id, pending, phases)
     return step
 
 

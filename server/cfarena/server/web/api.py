@@ -6,6 +6,7 @@ from __future__ import annotations
 import hmac
 import itertools
 import json
+import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
@@ -30,6 +31,8 @@ _ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": schemas.Problem, "description": "no such bot, match or tournament"}}
+
+_logger = logging.getLogger("cfarena.web")
 
 
 def _some(lines: Iterator[str], count: int = 20) -> str:
@@ -123,8 +126,12 @@ def make_router() -> APIRouter:
                                 status_code=409)
 
         async def chunks() -> AsyncIterator[str]:
-            while chunk := await site.read(_some, lines):  # read in the web's threads
-                yield chunk
+            try:
+                while chunk := await site.read(_some, lines):  # read in the web's threads
+                    yield chunk
+            except StorageError as exc:  # the status went out already: say so in the file
+                _logger.warning("tournament %s download cut: %s", tournament_id, exc)
+                yield json.dumps({"error": f"{exc}; this file is incomplete"}) + "\n"
 
         return StreamingResponse(chunks(), media_type="application/jsonl", headers={
             "Content-Disposition":

@@ -188,7 +188,8 @@ def downgrade() -> None:
                           .having(sa.func.count() > 1)).scalars().first()
     if shared is not None:
         raise RuntimeError(f"cannot downgrade below 0008: several bots are named {shared!r} "
-                           "(a ladder bot and tournament entrants); a name was one bot's")
+                           "(entrants of several tournaments, or a ladder bot and an "
+                           "entrant), and before 0008 a name was one bot's")
     op.drop_index("uq_bots_tournament_name", table_name="bots")
     op.drop_index("uq_bots_ladder_name", table_name="bots")
     with op.batch_alter_table("bots", recreate="auto") as batch:
