@@ -6,6 +6,7 @@ And the test row decides once when processes count at the same moment."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -22,8 +23,9 @@ from cfarena.server.sprt.sequential import Verdict
 from cfarena.server.storage import MatchPlan, open_database
 from cfarena.server.storage.models import SprtVerdict
 from cfarena.server.storage.sprt_store import GroupPoint
+from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.schedule import group_key, group_of_key
-from cfarena.server.tournament.sprt_test import DECIDED, stored_sprt_config
+from cfarena.server.tournament.sprt_test import DECIDED, advance_queued, stored_sprt_config
 from tests.cli.helpers import CFARENA, run_json
 from tests.harness.postgres import PgCluster
 from tests.tournament.test_workers import _err, _out, _query, _start_worker, _stop, _wait
@@ -155,3 +157,29 @@ def test_processes_counting_at_once_decide_and_schedule_once(pg_cluster: PgClust
         # a decided test counts nothing more
         assert not db.count_sprt_groups(info.id, rounds, [GroupPoint(rounds, 0.5, 0.0)],
                                         2 * rounds + 2, SprtVerdict.CONTINUE)
+
+
+@pytest.mark.postgres
+def test_a_batch_counted_but_never_queued_gets_its_jobs_from_the_next_count(
+        pg_cluster: PgCluster, tmp_path: Path) -> None:
+    """A worker that died between counting a batch (stored) and queueing its jobs: the
+    batch's matches have no job. Its own job, played again, finds its match stored and
+    counts again (`advance_queued`): every scheduled match without a job gets one."""
+    url = pg_cluster.create_database("sprt_lost_jobs")
+    queued = run_json("sprt", *SPRT, "--queue-only", "--db", url, cwd=tmp_path)
+    assert queued["queued"] == 4
+    _query(url, "delete from procrastinate_jobs returning id")  # never made it to the queue
+    assert _query(url, "select count(*) from procrastinate_jobs") == [(0,)]
+    with open_database(url) as db:
+        info = db.get_sprt_test(queued["test_id"])
+        assert info is not None
+        config = stored_sprt_config(info.config)
+        app = job_queue.new_app(db.engine)
+
+        async def count_again() -> None:
+            async with app.open_async():
+                await advance_queued(app, db, config, info.id)
+
+        asyncio.run(count_again())
+    assert _query(url, "select count(*) from procrastinate_jobs where status = 'todo'") == [
+        (4,)]
