@@ -98,6 +98,7 @@ def test_a_worker_frozen_past_the_stall_limit_stores_nothing(pg_cluster: PgClust
     assert stored == _stored(alone)
     assert {status for status, _ in stored.values()} == {"finished"}
     assert _query(url, "select count(*) from faults") == [(0,)]
-    assert _query(url, "select count(*) from rating_history") == [(2 * 2 * 2,)]
+    # 2 matches, 2 seats, rated in the tournament's own pool only (never "global")
+    assert _query(url, "select count(*) from rating_history") == [(2 * 2,)]
     assert _query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
         == [("succeeded", 2)]
