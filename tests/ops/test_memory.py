@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import subprocess
+import sys
 import threading
 
 from benchmarks.soak import rss_kib
@@ -60,3 +62,14 @@ def test_the_trim_gives_back_what_freed_blocks_hold() -> None:
     FreedMemory().release()
     after = rss_kib(os.getpid())
     assert before - after > 30_000, (before, after)  # of ~60 MB freed
+
+
+def test_serve_caps_the_malloc_arenas_unless_the_operator_did() -> None:
+    """`limit_arenas` sets glibc's M_ARENA_MAX (serve calls it first), and leaves an
+    operator's MALLOC_ARENA_MAX alone."""
+    code = "from cfarena.server.ops.memory import limit_arenas; print(limit_arenas())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    for extra, said in (({}, "True"), ({"MALLOC_ARENA_MAX": "4"}, "False")):
+        done = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
+                              capture_output=True, text=True, timeout=60, check=True)
+        assert done.stdout.strip() == said, done.stderr
