@@ -3,8 +3,8 @@ template), a cluster of a module's own for the tests that stop it, a `db_url` ru
 SQLite and PostgreSQL, and a session headless Chromium (`browser`, `page`:
 tests/browser.py).
 
-The suite runs on pytest-xdist workers (README's test command: `pytest -n 3 --dist
-loadgroup`): each worker has its own session fixtures (its own cluster),
+The suite runs on pytest-xdist workers (`-n` in pyproject.toml's addopts) with
+`--dist loadgroup`: each worker has its own session fixtures (its own cluster),
 the tests of a module with a module-scoped fixture go to one worker together (the
 fixture is set up once), and so do the tests of tests/fairplay (one session of
 hostile tournaments). Each test shares the host with the tests on other workers
