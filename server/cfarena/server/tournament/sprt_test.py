@@ -52,8 +52,8 @@ DECIDED = "the bot test decided before it was played"
 
 
 def group_seed(test_seed: int, group: int, mix: str = "") -> int:
-    """The deal of group `group` of a test whose seed is `test_seed`; `mix` (the bots'
-    identities, for a seed the organiser fixed: `SprtConfig.seed_mix`) makes the deals
+    """The deal of group `group` of a test whose seed is `test_seed`; `mix` (the test's
+    identity, for a seed the organiser fixed: `SprtConfig.seed_mix`) makes the deals
     of two tests with one fixed seed differ."""
     salt = f"/{hashlib.sha256(mix.encode()).hexdigest()}" if mix else ""
     digest = hashlib.sha256(f"cfarena/sprt/{test_seed}{salt}/group-{group}".encode()).digest()
@@ -241,7 +241,11 @@ async def advance_queued(app: procrastinate.App, db: Database, config: SprtConfi
         # without jobs, and its job, played again, finds its match stored and comes here
         pending = [m for m in await asyncio.to_thread(db.pending_matches, tournament_id)
                    if m.status is MatchStatus.SCHEDULED]
-        if pending:
+        queued = set(await asyncio.to_thread(job_queue.queued_matches, db.engine,
+                                             tournament_id, ("todo", "doing"))
+                     ) if pending else set()
+        # rarely any: the phases (a read of every match) only then, not per stored match
+        if any(m.id not in queued for m in pending):
             phases = await asyncio.to_thread(match_phases, db, tournament_id)
             await job_queue.enqueue(app, db.engine, tournament_id, pending, phases)
     return step
