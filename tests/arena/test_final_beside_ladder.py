@@ -3,11 +3,17 @@ bots dialing in and playing; then, while they stay connected, a fixed-seed final
 (`cfarena run-tournament`, played by the database's job queue worker) whose entrants
 carry the ladder bots' own names. The final's entrants are its own records: the ladder
 bots keep their connections, tokens, versions and ratings, `bots list` is unchanged, and
-the final's standings and ratings come from its own matches only."""
+the final's standings and ratings come from its own matches only. Then the results go
+out in one step each: `export --tournament` writes every game of the final, `verify
+--file` finds them all genuine, and the ladder's own web page publishes the final's
+results page (standings, head-to-head cross-table, every match) and the same games as
+its "download all games"."""
 
 from __future__ import annotations
 
+import json
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,7 +59,8 @@ def test_a_final_on_the_ladders_database_leaves_the_ladder_alone(arena: Arena) -
         added = run_cli("bots", "add", name, "--db", arena.db, cwd=arena.dir)
         assert added.returncode == 0, added.stderr
         tokens[name] = added.stdout.strip().splitlines()[-1]
-    port = arena.serve(*SMALL, "--concurrency", "1").bots
+    ports = arena.serve(*SMALL, "--concurrency", "1", http=True)
+    port = ports.bots
     dialed = {name: arena.dial_in(name, sample, f"127.0.0.1:{port}", tokens[name],
                                   "--version", "1", "--retries", "20", "-q")
               for name, sample in BOTS.items()}
@@ -105,3 +112,22 @@ def test_a_final_on_the_ladders_database_leaves_the_ladder_alone(arena: Arena) -
     # the final's table: its entrants, its matches only (each of its matches seats both)
     table = run_json("standings", "--tournament", str(tid), "--db", arena.db, cwd=arena.dir)
     assert {row["bot"]: row["matches"] for row in table} == dict.fromkeys(BOTS, final["matches"])
+
+    # results in one step each: exported, verified, published by the ladder's web page
+    exported = arena.dir / "final.jsonl"
+    out = run_cli("export", "--tournament", str(tid), "-o", str(exported), "--db", arena.db,
+                  cwd=arena.dir)
+    assert out.returncode == 0, out.stderr
+    games = exported.read_text().splitlines()
+    assert len(games) == final["matches"]
+    assert {int(json.loads(line)["seed"]) for line in games} == {m.seed for m in final_matches}
+    verified = run_json("verify", "--file", str(exported), cwd=arena.dir)
+    assert verified["ok"] and len(verified["logs"]) == final["matches"]
+    web = f"http://127.0.0.1:{ports.http}"
+    with urllib.request.urlopen(f"{web}/tournaments/{tid}", timeout=10) as page:
+        html = page.read().decode()
+    assert 'id="matrix"' in html and 'id="download-games"' in html
+    assert all(f'data-match="{m.id}"' in html for m in final_matches)
+    assert all(f'<tr data-bot="{name}">' in html for name in BOTS)
+    with urllib.request.urlopen(f"{web}/api/tournaments/{tid}/games", timeout=10) as download:
+        assert download.read().decode().splitlines() == games
