@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 READ_COMMANDS = [
     ["standings"], ["tournaments"], ["matches"], ["show", "m1"], ["export", "m1"],
     ["replay", "m1", "--all"], ["verify", "--all"], ["bots", "list"], ["bots", "show", "x"],
-    ["bots", "revoke", "x"], ["bots", "rotate", "x"],
+    ["bots", "revoke", "x"], ["bots", "rotate", "x"], ["publish", "1", "site"],
 ]
 BIG_SEED = 2**63 - 1  # JavaScript would read 9223372036854775807 as ...808
 LONG = ["montecarlo-with-a-rather-long-name-v2", "greedy-but-also-named-at-length-x",

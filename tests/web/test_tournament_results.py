@@ -2,7 +2,8 @@
 games", the JSON Lines `cfarena export --tournament` writes, streamed once the tournament
 is finished (409 before). Over real HTTP from the web app served in-process
 (tests/web/inprocess.py), and in Chromium at desktop and phone widths (screenshots kept
-under tests/artifacts/)."""
+under tests/artifacts/). `cfarena publish` writes the same page as a static site, opened
+from disk in Chromium."""
 
 from __future__ import annotations
 
@@ -118,4 +119,56 @@ def test_the_results_page(place: tuple[Path, str], browser: Browser,
         assert download.value.suggested_filename == "tournament-1-games.jsonl"
         verified = run_in_process("verify", "--file", str(saved), cwd=tmp_path)
         assert verified.stdout == "6 of 6 log(s) genuine\n", verified
+        watched.check()
+
+
+def test_publish_refuses_what_it_cannot_publish(place: tuple[Path, str], tmp_path: Path
+                                               ) -> None:
+    source, url = place
+    for args, message in [
+            (("2", str(tmp_path / "site")), "error: tournament 2 is running: publish it "
+             "when it is finished (see `cfarena tournaments`)\n"),
+            (("9", str(tmp_path / "site")), "error: no tournament 9\n"),
+            (("1", str(source / "cfarena.db")), f"error: {source / 'cfarena.db'}: exists "
+             "and is not a directory\n")]:
+        refused = run_in_process("publish", *args, "--db", url, cwd=tmp_path)
+        assert (refused.returncode, refused.stderr) == (2, message)
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_publish_writes_the_results_page_as_a_static_site(
+        place: tuple[Path, str], browser: Browser, size: tuple[int, int], tmp_path: Path
+        ) -> None:
+    _, url = place
+    site = tmp_path / "published" / "final"
+    done = run_in_process("publish", "1", str(site), "--db", url, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"tournament_id": 1, "index": str(site / "index.html"),
+                                       "matches": 6, "left_out": 0}
+    exported = run_in_process("export", "--tournament", "1", "--db", url, cwd=tmp_path)
+    assert (site / "games.jsonl").read_text(encoding="utf-8") == exported.stdout
+    verified = run_in_process("verify", "--file", str(site / "games.jsonl"), cwd=tmp_path)
+    assert verified.stdout == "6 of 6 log(s) genuine\n", verified
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert 'href="/' not in index and 'src="/' not in index  # movable: relative links only
+    phone = size == PHONE
+    with watched_page(browser, size, phone=phone) as watched:
+        page = watched.page
+        page.goto((site / "index.html").as_uri())
+        standings = page.locator("#standings tbody tr")
+        assert sorted(standings.evaluate_all("rows => rows.map(r => r.dataset.bot)")) == \
+            sorted(BOTS)
+        assert page.locator("#matrix td[data-against]").count() == 6
+        # every match is listed, and the list links each to its replay page, which exists
+        links = page.locator("#tournament-matches a.plain").evaluate_all(
+            "as => as.map(a => a.getAttribute('href'))")
+        assert len(links) == 6 and all((site / link).is_file() for link in links)
+        assert page.evaluate("getComputedStyle(document.body).margin") == "0px"  # styled
+        wide = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+        assert not wide, "the page scrolls sideways"
+        watched.screenshot(f"tournament-published-{'phone' if phone else 'desktop'}")
+        page.locator("#tournament-matches a.plain").first.click()
+        page.wait_for_load_state()
+        assert page.url.endswith(links[0]) and page.title()
         watched.check()

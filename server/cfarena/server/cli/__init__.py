@@ -46,6 +46,8 @@ COMMANDS: dict[str, Entry] = {
                   "each seat's output with --logs."),
     "export": Entry(("matches",), "Write a match's game log as JSON (format: "
                     "docs/gamelog.md), or as HTML/text."),
+    "publish": Entry(("publish",), "Write a finished tournament's results as a static "
+                     "site: the web page's results\npage with no server."),
     "replay": Entry(("replay",), "Step through a logged game: n/space next, p previous, r/R "
                     "next/previous round, q quit."),
     "verify": Entry(("replay",), "Re-simulate logged matches from seed, rules and "

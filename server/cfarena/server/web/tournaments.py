@@ -53,11 +53,12 @@ def tournaments(db: Database) -> list[dict[str, Any]]:
     return [tournament_summary(db, t) for t in reversed(db.list_tournaments())]
 
 
-def tournament(db: Database, tournament_id: int) -> dict[str, Any]:
+def tournament(db: Database, tournament_id: int, matches_shown: int | None = MATCHES_SHOWN
+               ) -> dict[str, Any]:
     """One tournament: its summary, standings (Bradley-Terry with a 95% interval, Elo,
     matches, wins, points per round, faults, a gauntlet's head-to-head column; as
     `cfarena standings --tournament`), the head-to-head matrix (`--matrix`) and its
-    latest matches. NotFound if there is none."""
+    latest `matches_shown` matches (None: all). NotFound if there is none."""
     found = db.get_tournament(tournament_id)
     if found is None:
         raise NotFound(f"no tournament {tournament_id}")
@@ -72,19 +73,27 @@ def tournament(db: Database, tournament_id: int) -> dict[str, Any]:
     } for rank, r in enumerate(rows, 1)]
     matrix = head_to_head_matrix(db, tournament_id, order=[r["bot"] for r in rows])
     matches = [match_summary(m) for m in db.list_matches(tournament_id=tournament_id,
-                                                          limit=MATCHES_SHOWN)]
+                                                          limit=matches_shown)]
     return {**tournament_summary(db, found), "standings": standings, "matrix": matrix,
             "matches": matches}
 
 
 def games(db: Database, tournament_id: int) -> Iterator[str] | None:
     """Every game log of a finished tournament as JSON Lines, the lines of `cfarena
-    export --tournament` (`replay.log_lines`), read from the database a batch at a
-    time as they are taken; None while it is not finished, NotFound if there is none.
-    A log is left out while a match not over deals its seed again (`disclosure`;
-    unfinished matches are few: a ladder's running ones, an unfinished tournament's)."""
+    export --tournament` (`replay.log_lines`) of `published_logs`."""
     from cfarena.server.replay.export import log_lines
 
+    logs = published_logs(db, tournament_id)
+    return None if logs is None else log_lines(logs)
+
+
+def published_logs(db: Database, tournament_id: int
+                   ) -> Iterator[tuple[str, dict[str, Any] | Exception]] | None:
+    """(match id, game log) of every match of a finished tournament, read from the
+    database a batch at a time as they are taken; None while it is not finished,
+    NotFound if there is none. A log is left out while a match not over deals its seed
+    again (`disclosure`; unfinished matches are few: a ladder's running ones, an
+    unfinished tournament's)."""
     found = db.get_tournament(tournament_id)
     if found is None:
         raise NotFound(f"no tournament {tournament_id}")
@@ -93,8 +102,8 @@ def games(db: Database, tournament_id: int) -> Iterator[str] | None:
     dealt_again = {m.seed for status in (MatchStatus.SCHEDULED, MatchStatus.RUNNING,
                                          MatchStatus.ABORTED)
                    for m in db.list_matches(None, None, status, None)}
-    return log_lines((match_id, log) for match_id, log in db.game_logs(tournament_id)
-                     if isinstance(log, Exception) or log_seed(log) not in dealt_again)
+    return ((match_id, log) for match_id, log in db.game_logs(tournament_id)
+            if isinstance(log, Exception) or log_seed(log) not in dealt_again)
 
 
 def _round(value: float | None) -> int | None:
