@@ -123,6 +123,11 @@ def test_a_final_on_the_ladders_database_leaves_the_ladder_alone(arena: Arena) -
     assert {int(json.loads(line)["seed"]) for line in games} == {m.seed for m in final_matches}
     verified = run_json("verify", "--file", str(exported), cwd=arena.dir)
     assert verified["ok"] and len(verified["logs"]) == final["matches"]
+    site = arena.dir / "final-site"
+    published = run_json("publish", str(tid), str(site), "--db", arena.db, cwd=arena.dir)
+    assert published["matches"] == final["matches"] and published["left_out"] == 0
+    assert (site / "games.jsonl").read_text().splitlines() == games
+    assert all((site / "matches" / f"{m.id}.html").is_file() for m in final_matches)
     web = f"http://127.0.0.1:{ports.http}"
     with urllib.request.urlopen(f"{web}/tournaments/{tid}", timeout=10) as page:
         html = page.read().decode()
