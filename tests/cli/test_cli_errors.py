@@ -86,6 +86,27 @@ def test_inspection_commands(recorded: Path) -> None:
     assert tournaments.returncode == 0 and "finished" in tournaments.stdout
 
 
+def test_matches_of_a_bot_name_not_there_says_where_it_is(recorded: Path) -> None:
+    """The played tournament's entrants are no ladder bots: `matches --bot` without
+    --tournament says so (and where the name is) instead of printing an empty table."""
+    db = f"sqlite:///{recorded / 'cfarena.db'}"
+    for args, message in [
+            (("--bot", "greedy"), "error: no ladder bot named 'greedy'; tournament 1 has an "
+             "entrant of that name: add --tournament ID\n"),
+            (("--bot", "nobody"), "error: no ladder bot named 'nobody' (see `cfarena bots "
+             "list`)\n"),
+            (("--bot", "nobody", "-t", "1"), "error: no entrant of tournament 1 named "
+             "'nobody' (see `cfarena bots list`)\n")]:
+        result = run_in_process("matches", *args, "--db", db, cwd=recorded)
+        assert (result.returncode, result.stderr) == (2, message)
+    entrant = run_json("matches", "--bot", "greedy", "-t", "1", "--db", db, cwd=recorded,
+                       in_process=True)
+    assert len(entrant) == 4  # type: ignore[arg-type]
+    # a bot that is there but has no match of that status: an empty list, no error
+    assert run_json("matches", "--bot", "greedy", "-t", "1", "--status", "aborted", "--db",
+                    db, cwd=recorded, in_process=True) == []  # type: ignore[comparison-overlap]
+
+
 def test_replay_export_and_verify_through_the_cli(recorded: Path) -> None:
     import json
 

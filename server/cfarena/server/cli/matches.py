@@ -59,6 +59,8 @@ def matches_cmd(
         fail(f"--status must be one of {', '.join(s.value for s in MatchStatus)}")
     with database(db_url, create=False) as db:
         items = db.list_matches(tournament, bot, status, limit)
+        if bot is not None and not items:
+            _check_bot_named(db, bot, tournament)
     if json_out:
         print_json([match_json(m) for m in items])
         return
@@ -76,6 +78,23 @@ def matches_cmd(
     for match, state, parts, faults, done in rows:
         table.add_row(match, state, Text(pack(parts, room)), faults, done)
     out.print(table)
+
+
+def _check_bot_named(db: Database, bot: str, tournament: int | None) -> None:
+    """Exit 2 when `--bot` names no bot where the list looks (the ladder's, or
+    `tournament`'s entrants), saying where that name is: an empty table would say
+    "no matches" of a bot that is not there."""
+    scope = "ladder bot" if tournament is None else f"entrant of tournament {tournament}"
+    if (db.bot_by_name(bot) if tournament is None
+            else bot in db.tournament_bots(tournament).values()):
+        return  # there is such a bot: it has no match (of that status) yet
+    entered = [t for t in db.entered_tournaments(bot) if t != tournament]
+    elsewhere = ((" (the ladder's `--bot` has it without --tournament)"
+                  if tournament is not None and db.bot_by_name(bot) else "")
+                 + (f"; tournament{'s' * (len(entered) > 1)} "
+                    f"{', '.join(map(str, entered))} {'have' if len(entered) > 1 else 'has'}"
+                    " an entrant of that name: add --tournament ID" if entered else ""))
+    fail(f"no {scope} named {bot!r}{elsewhere or ' (see `cfarena bots list`)'}")
 
 
 def match_json(m: MatchInfo) -> dict[str, Any]:

@@ -97,6 +97,12 @@ class BotStore(Sessions):
             return dict(s.execute(select(Bot.id, Bot.name)
                                   .where(Bot.tournament_id == tournament_id)).all())
 
+    def entered_tournaments(self, name: str) -> list[int]:
+        """The tournaments with an entrant called `name`, by id."""
+        with self._session() as s:
+            return list(s.scalars(select(Bot.tournament_id).where(
+                Bot.name == name, Bot.tournament_id.is_not(None)).order_by(Bot.tournament_id)))
+
     def bot_names(self) -> dict[int, str]:
         """Id -> name of every bot, ladder bots and tournaments' entrants alike (what
         labels a table of bot ids)."""
