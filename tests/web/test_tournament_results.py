@@ -92,6 +92,31 @@ def test_a_download_cut_by_a_bad_log_says_so_in_its_last_line(place: tuple[Path,
     assert set(last) == {"error"} and last["error"].endswith("this file is incomplete")
 
 
+def test_a_deal_dealt_again_by_a_match_not_over_is_left_out(place: tuple[Path, str],
+                                                              tmp_path: Path) -> None:
+    """A rerun of the final's first deal (seed 100), scheduled and not played: that deal's
+    three logs are out of the download and of a published site (their replay pages too),
+    until the rerun is over; the other deal's three are in."""
+    source, _ = place
+    shutil.copy(source / "cfarena.db", tmp_path / "cfarena.db")
+    url = f"sqlite:///{tmp_path / 'cfarena.db'}"
+    with open_database(url) as db:
+        ids = [b.id for b in db.list_bots()]
+        rerun = db.create_tournament("rerun", {"players": 3, "rules": RULES})
+        db.schedule_matches(rerun, [MatchPlan("t0-g0-r0", 100, RULES, 3, ids)])
+    with web_app(url) as port:
+        status, body = request(port, "GET", "/api/tournaments/1/games")
+    assert status == 200
+    assert sorted(int(json.loads(line)["seed"]) for line in body.decode().splitlines()) == \
+        [101] * 3
+    site = tmp_path / "site"
+    done = run_in_process("publish", "1", str(site), "--db", url, "--json", cwd=tmp_path)
+    assert (json.loads(done.stdout)["matches"], json.loads(done.stdout)["left_out"]) == (3, 3)
+    assert (site / "games.jsonl").read_bytes() == body
+    assert len(list((site / "matches").iterdir())) == 3
+    assert (site / "index.html").read_text().count('<a class="plain" href="matches/') == 3
+
+
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_the_results_page(place: tuple[Path, str], browser: Browser,
                           size: tuple[int, int], tmp_path: Path) -> None:

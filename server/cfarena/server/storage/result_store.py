@@ -47,6 +47,13 @@ class ResultStore(Sessions):
             return queries.list_matches(
                 s, tournament_id, bot, None if status is None else MatchStatus(status), limit)
 
+    def seeds_of(self, statuses: tuple[MatchStatus, ...]) -> set[int]:
+        """The seeds of every match in one of `statuses` (one column read: what a
+        disclosure check needs, without the matches' seats)."""
+        with self._session() as s:
+            return set(s.scalars(select(Match.seed).where(
+                Match.status.in_([status.value for status in statuses])).distinct()))
+
     def get_match(self, match_id: str) -> MatchDetail | None:
         with self._session() as s:
             return queries.match_detail(s, match_id)

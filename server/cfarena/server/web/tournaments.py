@@ -99,9 +99,8 @@ def published_logs(db: Database, tournament_id: int
         raise NotFound(f"no tournament {tournament_id}")
     if found.status is not TournamentStatus.FINISHED:
         return None
-    dealt_again = {m.seed for status in (MatchStatus.SCHEDULED, MatchStatus.RUNNING,
-                                         MatchStatus.ABORTED)
-                   for m in db.list_matches(None, None, status, None)}
+    dealt_again = db.seeds_of((MatchStatus.SCHEDULED, MatchStatus.RUNNING,
+                               MatchStatus.ABORTED))
     return ((match_id, log) for match_id, log in db.game_logs(tournament_id)
             if isinstance(log, Exception) or log_seed(log) not in dealt_again)
 
