@@ -46,7 +46,7 @@ def _build(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Non
 def node_kit(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Node.js kit's directory, ready to run: `node DIR/bot.js`."""
     kit = _tracked_copy("node", tmp_path_factory.mktemp("kits"))
-    _build(["npm", "ci", "--no-audit", "--no-fund"], kit)
+    _build(["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline"], kit)
     _build(["npm", "run", "build", "--", str(REPO / "proto")], kit)
     return kit
 

@@ -18,14 +18,15 @@ def test_the_starter_kits_play_a_sandboxed_tournament_as_greedy_does(
     data = run_json("run-tournament", "--bot", f"node=node {node_kit / 'bot.js'}",
                     "--sandbox-bind", str(node_kit),
                     "--bot", f"go={go_kit / 'cfarena-greedy'}", "--bot", "greedy",
-                    "--players", "3", *SMALL, cwd=tmp_path)
+                    "--players", "3", *SMALL, "--rule", "play_drawn=may", cwd=tmp_path)
     assert data["status"] == "finished" and data["matches"] == 3
     rows = {row["bot"]: row for row in data["standings"]}
     assert set(rows) == {"node", "go", "greedy"}
     for row in rows.values():
         assert (row["matches"], row["faults"], row["forfeits"]) == (3, 0, 0), row
     # every bot sits in every seat of the one deal: playing greedy's moves, the kits
-    # score exactly what greedy scores (a misread field, e.g. a parent node, would not)
+    # score exactly what greedy scores (a misread field, e.g. a parent node or a drawn
+    # tile that may be kept, would not)
     assert rows["node"]["mean_score"] == rows["go"]["mean_score"] == \
         rows["greedy"]["mean_score"]
     assert rows["node"]["wins"] == rows["go"]["wins"] == rows["greedy"]["wins"]
