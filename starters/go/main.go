@@ -5,9 +5,12 @@
 // code build.sh generates from it; README.md says how to build and run it.
 //
 //	cfarena-greedy [-server HOST:PORT] [-token T] [-capacity N] [-retries N]
+//	               [-tls] [-tls-ca CA.pem]
 //
 // Flags default to the environment a tournament gives the bots it starts
 // (CFARENA_SERVER, CFARENA_TOKEN, CFARENA_CAPACITY), then to 127.0.0.1:50051 and 1.
+// -tls (CFARENA_TLS=1) connects over TLS, verifying the referee against the
+// system's CA roots; -tls-ca PATH (CFARENA_TLS_CA) against that PEM file instead.
 // Exit status: 0 when the referee ends the stream or on SIGTERM/SIGINT, 1 when the
 // connection fails (refused, or retries used up), 2 for usage errors.
 package main
@@ -30,6 +33,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
@@ -96,9 +100,9 @@ func heavier(x, y *pb.Move) bool {
 // dial opens a channel to "host:port" or "unix:/path" (how a sandboxed bot is told
 // the referee's socket), pinging every 10 s (the referee refuses pings more often
 // than every 5 s) and giving the connection up when a ping is unanswered for 5 s.
-func dial(server string) (*grpc.ClientConn, error) {
+func dial(server string, security grpc.DialOption) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
-		grpc.WithInsecure(),
+		security,
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true,
 		}),
@@ -116,8 +120,9 @@ func dial(server string) (*grpc.ClientConn, error) {
 
 // session plays one connection: Hello, Welcome, then matches until the stream ends.
 // It returns whether a Welcome came and the status the stream ended with (nil: OK).
-func session(ctx context.Context, server, token string, capacity uint32) (bool, error) {
-	conn, err := dial(server)
+func session(ctx context.Context, server string, security grpc.DialOption, token string,
+	capacity uint32) (bool, error) {
+	conn, err := dial(server, security)
 	if err != nil {
 		return false, err
 	}
@@ -213,6 +218,8 @@ func main() {
 	token := flag.String("token", os.Getenv("CFARENA_TOKEN"), "the bot's secret token")
 	capacityText := flag.String("capacity", envOr("CFARENA_CAPACITY", "1"), "matches played at once (1-64)")
 	retries := flag.Int("retries", 10, "consecutive failed connection attempts before giving up (-1: never)")
+	tls := flag.Bool("tls", os.Getenv("CFARENA_TLS") == "1", "connect over TLS (the system's CA roots)")
+	tlsCA := flag.String("tls-ca", os.Getenv("CFARENA_TLS_CA"), "connect over TLS, verifying the referee against this PEM CA")
 	flag.Parse()
 	capacity, err := strconv.Atoi(*capacityText)
 	switch {
@@ -225,12 +232,22 @@ func main() {
 	case *retries < -1:
 		usage("-retries must be -1 (never give up) or more, got %d", *retries)
 	}
+	security := grpc.WithInsecure()
+	if *tlsCA != "" {
+		creds, err := credentials.NewClientTLSFromFile(*tlsCA, "")
+		if err != nil {
+			usage("-tls-ca: %v", err)
+		}
+		security = grpc.WithTransportCredentials(creds)
+	} else if *tls {
+		security = grpc.WithTransportCredentials(credentials.NewClientTLSFromCert(nil, ""))
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	failures := 0
 	for {
-		welcomed, err := session(ctx, *server, *token, uint32(capacity))
+		welcomed, err := session(ctx, *server, security, *token, uint32(capacity))
 		if ctx.Err() != nil {
 			return // SIGTERM or SIGINT: exit 0
 		}

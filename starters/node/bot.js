@@ -6,13 +6,17 @@
 // `npm run build`) through @grpc/grpc-js; README.md says how to build and run it.
 //
 //   node bot.js [--server HOST:PORT] [--token T] [--capacity N] [--retries N]
+//               [--tls] [--tls-ca CA.pem]
 //
 // Flags default to the environment a tournament gives the bots it starts
 // (CFARENA_SERVER, CFARENA_TOKEN, CFARENA_CAPACITY), then to 127.0.0.1:50051 and 1.
+// `--tls` (CFARENA_TLS=1) connects over TLS, verifying the referee against the
+// system's CA roots; `--tls-ca PATH` (CFARENA_TLS_CA) against that PEM file instead.
 // Exit status: 0 when the referee ends the stream or on SIGTERM/SIGINT, 1 when the
 // connection fails (refused, or retries used up), 2 for usage errors.
 "use strict";
 
+const fs = require("fs");
 const path = require("path");
 const grpc = require("@grpc/grpc-js");
 const protoLoader = require("@grpc/proto-loader");
@@ -52,13 +56,20 @@ function parseArgs(argv) {
     token: process.env.CFARENA_TOKEN || "",
     capacity: Number(process.env.CFARENA_CAPACITY || 1),
     retries: 10,
+    tls: process.env.CFARENA_TLS === "1",
+    "tls-ca": process.env.CFARENA_TLS_CA || "",
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     const key = flag.replace(/^--/, "");
+    if (key === "tls" && key !== flag) {
+      opts.tls = true;
+      i -= 1; // a switch: no value
+      continue;
+    }
     if (!(key in opts) || key === flag || value === undefined) {
       usage(`unknown option or missing value: ${flag} (options: --server HOST:PORT, ` +
-            "--token T, --capacity N, --retries N)");
+            "--token T, --capacity N, --retries N, --tls, --tls-ca PATH)");
     }
     opts[key] = ["capacity", "retries"].includes(key) ? Number(value) : value;
   }
@@ -68,6 +79,18 @@ function parseArgs(argv) {
   }
   if (!Number.isInteger(opts.retries) || opts.retries < -1) {
     usage(`--retries must be -1 (never give up) or more, got ${opts.retries}`);
+  }
+  opts.credentials = grpc.credentials.createInsecure();
+  if (opts["tls-ca"]) {
+    let ca;
+    try {
+      ca = fs.readFileSync(opts["tls-ca"]);
+    } catch (err) {
+      usage(`--tls-ca: cannot read ${opts["tls-ca"]}: ${err.message}`);
+    }
+    opts.credentials = grpc.credentials.createSsl(ca);
+  } else if (opts.tls) {
+    opts.credentials = grpc.credentials.createSsl();
   }
   return opts;
 }
@@ -106,19 +129,20 @@ function choose(turn) {
   return plays.reduce((best, p) => (heavier(p, best) ? p : best)).index;
 }
 
+let currentCall = null; // the stream in use, cancelled on SIGTERM/SIGINT
+
 // One connection: Hello, Welcome, then matches until the stream ends. Resolves with
 // { code, details, welcomed }.
 function session(arena, opts) {
   return new Promise((resolve) => {
-    const client = new arena.Arena(opts.server, grpc.credentials.createInsecure(),
-                                   CHANNEL_OPTIONS);
+    const client = new arena.Arena(opts.server, opts.credentials, CHANNEL_OPTIONS);
     const call = client.Play();
     const seats = new Map(); // match_id -> our seat, from MatchStart to MatchEnd
     let welcomed = false;
-    session.current = call;
+    currentCall = call;
     call.on("error", () => {}); // every ending is reported by "status"
     call.on("status", ({ code, details }) => {
-      session.current = null;
+      currentCall = null;
       client.close();
       resolve({ code, details, welcomed });
     });
@@ -179,7 +203,7 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const arena = loadArena();
   const stop = () => {
-    if (session.current) session.current.cancel();
+    if (currentCall) currentCall.cancel();
     process.exit(0);
   };
   process.on("SIGTERM", stop);
