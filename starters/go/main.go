@@ -85,6 +85,19 @@ func choose(turn *pb.Turn) uint32 {
 	return uint32(best)
 }
 
+// safeChoose is choose, or the first offered move if choose panics (a bug in the
+// strategy: the bot answers, and says so, rather than crash and forfeit).
+func safeChoose(turn *pb.Turn) (index uint32) {
+	defer func() {
+		if err := recover(); err != nil {
+			log.Printf("match %s turn %d: choose panicked (%v); playing the first offered move",
+				turn.GetMatchId(), turn.GetTurnId(), err)
+			index = 0
+		}
+	}()
+	return choose(turn)
+}
+
 // heavier orders plays by pips, then the high end, then the lower parent node.
 func heavier(x, y *pb.Move) bool {
 	px, py := x.GetTile().GetA()+x.GetTile().GetB(), y.GetTile().GetA()+y.GetTile().GetB()
@@ -144,7 +157,8 @@ func session(ctx context.Context, server string, security grpc.DialOption, token
 	welcome := first.GetWelcome()
 	if welcome == nil {
 		return false, status.Errorf(codes.Unimplemented,
-			"the referee answered Hello with %T, not a Welcome", first.GetKind())
+			"the referee answered Hello with %T, not a Welcome: is it a cfarena.v1 referee?",
+			first.GetKind())
 	}
 	log.Printf("connected to %s as '%s' (referee %s, capacity %d)", server,
 		welcome.GetBotName(), welcome.GetServerVersion(), welcome.GetCapacity())
@@ -164,7 +178,7 @@ func session(ctx context.Context, server string, security grpc.DialOption, token
 			turn := kind.Turn
 			index := uint32(0)
 			if _, ok := seats[turn.GetMatchId()]; ok {
-				index = choose(turn)
+				index = safeChoose(turn)
 			} else {
 				log.Printf("turn %d of unknown match %s: answering move 0", turn.GetTurnId(),
 					turn.GetMatchId())

@@ -139,18 +139,20 @@ function session(arena, opts) {
     const call = client.Play();
     const seats = new Map(); // match_id -> our seat, from MatchStart to MatchEnd
     let welcomed = false;
+    let refused = null; // set when the referee's first answer is not a Welcome
     currentCall = call;
     call.on("error", () => {}); // every ending is reported by "status"
     call.on("status", ({ code, details }) => {
       currentCall = null;
       client.close();
-      resolve({ code, details, welcomed });
+      resolve({ ...(refused || { code, details }), welcomed });
     });
     call.on("end", () => call.end());
     call.on("data", (msg) => {
       if (!welcomed) {
         if (msg.kind !== "welcome") {
-          log(`the referee answered Hello with ${msg.kind}, not a welcome`);
+          refused = { code: grpc.status.UNIMPLEMENTED, details: `the referee answered ` +
+                      `Hello with ${msg.kind}, not a welcome: is it a cfarena.v1 referee?` };
           call.cancel();
           return;
         }
@@ -172,7 +174,12 @@ function session(arena, opts) {
           if (!seats.has(turn.match_id)) {
             log(`turn ${turn.turn_id} of unknown match ${turn.match_id}: answering move 0`);
           } else {
-            index = choose(turn);
+            try {
+              index = choose(turn);
+            } catch (err) { // a bug in the strategy: answer, and say so, rather than crash
+              log(`match ${turn.match_id} turn ${turn.turn_id}: choose threw; playing the ` +
+                  `first offered move: ${err.stack}`);
+            }
           }
           call.write({ action: { match_id: turn.match_id, turn_id: turn.turn_id,
                                  move_index: index } });
