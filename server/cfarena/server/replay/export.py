@@ -4,24 +4,17 @@ many logs as JSON Lines (one `log_line` each)."""
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from cfarena.match.log_format import log_line
 from cfarena.server.replay.html import write_html
 from cfarena.server.replay.terminal import replay_terminal
 
 FORMATS = ("html", "json", "txt")
-
-
-def log_line(log: Mapping[str, Any]) -> str:
-    """A game log as one line of JSON (keys in the recorded order, text as it is, no
-    newline): what `cfarena export MATCH` writes, and each line of `cfarena export
-    --tournament` and of the web's "download all games" (JSON Lines)."""
-    return json.dumps(log, ensure_ascii=False)
 
 
 def log_lines(logs: Iterable[tuple[str, Mapping[str, Any] | Exception]]) -> Iterator[str]:

@@ -28,7 +28,7 @@ from cfarena.engine import (
     visible_events,
 )
 from cfarena.engine.state import MatchState
-from cfarena.server.match.resimulation import LogError, start_match
+from cfarena.match.resimulation import LogError, start_match
 
 
 class StepKind(enum.Enum):

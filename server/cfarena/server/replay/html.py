@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Event
-from cfarena.server.match.log_format import log_seed
-from cfarena.server.match.resimulation import start_match
+from cfarena.match.log_format import log_seed
+from cfarena.match.resimulation import start_match
 from cfarena.server.replay.frames import Frame, StepKind, build_views
 
 _KINDS = {StepKind.ROUND_START: 0, StepKind.ACTION: 1, StepKind.ROUND_END: 2}
