@@ -41,8 +41,9 @@ def export_log(
 ) -> Path:
     """Write `log` to `path` as `fmt` (html, json or txt; default from the file suffix).
 
-    html is the self-contained viewer (every view inside); json the log itself
-    (`log_line`, with a newline); txt the all-seeing replay, or `seat`'s view.
+    html is the self-contained viewer (every view inside, or `seat`'s alone); json
+    the log itself (`log_line`, with a newline); txt the all-seeing replay, or
+    `seat`'s view.
     """
     target = Path(path)
     kind = (fmt or target.suffix.lstrip(".") or "html").lower()
@@ -51,7 +52,7 @@ def export_log(
     if kind not in FORMATS:
         raise ValueError(f"export format must be one of {', '.join(FORMATS)}, got {kind!r}")
     if kind == "html":
-        return write_html(log, target)
+        return write_html(log, target, seat)
     if kind == "json":
         target.write_text(log_line(log) + "\n", encoding="utf-8")
         return target
