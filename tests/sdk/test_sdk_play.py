@@ -201,3 +201,17 @@ def test_the_log_is_json_lines_one_game_a_line(
     entry = json.loads(line)
     assert entry["format"] == 2 and entry["seats"] == ["MyBot", "greedy"]  # default: greedy
     assert load_log_file(log) == entry  # one game: `cfarena replay --file FILE` needs no id
+
+
+def test_ctrl_c_ends_the_run_with_130_and_keeps_the_games_before_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stuck = SLOW_BOT.replace("time.sleep(0.03)",
+                             "if turn.match_id == 'local-6':\n            raise KeyboardInterrupt")
+    log = tmp_path / "cut.jsonl"
+    code, _out, err = _play(capsys, _bot(tmp_path, stuck), "--seed", "5", "--games", "3",
+                            *QUICK, "--log", str(log))
+    assert code == 130
+    assert err.strip() == ("python -m cfarena.sdk: interrupted in game 2 (the log holds the "
+                           "games before it)")
+    assert [entry["match_id"] for _n, entry in read_log_file(log)] == ["local-5"]

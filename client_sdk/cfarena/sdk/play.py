@@ -9,6 +9,8 @@ game (TARGET sits at seat g mod K in game g, counted from 0) and game g's seed
 is `--seed` + g. Prints a line per game and a summary per entrant; `--log FILE`
 writes the games' logs as JSON Lines (one format-2 game log a line), which
 `cfarena replay --file FILE [MATCH]` and `cfarena verify --file FILE` read.
+A late `choose` is judged late when it returns; one that never returns is not
+cut off: Ctrl-C ends the run (exit status 130, the games before it logged).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +30,7 @@ from cfarena.engine.rules import RulesError
 from cfarena.match.log_format import SEED_BITS, log_line, record_to_log
 from cfarena.match.record import MatchRecord
 from cfarena.sdk.bot import Bot
-from cfarena.sdk.cli import UsageError, load_bot_class
+from cfarena.sdk.cli import PROG, UsageError, load_bot_class
 from cfarena.sdk.local import play_match
 from cfarena.sdk.types import TimeControl
 
@@ -152,6 +155,7 @@ def play_command(args: argparse.Namespace) -> int:
             raise UsageError(f"--log {args.log}: cannot write it: "
                              f"{(err.strerror or str(err)).lower()}") from None
     started = time.perf_counter()
+    game = 0
     try:
         for game in range(args.games):
             # the bot under test sits at seat game mod K, the others in order after it
@@ -169,6 +173,10 @@ def play_command(args: argparse.Namespace) -> int:
             print("\n".join(_game_line(game + 1, args.games, record)), flush=True)
             if log_file is not None:
                 log_file.write(log_line(record_to_log(record)) + "\n")
+    except KeyboardInterrupt:  # e.g. a choose that never returns
+        print(f"{PROG}: interrupted in game {game + 1} (the log holds the games before it)",
+              file=sys.stderr)
+        return 130
     finally:
         if log_file is not None:
             log_file.close()
