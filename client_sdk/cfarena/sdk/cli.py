@@ -39,6 +39,7 @@ from typing import NoReturn
 
 import grpc
 
+from cfarena.bots import bundled_names
 from cfarena.sdk.bot import Bot
 from cfarena.sdk.client import MAX_VERSION_CHARS, BotClient, BotConnectionError
 from cfarena.sdk.multi import MultiClient, make_clients, resolve_servers, split_servers
@@ -182,8 +183,8 @@ def _add_play_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     play.add_argument("target", help="path/to/bot.py[:Class] or package.module[:Class]")
     play.add_argument(
         "--vs", action="append", metavar="BOT",
-        help="an opponent: a sample bot (random, greedy, smart, montecarlo) or another bot "
-        "target; repeat it for more seats (default: greedy)")
+        help=f"an opponent: a sample bot ({bundled_names()}) or another bot target; repeat "
+        "it for more seats (default: greedy)")
     play.add_argument("--players", type=int,
                       help="seats at the table, filled with the --vs bots again in order "
                       "(default: your bot and one seat per --vs)")
