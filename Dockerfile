@@ -11,7 +11,6 @@ COPY pyproject.toml hatch_build.py README.md ./
 COPY proto ./proto
 COPY client_sdk ./client_sdk
 COPY server ./server
-COPY bots ./bots
 RUN pip install --no-cache-dir '.[postgres]'
 COPY docker/entrypoint.sh /usr/local/bin/cfarena-entrypoint
 EXPOSE 50051 8080

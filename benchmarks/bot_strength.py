@@ -3,7 +3,7 @@
     python benchmarks/bot_strength.py --matches 200          # 50 deal seeds x 4 seat rotations
     python benchmarks/bot_strength.py --matches 40 --rounds 2 --preset maltese
 
-No gRPC: each match is played by `cfarena.server.replay.simulate.play_match`,
+No gRPC: each match is played by `cfarena.sdk.local.play_match`,
 under the referee's own match law (forced moves, per-seat turn ids, the time
 control, faults and fallbacks), every decision a `Turn` built as the referee
 builds it.
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from cfarena.bots import BUNDLED, make_bot
 from cfarena.engine import Rules
-from cfarena.server.replay.simulate import play_match
+from cfarena.sdk import TimeControl
+from cfarena.sdk.local import play_match
 
 BOT_NAMES: tuple[str, ...] = tuple(BUNDLED)  # weakest to strongest, as registered
 
@@ -75,7 +76,7 @@ def run_task(task: Task) -> TaskResult:
         rules_for(task.preset, task.rounds),
         seed=task.seed,
         match_id=f"bench-{task.preset}-{task.seed}-r{task.rotation}",
-        deadline_ms=task.deadline_ms,
+        time_control=TimeControl(task.deadline_ms),
         names=names,
     )
     wall = time.perf_counter() - start

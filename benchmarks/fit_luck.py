@@ -3,7 +3,7 @@
     python benchmarks/fit_luck.py --groups 1500        # the frozen fit (about a minute)
 
 Deal groups are played in-process under the match law
-(`cfarena.server.replay.simulate.play_match`) as `cfarena sprt` plays them
+(`cfarena.sdk.local.play_match`) as `cfarena sprt` plays them
 (`cfarena.server.sprt.deal_group.seatings`): the bundled smart bot as NEW,
 greedy as OLD and greedy in the other seats, standard rules, 4 players, single
 rounds, with seeds of their own ("fit-luck/*", never a test's or a
@@ -29,7 +29,7 @@ import numpy as np
 
 from cfarena.bots import make_bot
 from cfarena.engine import Rules, new_match
-from cfarena.server.replay.simulate import play_match
+from cfarena.sdk.local import play_match
 from cfarena.server.sprt.deal_group import seatings
 from cfarena.server.sprt.luck import luck_sums
 

@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from cfarena.engine import Rules
-from cfarena.server.match.record import TimeControl
+from cfarena.match.record import TimeControl
 from cfarena.server.ops.metrics import ArenaMetrics
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.match_runner import MatchRunner

@@ -62,7 +62,7 @@ from scipy.stats import norm
 from cfarena.bots import make_bot
 from cfarena.bots.montecarlo import DEFAULT_BUDGET_MS, MonteCarloBot
 from cfarena.sdk import Bot
-from cfarena.server.replay.simulate import play_match
+from cfarena.sdk.local import play_match
 from cfarena.server.sprt.deal_group import SeatedResults, group_score, seatings
 from cfarena.server.sprt.llr import logistic_score
 from cfarena.server.sprt.match_results import ScoreKind, seated_results

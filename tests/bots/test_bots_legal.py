@@ -15,7 +15,7 @@ from cfarena.bots.smart import SmartBot
 from cfarena.engine import Move, MoveKind, Rules
 from cfarena.sdk import Bot, Turn
 from cfarena.sdk.cli import load_bot_class
-from cfarena.server.replay.simulate import play_match
+from cfarena.sdk.local import play_match
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "standard": {},

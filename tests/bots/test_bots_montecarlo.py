@@ -11,8 +11,8 @@ from cfarena.bots.greedy import GreedyBot
 from cfarena.bots.montecarlo import BUDGET_ENV, DEFAULT_BUDGET_MS, MonteCarloBot
 from cfarena.bots.smart import SmartBot
 from cfarena.engine import Rules
-from cfarena.sdk import Turn
-from cfarena.server.replay.simulate import play_match
+from cfarena.sdk import TimeControl, Turn
+from cfarena.sdk.local import play_match
 
 
 def test_budget_is_respected_with_a_generous_deadline() -> None:
@@ -27,7 +27,7 @@ def test_budget_is_respected_with_a_generous_deadline() -> None:
         played = play_match(
             [bot, SmartBot(), GreedyBot(), SmartBot(), *[GreedyBot() for _ in range(players - 4)]],
             Rules.preset(preset).with_options(rounds="single"),
-            seed=7, match_id=f"budget-{preset}", deadline_ms=1000, on_turn=record,
+            seed=7, match_id=f"budget-{preset}", time_control=TimeControl(1000), on_turn=record,
         )
         times = played.decisions[0]
         assert times, "the Monte Carlo seat was never asked"
@@ -47,7 +47,8 @@ def test_deadline_below_budget_is_respected(deadline_ms: int) -> None:
     play_match(
         [SmartBot(), bot, GreedyBot(), SmartBot()],
         Rules.preset("standard").with_options(rounds="single"),
-        seed=11, match_id=f"deadline-{deadline_ms}", deadline_ms=deadline_ms, on_turn=check,
+        seed=11, match_id=f"deadline-{deadline_ms}", time_control=TimeControl(deadline_ms),
+        on_turn=check,
     )
     assert late
     assert max(late) < deadline_ms / 1000.0, f"answered after {max(late) * 1000:.1f} ms"
@@ -59,7 +60,7 @@ def test_same_match_and_seat_give_the_same_choices() -> None:
     def run(match_id: str) -> list[list[str]]:
         bots = [MonteCarloBot(budget_ms=5000, max_samples=6), SmartBot(),
                 MonteCarloBot(budget_ms=5000, max_samples=6), GreedyBot()]
-        played = play_match(bots, rules, seed=5, match_id=match_id, deadline_ms=5000)
+        played = play_match(bots, rules, seed=5, match_id=match_id, time_control=TimeControl(5000))
         return [played.chosen[0], played.chosen[2]]
 
     first = run("det-a")

@@ -20,7 +20,7 @@ from cfarena.engine import (
     visible_events,
 )
 from cfarena.sdk import Bot
-from cfarena.server.replay.simulate import play_match
+from cfarena.sdk.local import play_match
 
 
 def test_smart_beats_random() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cfarena.server.match.log_format import LOG_FORMAT
+from cfarena.match.log_format import LOG_FORMAT
 
 from .helpers import copy_played, run_cli, run_in_process, run_json
 

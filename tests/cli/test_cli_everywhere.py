@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from cfarena.server.match.record import Fault, FaultKind
+from cfarena.match.record import Fault, FaultKind
 from cfarena.server.replay import simulate_log
 from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
 from tests.harness.ports import free_port

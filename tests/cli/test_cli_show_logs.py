@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cfarena.server.match.record import Fault
+from cfarena.match.record import Fault
 from cfarena.server.storage import (
     FaultKind,
     MatchPlan,

@@ -27,9 +27,9 @@ from cfarena.engine import (
     needs_decision,
     new_match,
 )
-from cfarena.server.match.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut, play_out
-from cfarena.server.match.log_format import record_to_log
-from cfarena.server.match.record import FaultKind, MatchRecord, MatchStatus, TimeControl
+from cfarena.match.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut, play_out
+from cfarena.match.log_format import record_to_log
+from cfarena.match.record import FaultKind, MatchRecord, MatchStatus, TimeControl
 from cfarena.server.replay.verify import verify_log
 
 RULES = Rules.preset("standard").with_options(rounds="single")

@@ -278,7 +278,7 @@ def test_the_harness_catches_a_match_wide_turn_counter(
     keepers: HeldTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Turn ids numbered over the match (as before) reveal the others' kept tiles."""
-    from cfarena.server.match.law import MatchLaw
+    from cfarena.match.law import MatchLaw
 
     counters: dict[int, int] = defaultdict(int)
 

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from cfarena.engine import Rules
-from cfarena.server.match.abort_reason import AbortReason
-from cfarena.server.match.record import MatchRecord, MatchStatus, TimeControl
+from cfarena.match.abort_reason import AbortReason
+from cfarena.match.record import MatchRecord, MatchStatus, TimeControl
 from cfarena.server.referee.lag import LoopLag
 from cfarena.v1 import arena_pb2 as pb
 

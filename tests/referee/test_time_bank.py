@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from cfarena.engine import Rules
-from cfarena.server.match.log_format import record_to_log
+from cfarena.match.log_format import record_to_log
 from cfarena.server.referee import FaultKind, MatchRecord, TimeControl
 from cfarena.server.replay.verify import verify_log
 

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from cfarena.server.match.log_format import LOG_FORMAT
+from cfarena.match.log_format import LOG_FORMAT
 from cfarena.server.replay import build_frames, load_log_file, validate_log, verify_logs
 from cfarena.server.replay.verify import verify_log
 

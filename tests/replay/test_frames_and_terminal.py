@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from cfarena.engine import EventKind, Tile
+from cfarena.bots import make_bot
+from cfarena.engine import EventKind, Move, Rules, Tile
+from cfarena.match.log_format import record_to_log
+from cfarena.sdk import Turn
+from cfarena.sdk.local import play_match
 from cfarena.server.replay import (
     StepKind,
     build_frames,
@@ -171,3 +175,39 @@ def test_non_tty_stdin_falls_back_to_printing_every_step(
     text = buf.getvalue()
     assert text.count("── step ") == len(log["actions"])
     assert "view: seat 2" in text
+
+
+def test_a_seat_sees_the_moves_it_was_offered_and_which_it_chose() -> None:
+    """The offered moves are recomputed by re-simulation: they are exactly what each
+    bot's Turns held, in order, and a seat sees only its own."""
+    rules = Rules.preset("maltese").with_options(rounds="single")
+    offered: dict[tuple[int, int], tuple[list[str], str]] = {}
+
+    def record(turn: Turn, choice: object) -> None:
+        assert isinstance(choice, Move)
+        offered[turn.seat, turn.turn_id] = ([m.key for m in turn.legal_moves], choice.key)
+
+    bots = [make_bot("random"), make_bot("greedy"), make_bot("smart")]
+    log = record_to_log(play_match(bots, rules, 17, "offered", on_turn=record).record)
+    views = build_views(log)
+    for seat in range(3):
+        mine = 0
+        for frame in views[seat]:
+            action = log["actions"][frame.action_index] if frame.action_index is not None \
+                else {}
+            if frame.actor == seat and "turn_id" in action:
+                keys, chose = offered[seat, action["turn_id"]]
+                assert list(frame.offered) == keys and frame.move == chose
+                mine += 1
+            else:
+                assert frame.offered == ()
+        assert mine == sum(1 for s, _ in offered if s == seat) > 0
+        text = replay_text(log, seat=seat)
+        assert text.count("   offered: ") == mine
+        assert text.count(" (chose ") == mine
+    # the all-seeing view shows every decision's offer
+    assert replay_text(log).count("   offered: ") == len(offered)
+    keys, chose = offered[0, 1]
+    line = next(x for x in replay_text(log, seat=0).splitlines() if x.startswith("   offered: "))
+    assert line == ("   offered: " + " · ".join(f"{i} {k}" for i, k in enumerate(keys))
+                    + f"  (chose {keys.index(chose)} of {len(keys)})")

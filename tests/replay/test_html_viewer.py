@@ -11,7 +11,9 @@ import pytest
 from playwright.sync_api import Page
 
 from cfarena.server.replay import build_frames, build_viewer_data, render_html, write_html
+from cfarena.server.replay.simulate import simulate_log
 from tests.browser import Watched
+from tests.cli.helpers import run_in_process
 
 from .conftest import make_log
 
@@ -106,6 +108,13 @@ def test_viewer_in_headless_chromium(tmp_path: Path, page: Watched) -> None:
             assert not re.search(r"\d+-\d+", row["text"])
     events = p.text_content("#events") or ""
     assert "(you)" in events or "seat" in events
+    # at one of seat 1's decisions: the moves it was offered, the one it chose marked
+    d = next(f for f in seat1 if len(f.offered) > 1)
+    p.evaluate(f"cfReplay.go({d.index})")
+    assert p.text_content("#step .offered") == "offered: " + " · ".join(
+        f"{i} {key}" for i, key in enumerate(d.offered))
+    assert p.text_content("#step .offered .chosen") == f"{d.offered.index(d.move)} {d.move}"
+    p.evaluate(f"cfReplay.go({k})")
     # keyboard (a real key press): 'r' jumps to the next round; the score chart has a
     # line per seat
     p.keyboard.press("r")
@@ -123,3 +132,47 @@ def test_viewer_in_headless_chromium(tmp_path: Path, page: Watched) -> None:
     data = json.loads(re.search(r'id="replay-data" type="application/json">(.*?)</script>',
                                 html_file.read_text(), re.S).group(1))  # type: ignore[union-attr]
     assert data["match_id"] == log["match_id"]
+
+
+def _payload(page: str) -> str:
+    found = re.search(r'<script id="replay-data" type="application/json">(.*?)</script>', page,
+                      re.S)
+    assert found is not None
+    return found.group(1)
+
+
+def _tiles_in(text: str) -> set[str]:
+    return {f"{min(a, b)}-{max(a, b)}" for a, b in
+            ((int(x), int(y)) for x, y in re.findall(r"(?<![\d-])(\d+)-(\d+)(?![\d-])", text))}
+
+
+def test_a_seat_file_holds_that_seat_s_view_and_no_other_hand(tmp_path: Path) -> None:
+    """`replay --seat N --html`: only seat N's view; the tiles other seats held to the
+    end of the round (never shown to N) are nowhere in the file, nor is the seed."""
+    log = simulate_log({"preset": "standard", "rounds": "single"}, 4, 23, timeouts=(2,))
+    truth = build_frames(log)
+    end = [f for f in truth if f.round_end is not None][-1]
+    every = render_html(log)
+    for seat in range(4):
+        hidden = {str(t) for s in range(4) if s != seat for t in (end.hands[s] or ())}
+        assert hidden
+        page = render_html(log, seat)
+        data = json.loads(_payload(page))
+        assert [v["seat"] for v in data["views"]] == [seat]
+        assert data["seed"] is None and f'"{log["seed"]}"' not in page
+        assert not hidden & _tiles_in(_payload(page)), seat
+        assert data["views"][0]["hands"][seat] is not None
+        # what the seat was offered is in its file; the all-seeing file has every view's
+        assert data["views"][0]["offered"]
+        # the detector works: the all-seeing file does hold those tiles
+        assert hidden <= _tiles_in(_payload(every))
+    # through the command: --seat makes a different file, --seat absent the full one
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log))
+    for seat, name in ((2, "seat.html"), (None, "all.html")):
+        args = ["replay", "--file", str(path), "--html", str(tmp_path / name)]
+        done = run_in_process(*args, *(["--seat", str(seat)] if seat is not None else []),
+                              cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "seat.html").read_text() == render_html(log, 2)
+    assert (tmp_path / "all.html").read_text() == every != render_html(log, 2)

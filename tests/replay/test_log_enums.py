@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cfarena.server.match.record import LOG_STATUSES, FaultKind, MatchStatus
+from cfarena.match.record import LOG_STATUSES, FaultKind, MatchStatus
 from cfarena.server.replay.simulate import simulate_record
 from cfarena.server.storage import models
 

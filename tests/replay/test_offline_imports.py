@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-OFFLINE = ["cfarena.server.match.log_format", "cfarena.server.match.law",
-           "cfarena.server.match.resimulation", "cfarena.server.replay",
+OFFLINE = ["cfarena.match.log_format", "cfarena.match.law", "cfarena.sdk.local",
+           "cfarena.match.resimulation", "cfarena.server.replay",
            "cfarena.server.replay.verify", "cfarena.server.replay.simulate"]
 # the CLI's offline commands: they read logs (or a database) and play nothing
 OFFLINE_COMMANDS = ["replay", "verify", "export"]

@@ -14,8 +14,8 @@ import pytest
 
 from cfarena.engine import EventKind, RoundEnd
 from cfarena.engine.rules import OPTION_KEYS, PRESETS, Draw, PlayDrawn, Start, TieBreak
+from cfarena.match.log_format import LOG_FORMAT, READABLE_FORMATS
 from cfarena.sdk.types import FaultKind as WireFaultKind
-from cfarena.server.match.log_format import LOG_FORMAT, READABLE_FORMATS
 from cfarena.server.replay import LogFileError, load_log_file, validate_log
 from cfarena.server.replay.schema import _LONG_PARTS, log_schema
 from cfarena.server.storage.models import FaultKind, MatchStatus

@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-from cfarena.server.match.log_format import log_seed
-from cfarena.server.match.resimulation import start_match
+from cfarena.match.log_format import log_seed
+from cfarena.match.resimulation import start_match
 from cfarena.server.replay import (
     build_viewer_data,
     export_log,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cfarena.engine import Move, Rules, apply_move, legal_moves, new_match
-from cfarena.server.match.log_format import log_seed
+from cfarena.match.log_format import log_seed
 from cfarena.server.replay import log_sha256, verify_logs
 from cfarena.server.replay.verify import verify_log
 

@@ -3,8 +3,10 @@
 The venv gets the `cfarena-sdk` distribution and what it requires (grpcio,
 protobuf) from the package index, nothing of this checkout's environment. A
 five-line bot run by that venv's `python -m cfarena.sdk run` plays a whole
-match against a real referee (started here, in the test's environment), and
-nothing of the server is importable there.
+match against a real referee (started here, in the test's environment), its
+`python -m cfarena.sdk play` plays local games against the sample bots (which
+ship with the SDK) and writes logs the server verifies, and nothing of the
+server is importable there.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 
 from cfarena.engine import Rules
 from cfarena.server.referee import MatchRecord, TimeControl
+from cfarena.server.replay.verify import verify_log
 from tests.referee.harness import RawBotProcess, table, token_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +44,7 @@ class RandomBot(Bot):
 
 # what the fresh venv must not have: the server's requirements and the server itself
 SERVER_ONLY = [
-    "sqlalchemy", "alembic", "typer", "rich", "psycopg", "cfarena.server", "cfarena.bots",
+    "sqlalchemy", "alembic", "typer", "rich", "psycopg", "cfarena.server",
 ]
 
 PROBE = """\
@@ -85,7 +88,7 @@ def test_sdk_requires_grpcio_and_protobuf_only_and_the_server_lists_them_too() -
     assert set(sdk_deps) <= set(server_deps)
 
 
-def test_sdk_sources_import_nothing_of_the_server_or_the_bundled_bots() -> None:
+def test_sdk_sources_import_nothing_of_the_server() -> None:
     offenders = []
     for path in sorted((SDK / "cfarena").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -97,13 +100,13 @@ def test_sdk_sources_import_nothing_of_the_server_or_the_bundled_bots() -> None:
             offenders += [
                 f"{path.relative_to(ROOT)}: {n}"
                 for n in names
-                if n.split(".")[:2] in (["cfarena", "server"], ["cfarena", "bots"])
+                if n.split(".")[:2] == ["cfarena", "server"]
             ]
     assert not offenders
 
 
 def test_the_server_wheel_requires_this_sdk_and_ships_none_of_its_files(tmp_path: Path) -> None:
-    """What `pip install .` installs: cfarena (server, bots) requiring cfarena-sdk by file URL."""
+    """What `pip install .` installs: cfarena (the server) requiring cfarena-sdk by file URL."""
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path),
          str(ROOT)],
@@ -121,9 +124,10 @@ def test_the_server_wheel_requires_this_sdk_and_ships_none_of_its_files(tmp_path
         ]
     assert f"cfarena-sdk @ {SDK.as_uri()}" in requires
     packages = {n.rsplit("/", 1)[0] for n in names if n.endswith(".py")}
-    assert "cfarena/server" in packages and "cfarena/bots" in packages
+    assert "cfarena/server" in packages
     assert not [p for p in packages if p.split("/")[:2] in (
-        ["cfarena", "sdk"], ["cfarena", "engine"], ["cfarena", "v1"]
+        ["cfarena", "sdk"], ["cfarena", "engine"], ["cfarena", "v1"], ["cfarena", "match"],
+        ["cfarena", "bots"],
     )]
 
 
@@ -217,3 +221,23 @@ def test_a_five_line_bot_on_the_sdk_alone_plays_a_match_to_its_end(
     assert any(a.seat == 0 and a.decided for a in record.actions)
     assert not any(a.fallback for a in record.actions)
     assert "Traceback" not in output, output
+
+
+def test_local_play_on_the_sdk_alone_writes_logs_the_server_verifies(
+    sdk_venv: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "mybot.py").write_text(FIVE_LINES)
+    done = subprocess.run(
+        [str(sdk_venv), "-m", "cfarena.sdk", "play", "mybot.py", "--vs", "greedy", "--vs",
+         "smart", "--games", "2", "--seed", "11", "--rule", "rounds=single",
+         "--log", "games.jsonl"],
+        env=_clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert [line.split(" (")[0] for line in done.stdout.splitlines()
+            if line.startswith("game ")] == ["game 1/2", "game 2/2"]
+    logs = [json.loads(line) for line in (tmp_path / "games.jsonl").read_text().splitlines()]
+    assert [log["seats"] for log in logs] == [["RandomBot", "greedy", "smart"],
+                                              ["smart", "RandomBot", "greedy"]]
+    assert [verify_log(log) for log in logs] == [[], []]

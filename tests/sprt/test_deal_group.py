@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cfarena.server.match.log_format import record_to_log
-from cfarena.server.match.record import MatchStatus
+from cfarena.match.log_format import record_to_log
+from cfarena.match.record import MatchStatus
 from cfarena.server.replay.simulate import simulate_record
 from cfarena.server.sprt.deal_group import (
     SeatedResults,

@@ -11,8 +11,8 @@ import pytest
 from scipy.stats import t as student
 
 from cfarena.engine import Move, MoveKind, apply_move, new_match
-from cfarena.server.match.log_format import record_to_log
-from cfarena.server.match.record import MatchStatus
+from cfarena.match.log_format import record_to_log
+from cfarena.match.record import MatchStatus
 from cfarena.server.replay.simulate import simulate_record
 from cfarena.server.sprt.deal_group import point_results
 from cfarena.server.sprt.luck import (

@@ -6,8 +6,8 @@ import pytest
 
 from cfarena.bots import make_bot
 from cfarena.engine import Rules
-from cfarena.server.match.log_format import record_to_log
-from cfarena.server.replay.simulate import play_match
+from cfarena.match.log_format import record_to_log
+from cfarena.sdk.local import play_match
 from cfarena.server.sprt.match_results import ScoreKind, log_seated_results, seated_results
 
 

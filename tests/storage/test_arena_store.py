@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from cfarena.server.match.record import Fault, FaultKind
+from cfarena.match.record import Fault, FaultKind
 from cfarena.server.rating.online import INITIAL_MU, Skill, rate_match
 from cfarena.server.storage import Database, MatchPlan, StorageError, hash_token
 from cfarena.server.storage.encoding import utc_now

@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from cfarena.server.match.record import Fault, FaultKind
+from cfarena.match.record import Fault, FaultKind
 from cfarena.server.storage import Database, LeaseLost, StoredMatch
 
 from .helpers import bots, count, plan, result, snapshot

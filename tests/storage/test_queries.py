@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from cfarena.server.match.record import Fault, FaultKind
+from cfarena.match.record import Fault, FaultKind
 from cfarena.server.rating.elo import elo_update
 from cfarena.server.storage import (
     Database,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from cfarena.server.match.record import Fault
+from cfarena.match.record import Fault
 from cfarena.server.replay import simulate_log, verify_logs
 from cfarena.server.storage import (
     Database,

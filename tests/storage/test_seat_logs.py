@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from cfarena.server.match.record import Fault
+from cfarena.match.record import Fault
 from cfarena.server.storage import (
     Database,
     FaultKind,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cfarena.engine import Rules
-from cfarena.server.match.record import MatchRecord, TimeControl
+from cfarena.match.record import MatchRecord, TimeControl
 from cfarena.server.standings import standings_rows
 from cfarena.server.storage import Database, MatchStatus, open_database
 from cfarena.server.tournament import BotSpec, TournamentConfig, run_tournament

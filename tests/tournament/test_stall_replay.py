@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from cfarena.engine import Rules
+from cfarena.match.record import TimeControl
 from cfarena.server.credentials import hash_token
-from cfarena.server.match.record import TimeControl
 from cfarena.server.referee import RefereeServer
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.tokens import SeatPass

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cfarena.match.record import Fault
 from cfarena.sdk.types import FaultKind
-from cfarena.server.match.record import Fault
 from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 
 POOL = "standard/4p"

@@ -36,7 +36,7 @@ from cfarena.engine import (
 from cfarena.engine.rules import resolve_rules
 from cfarena.engine.state import MatchState
 from cfarena.engine.tile_codes import code_of, set_codes, tile_of
-from cfarena.server.match.record import MatchRecord, TimeControl
+from cfarena.match.record import MatchRecord, TimeControl
 from cfarena.server.storage import MatchStatus
 from cfarena.server.web import LiveHub
 from cfarena.server.web.live import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from cfarena.engine import EventKind, Move, MoveKind, apply_move, legal_moves, public_events
 from cfarena.engine import public_view as engine_public_view
-from cfarena.server.match.resimulation import resimulate, start_match
+from cfarena.match.resimulation import resimulate, start_match
 from cfarena.server.web.live import (
     EVENT_KEYS,
     PLACED_KEYS,

@@ -18,9 +18,9 @@ import pytest
 
 from cfarena.engine import apply_move
 from cfarena.engine.moves import Move
+from cfarena.match.log_format import log_seed
+from cfarena.match.resimulation import resimulate, start_match
 from cfarena.server.credentials import hash_token
-from cfarena.server.match.log_format import log_seed
-from cfarena.server.match.resimulation import resimulate, start_match
 from cfarena.server.storage import MatchPlan, StoredMatch, open_database
 from tests.web.arena import (
     ADMIN_TOKEN,

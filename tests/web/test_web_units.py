@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cfarena.engine import Rules, apply_move, legal_moves, needs_decision, new_match
+from cfarena.match.record import MatchRecord, TimeControl
 from cfarena.server.credentials import AdminTokenError, hash_token, read_admin_token
-from cfarena.server.match.record import MatchRecord, TimeControl
 from cfarena.server.storage import MatchStatus, StoredMatch, open_database
 from cfarena.server.web import LiveHub
 from cfarena.server.web.chart import rating_chart

@@ -1,4 +1,5 @@
-"""`python -m cfarena.sdk run TARGET [--server HOST:PORT] [--token T] ...` (see cli.py)."""
+"""`python -m cfarena.sdk run TARGET [--server HOST:PORT] [--token T] ...` and
+`python -m cfarena.sdk play TARGET [--vs BOT ...]` (see cli.py)."""
 
 from __future__ import annotations
 

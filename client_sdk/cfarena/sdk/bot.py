@@ -16,11 +16,14 @@ a dict keyed by `match_id` (every hook and every Turn carries it), created in
 from __future__ import annotations
 
 import abc
+import logging
 from collections.abc import Sequence
 
 from cfarena.engine.events import Event
 from cfarena.engine.moves import Move
 from cfarena.sdk.types import MatchInfo, MatchResult, Turn
+
+log = logging.getLogger("cfarena.sdk")
 
 
 class Bot(abc.ABC):
@@ -73,3 +76,31 @@ def resolve_choice(choice: object, legal_moves: Sequence[Move]) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def decide(bot: Bot, turn: Turn) -> int:
+    """The index of the move `bot.choose(turn)` picked, as the SDK answers the referee:
+    if choose raises or returns a move that was not offered, the error is logged
+    and the first offered move (index 0) is played."""
+    try:
+        choice = bot.choose(turn)
+    except Exception:
+        log.exception(
+            "match %s turn %d: choose raised; playing the first offered move %s",
+            turn.match_id,
+            turn.turn_id,
+            turn.legal_moves[0],
+        )
+        return 0
+    index = resolve_choice(choice, turn.legal_moves)
+    if index is None:
+        log.error(
+            "match %s turn %d: choose returned %r, which was not offered; "
+            "playing the first offered move %s",
+            turn.match_id,
+            turn.turn_id,
+            choice,
+            turn.legal_moves[0],
+        )
+        return 0
+    return index

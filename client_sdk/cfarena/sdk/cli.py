@@ -1,4 +1,5 @@
-"""`python -m cfarena.sdk run TARGET`: load a Bot class and play it on a referee.
+"""`python -m cfarena.sdk run TARGET`: load a Bot class and play it on a referee;
+`python -m cfarena.sdk play TARGET --vs greedy`: play it locally (`cfarena.sdk.play`).
 
 TARGET is a file `path/to/bot.py` or a module `cfarena.bots.greedy`, either
 optionally followed by `:ClassName`; without a class name the module must
@@ -38,9 +39,11 @@ from typing import NoReturn
 
 import grpc
 
+from cfarena.bots import bundled_names
 from cfarena.sdk.bot import Bot
 from cfarena.sdk.client import MAX_VERSION_CHARS, BotClient, BotConnectionError
 from cfarena.sdk.multi import MultiClient, make_clients, resolve_servers, split_servers
+from cfarena.sdk.types import TimeControl
 
 PROG = "python -m cfarena.sdk"
 DEFAULT_SERVER = "127.0.0.1:50051"
@@ -163,12 +166,49 @@ def _add_connection_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Play a cfarena bot on a referee.")
+    parser = _Parser(prog=PROG, description="Play a cfarena bot on a referee, or locally.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="load a Bot class and play it on a referee")
     run.add_argument("target", help="path/to/bot.py[:Class] or package.module[:Class]")
     _add_connection_args(run)
+    _add_play_parser(sub)
     return parser
+
+
+def _add_play_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    """`play`: games in this process against the sample bots (cfarena.sdk.play)."""
+    play = sub.add_parser(
+        "play", help="play games in this process, under the referee's rules and time "
+        "control, against the sample bots (no referee, no network)")
+    play.add_argument("target", help="path/to/bot.py[:Class] or package.module[:Class]")
+    play.add_argument(
+        "--vs", action="append", metavar="BOT",
+        help=f"an opponent: a sample bot ({bundled_names()}) or another bot target; repeat "
+        "it for more seats (default: greedy)")
+    play.add_argument("--players", type=int,
+                      help="seats at the table, filled with the --vs bots again in order "
+                      "(default: your bot and one seat per --vs)")
+    play.add_argument("--rules", default="standard",
+                      help="preset: standard, maltese, trains (default: standard)")
+    play.add_argument("--rule", action="append", metavar="KEY=VALUE",
+                      help="a rule option over the preset, e.g. rounds=single (repeatable)")
+    play.add_argument("--games", type=int, default=1,
+                      help="games to play; your bot moves one seat on each game (default 1)")
+    play.add_argument("--seed", type=int,
+                      help="seed of the first game, the next ones count up (default: random)")
+    play.add_argument("--log", metavar="FILE",
+                      help="write the games' logs to FILE, one a line (JSON Lines), for "
+                      "`cfarena replay --file FILE MATCH` and `cfarena verify --file FILE`")
+    defaults = TimeControl()
+    play.add_argument("--timeout-ms", type=int, default=defaults.move_timeout_ms,
+                      help=f"time per decision (default {defaults.move_timeout_ms}, the "
+                      "referee's)")
+    play.add_argument("--bank-ms", type=int, default=defaults.bank_ms,
+                      help=f"time bank per match (default {defaults.bank_ms})")
+    play.add_argument("--increment-ms", type=int, default=defaults.increment_ms,
+                      help=f"bank increment per decision (default {defaults.increment_ms})")
+    play.add_argument("--strikes", type=int, default=defaults.strikes,
+                      help=f"faults that forfeit a match (default {defaults.strikes})")
 
 
 def _client_from_args(
@@ -277,6 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "play":
+            from cfarena.sdk.play import play_command
+
+            return play_command(args)
         cls = load_bot_class(args.target)
         return _play(args, cls, cls.__name__)
     except UsageError as err:

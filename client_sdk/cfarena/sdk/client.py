@@ -38,7 +38,7 @@ import grpc
 import grpc.aio
 
 from cfarena.engine.events import Event
-from cfarena.sdk.bot import Bot, resolve_choice
+from cfarena.sdk.bot import Bot, decide
 from cfarena.sdk.convert import (
     events_from_proto,
     match_end_from_proto,
@@ -452,27 +452,7 @@ class BotClient:
 
     async def _decide(self, turn: Turn) -> int:
         """The bot's move index, or 0 (the first offered move) if choose fails."""
-        try:
-            choice = await self._call_bot(self.bot.choose, turn)
-        except Exception:
-            log.exception(
-                "match %s turn %d: choose raised; playing the first offered move %s",
-                turn.match_id,
-                turn.turn_id,
-                turn.legal_moves[0],
-            )
-            return 0
-        index = resolve_choice(choice, turn.legal_moves)
-        if index is None:
-            log.error(
-                "match %s turn %d: choose returned %r, which was not offered; "
-                "playing the first offered move %s",
-                turn.match_id,
-                turn.turn_id,
-                choice,
-                turn.legal_moves[0],
-            )
-            return 0
+        index = await self._call_bot(decide, self.bot, turn)
         left = turn.time_left()
         if left < 0:
             log.warning(

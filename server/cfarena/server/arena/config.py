@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Rules
+from cfarena.match.record import TimeControl
 from cfarena.server.arena.ladder import LadderPolicy
-from cfarena.server.match.record import TimeControl
 from cfarena.server.storage import default_pool
 
 

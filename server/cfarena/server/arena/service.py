@@ -51,12 +51,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cfarena.match.abort_reason import AbortReason
+from cfarena.match.record import MatchRecord
 from cfarena.server.arena.config import ArenaConfig
 from cfarena.server.arena.ladder import Entrant, pick_table
 from cfarena.server.arena.tokens import LiveTokens
 from cfarena.server.backoff import Backoff
-from cfarena.server.match.abort_reason import AbortReason
-from cfarena.server.match.record import MatchRecord
 from cfarena.server.rating.online import Skill
 from cfarena.server.referee import RefereeServer, ShuttingDown
 from cfarena.server.referee.connection import BotConnection

@@ -333,7 +333,8 @@ def export_cmd(
     fmt: Annotated[str | None, typer.Option(
         "--format", help="json (default), html (the viewer) or txt (the printed replay); "
         "by default from the file suffix")] = None,
-    seat: Annotated[int | None, typer.Option("--seat", help="txt: as this seat saw it")
+    seat: Annotated[int | None, typer.Option(
+        "--seat", help="txt and html: as this seat saw it (html: that view only)")
                     ] = None,
     db_url: str = DbOption,
 ) -> None:

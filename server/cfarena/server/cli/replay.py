@@ -46,7 +46,9 @@ def replay_cmd(
         "--file", "-f", help="an exported log (.json, or .jsonl of `export --tournament`) "
         "instead")] = None,
     seat: Annotated[int | None, typer.Option(
-        "--seat", "-s", help="show the game as this seat saw it (its hand only)")] = None,
+        "--seat", "-s", help="show the game as this seat saw it (its hand, the moves it "
+        "was offered and chose, its decision times); with --html, a file of that view "
+        "only")] = None,
     show_all: Annotated[bool, typer.Option("--all", help="print every step, no stepping")
                         ] = False,
     html: Annotated[Path | None, typer.Option(
@@ -63,8 +65,9 @@ def replay_cmd(
         fail(f"--seat must be 0..{players - 1} for this {players}-player match")
     try:
         if html is not None:
-            write_output("--html", html, lambda: write_html(log, html))
-            out.print(f"wrote {html} (open it in a browser; no network needed)")
+            write_output("--html", html, lambda: write_html(log, html, seat))
+            view = "every view" if seat is None else f"seat {seat}'s view only"
+            out.print(f"wrote {html} ({view}; open it in a browser, no network needed)")
             return
         replay_terminal(log, seat=seat, show_all=show_all, console=out)
     except LogError as exc:

@@ -34,7 +34,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from cfarena.server.match.record import FaultKind, MatchRecord, MatchStatus
+from cfarena.match.record import FaultKind, MatchRecord, MatchStatus
 
 # decision latency buckets, in ms (exposed in seconds): a bot on the same machine
 # answers in well under 1 ms, one across the world in ~100-300 ms, the default move

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from cfarena.match.record import ActionRecord, Fault, FaultKind, MatchRecord, TimeControl
 from cfarena.server.credentials import hash_token, new_token
-from cfarena.server.match.record import ActionRecord, Fault, FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.server import RefereeServer, SeatingTimeout, ShuttingDown
 from cfarena.server.referee.tokens import TokenRegistry
 

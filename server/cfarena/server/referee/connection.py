@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cfarena.server.match.record import FaultKind
+from cfarena.match.record import FaultKind
 from cfarena.server.referee.tokens import SeatPass
 from cfarena.v1 import arena_pb2 as pb
 

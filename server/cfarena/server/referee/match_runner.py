@@ -1,7 +1,7 @@
 """Running one match over gRPC: the seats' connections around the match law.
 
 The rules (time control, strikes, forfeits, fallbacks, turn numbering, the
-record) are `cfarena.server.match.law.MatchLaw`'s; this module only sends each
+record) are `cfarena.match.law.MatchLaw`'s; this module only sends each
 decision to its seat as a Turn, waits for the answer against the clock and
 hands the law what came back.
 """
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from cfarena.engine import Rules, observe, visible_events
 from cfarena.engine.state import MatchState
-from cfarena.server.match.abort_reason import AbortReason
-from cfarena.server.match.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
-from cfarena.server.match.record import FaultKind, MatchRecord, TimeControl
+from cfarena.match.abort_reason import AbortReason
+from cfarena.match.law import Answer, Decision, Faulted, MatchLaw, Reply, TimedOut
+from cfarena.match.record import FaultKind, MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection, PendingTurn, SeatFault
 from cfarena.server.referee.lag import SHORT_STALLS_SHARE, LoopLag
 from cfarena.server.referee.observer import MatchWatcher

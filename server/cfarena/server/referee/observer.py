@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from cfarena.engine.state import MatchState
-from cfarena.server.match.record import MatchRecord
+from cfarena.match.record import MatchRecord
 
 
 class RefereeObserver(Protocol):

@@ -17,8 +17,8 @@ from grpc_reflection.v1alpha import reflection
 
 from cfarena.engine import Rules
 from cfarena.engine.state import MatchState
-from cfarena.server.match.abort_reason import AbortReason
-from cfarena.server.match.record import MatchRecord, TimeControl
+from cfarena.match.abort_reason import AbortReason
+from cfarena.match.record import MatchRecord, TimeControl
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.gate import GateLimits, SocketGate
 from cfarena.server.referee.lag import LoopLag

@@ -13,8 +13,8 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from cfarena.engine import PRESETS
+from cfarena.match.record import FaultKind
 from cfarena.server.credentials import hash_token
-from cfarena.server.match.record import FaultKind
 from cfarena.server.referee.connection import BotConnection, SeatFault
 from cfarena.server.referee.tokens import PassRegistry, PassUsed, TokenRegistry
 from cfarena.v1 import arena_pb2 as pb

@@ -18,8 +18,9 @@ seat's frames come only from `observe` and `visible_events`.
 
 from __future__ import annotations
 
-from cfarena.server.match.resimulation import LogError
-from cfarena.server.replay.export import export_log, log_line, log_lines, replay_text
+from cfarena.match.log_format import log_line
+from cfarena.match.resimulation import LogError
+from cfarena.server.replay.export import export_log, log_lines, replay_text
 from cfarena.server.replay.frames import Frame, StepKind, build_frames, build_views
 from cfarena.server.replay.html import build_viewer_data, render_html, write_html
 from cfarena.server.replay.schema import (

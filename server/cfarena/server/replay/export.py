@@ -4,24 +4,17 @@ many logs as JSON Lines (one `log_line` each)."""
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from cfarena.match.log_format import log_line
 from cfarena.server.replay.html import write_html
 from cfarena.server.replay.terminal import replay_terminal
 
 FORMATS = ("html", "json", "txt")
-
-
-def log_line(log: Mapping[str, Any]) -> str:
-    """A game log as one line of JSON (keys in the recorded order, text as it is, no
-    newline): what `cfarena export MATCH` writes, and each line of `cfarena export
-    --tournament` and of the web's "download all games" (JSON Lines)."""
-    return json.dumps(log, ensure_ascii=False)
 
 
 def log_lines(logs: Iterable[tuple[str, Mapping[str, Any] | Exception]]) -> Iterator[str]:
@@ -48,8 +41,9 @@ def export_log(
 ) -> Path:
     """Write `log` to `path` as `fmt` (html, json or txt; default from the file suffix).
 
-    html is the self-contained viewer (every view inside); json the log itself
-    (`log_line`, with a newline); txt the all-seeing replay, or `seat`'s view.
+    html is the self-contained viewer (every view inside, or `seat`'s alone); json
+    the log itself (`log_line`, with a newline); txt the all-seeing replay, or
+    `seat`'s view.
     """
     target = Path(path)
     kind = (fmt or target.suffix.lstrip(".") or "html").lower()
@@ -58,7 +52,7 @@ def export_log(
     if kind not in FORMATS:
         raise ValueError(f"export format must be one of {', '.join(FORMATS)}, got {kind!r}")
     if kind == "html":
-        return write_html(log, target)
+        return write_html(log, target, seat)
     if kind == "json":
         target.write_text(log_line(log) + "\n", encoding="utf-8")
         return target

@@ -5,7 +5,9 @@ end. `build_frames(log, seat)` returns one `Frame` per step; `build_views`
 builds the all-seeing view and every seat's view in one pass. A seat's frame
 is made only from `observe(state, seat)` and `visible_events(state, seat)`,
 so nothing hidden from that seat (other hands, the boneyard, others' drawn
-tiles) can reach it; other seats' hands are `None` there.
+tiles) can reach it; other seats' hands are `None` there. The moves a seat
+was offered at a decision are recomputed by the re-simulation (the log keeps
+only the move applied): a seat sees them for its own decisions only.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from cfarena.engine import (
     visible_events,
 )
 from cfarena.engine.state import MatchState
-from cfarena.server.match.resimulation import LogError, start_match
+from cfarena.match.resimulation import LogError, start_match
 
 
 class StepKind(enum.Enum):
@@ -51,6 +53,8 @@ class Frame:
     decided: bool  # a bot decision (it has a turn id)
     fallback: bool  # played by the referee for a faulted or forfeited seat
     ms: float | None  # decision time; in a seat view only for the seat's own decisions
+    offered: tuple[str, ...]  # the legal moves (keys, in the order offered) of a decision;
+    # in a seat view only for the seat's own decisions, else empty
     layout: tuple[PlacedTile, ...]
     pending: int | None
     hands: tuple[tuple[Tile, ...] | None, ...]  # per seat; None where hidden
@@ -76,6 +80,7 @@ class _Step:
     start: int  # the step's events are state.events[start:stop]
     stop: int
     action_index: int | None
+    offered: tuple[str, ...] = ()  # the legal moves at the action (keys, in order)
 
 
 def _steps(log: Mapping[str, Any], state: MatchState) -> Iterator[_Step]:
@@ -97,15 +102,17 @@ def _steps(log: Mapping[str, Any], state: MatchState) -> Iterator[_Step]:
             move = Move.parse(str(action.get("move")))
         except ValueError as exc:
             raise LogError(f"{path}.move: {exc}") from exc
-        if move not in legal_moves(state):
+        offered = legal_moves(state)
+        if move not in offered:
             raise LogError(f"{path}.move: {move.key} is not legal here")
         start = len(state.events)
         apply_move(state, move)
-        yield from _split(state, start, i)
+        yield from _split(state, start, i, tuple(m.key for m in offered))
 
 
 def _split(
-    state: MatchState, start: int, action: int | None, start_round: bool = False
+    state: MatchState, start: int, action: int | None, offered: tuple[str, ...] = (),
+    start_round: bool = False
 ) -> Iterator[_Step]:
     if start_round:
         state.start_next_round()
@@ -113,7 +120,7 @@ def _split(
     end = next((j for j in range(start, len(events))
                 if events[j].kind is EventKind.ROUND_END), None)
     kind = StepKind.ACTION if action is not None else StepKind.ROUND_START
-    yield _Step(kind, start, end if end is not None else len(events), action)
+    yield _Step(kind, start, end if end is not None else len(events), action, offered)
     if end is not None:
         yield _Step(StepKind.ROUND_END, end, end + 1, None)
 
@@ -192,10 +199,12 @@ def _frame(
         "fallback": bool(action.get("fallback")),
         "round_end": round_end,
     }
+    offered = step.offered if decided else ()
     if viewer is None:
         return Frame(
             round_index=state.round_index,
             ms=ms,
+            offered=offered,
             layout=state.layout(),
             pending=state.pending,
             hands=tuple(state.hand(s) for s in range(state.players)),
@@ -215,6 +224,7 @@ def _frame(
     return Frame(
         round_index=obs.round_index,
         ms=ms if actor == viewer else None,
+        offered=offered if actor == viewer else (),
         layout=obs.layout,
         pending=obs.pending,
         hands=tuple(obs.hand if s == viewer else None for s in range(obs.players)),

@@ -1,7 +1,9 @@
 """The HTML viewer: one self-contained file (inline CSS, JS, SVG; no network).
 
 `write_html(log, path)` re-simulates the log once for the all-seeing view and
-once per seat (`build_views`), and embeds compact JSON:
+once per seat (`build_views`), and embeds compact JSON; `write_html(log, path,
+seat)` embeds only that seat's view (the match as the seat saw it: its own
+hand and offered moves, no other hand, no seed to re-deal them from):
 
 - `rounds`: each round's final layout as nodes `[a, b, parent, open, capacity]`
   (public; a frame shows the first `n` of them);
@@ -13,7 +15,9 @@ once per seat (`build_views`), and embeds compact JSON:
   drawn tiles are blank there);
 - `views`: per view (all-seeing, then seat 0..P-1) the hands it may see as
   timelines `[[frame, "a-b c-d ..."], ...]` (from `observe` for a seat; other
-  seats' entries are null), its decision times and its faults.
+  seats' entries are null), its decision times, the moves offered at its
+  decisions (`offered`: `[[frame, ["4-9@3", "draw", ...]], ...]`, a seat's own
+  only) and its faults.
 
 The page never derives one view from another: a seat view draws only its
 own data, so the DOM of a seat view holds no tile of a hidden hand.
@@ -29,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from cfarena.engine import Event
-from cfarena.server.match.log_format import log_seed
-from cfarena.server.match.resimulation import start_match
+from cfarena.match.log_format import log_seed
+from cfarena.match.resimulation import start_match
 from cfarena.server.replay.frames import Frame, StepKind, build_views
 
 _KINDS = {StepKind.ROUND_START: 0, StepKind.ACTION: 1, StepKind.ROUND_END: 2}
@@ -82,10 +86,13 @@ def _fault_text(fault: Mapping[str, Any]) -> str:
     return f"seat {fault.get('seat')}: {fault.get('kind')} ({fault.get('detail')}){forfeit}"
 
 
-def build_viewer_data(log: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON document the viewer page embeds (see the module docstring)."""
-    views = build_views(log)
-    public = views[None]
+def build_viewer_data(log: Mapping[str, Any], seat: int | None = None) -> dict[str, Any]:
+    """The JSON document the viewer page embeds (see the module docstring): every view,
+    or with `seat` that seat's alone."""
+    views = build_views(log, None if seat is None else [seat])
+    # the public facts (layout, boneyard, who moves) are the same in every view: a seat
+    # file takes them from the seat's own frames, so nothing comes from the all-seeing
+    public = views[seat]
     players = public[0].players
     seats = log.get("seats")
     names = [str(s) for s in seats] if isinstance(seats, list) else []
@@ -126,6 +133,7 @@ def build_viewer_data(log: Mapping[str, Any]) -> dict[str, Any]:
             "hands": _hands_timelines(frames_of, players),
             "ev": ev,
             "ms": [[f.index, round(f.ms, 2)] for f in frames_of if f.ms is not None],
+            "offered": [[f.index, list(f.offered)] for f in frames_of if f.offered],
             "faults": [[f.index, _fault_text(x)] for f in frames_of for x in f.faults],
         })
     rules = log.get("rules", {})
@@ -136,8 +144,9 @@ def build_viewer_data(log: Mapping[str, Any]) -> dict[str, Any]:
         "names": names,
         "rules": rules,
         "resolved": start_match(log).rules.to_dict(),
-        # a string: a JSON number above 2**53 would be rounded by the page's JavaScript
-        "seed": str(log_seed(log)),
+        # a string: a JSON number above 2**53 would be rounded by the page's JavaScript;
+        # none in a seat's file (the seed deals every hand)
+        "seed": str(log_seed(log)) if seat is None else None,
         "status": log.get("status"),
         "reason": log.get("reason"),
         "result": result if isinstance(result, dict) else {},
@@ -153,9 +162,9 @@ def _asset(name: str) -> str:
     return resources.files("cfarena.server.replay").joinpath(name).read_text(encoding="utf-8")
 
 
-def render_html(log: Mapping[str, Any]) -> str:
-    """The viewer page of a log as one HTML string."""
-    data = build_viewer_data(log)
+def render_html(log: Mapping[str, Any], seat: int | None = None) -> str:
+    """The viewer page of a log as one HTML string: every view, or `seat`'s alone."""
+    data = build_viewer_data(log, seat)
     payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     title = html.escape(f"cfarena replay · {data['match_id']}")
@@ -169,8 +178,9 @@ def render_html(log: Mapping[str, Any]) -> str:
     )
 
 
-def write_html(log: Mapping[str, Any], path: str | Path) -> Path:
-    """Write the self-contained viewer page of `log` to `path`; returns the path."""
+def write_html(log: Mapping[str, Any], path: str | Path, seat: int | None = None) -> Path:
+    """Write the self-contained viewer page of `log` (every view, or `seat`'s alone) to
+    `path`; returns the path."""
     target = Path(path)
-    target.write_text(render_html(log), encoding="utf-8")
+    target.write_text(render_html(log, seat), encoding="utf-8")
     return target

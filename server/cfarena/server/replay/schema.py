@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cfarena.server.match.log_format import READABLE_FORMATS, seed_problem
+from cfarena.match.log_format import READABLE_FORMATS, seed_problem
 
 if TYPE_CHECKING:
     import jsonschema_rs

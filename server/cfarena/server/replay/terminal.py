@@ -55,6 +55,21 @@ def _who(seat: int | None, viewer: int | None, names: Sequence[str]) -> str:
     return f"seat {seat}{you}"
 
 
+def offered_text(frame: Frame) -> Text:
+    """The moves a decision offered, in the order the seat got them (the index its
+    answer names), the one applied marked."""
+    out = Text("   offered: ")
+    for index, key in enumerate(frame.offered):
+        if index:
+            out.append(" · ")
+        chosen = key == frame.move
+        out.append(f"{index} {key}", style="bold reverse" if chosen else "")
+    if frame.move in frame.offered:
+        who = "the referee played" if frame.fallback else "chose"
+        out.append(f"  ({who} {frame.offered.index(frame.move)} of {len(frame.offered)})")
+    return out + Text("\n")
+
+
 def frame_text(frame: Frame, log: Mapping[str, Any]) -> Text:
     """One step as text: its header, events, layout, hands, boneyard, faults, scores."""
     names = _names(log)
@@ -74,6 +89,8 @@ def frame_text(frame: Frame, log: Mapping[str, Any]) -> Text:
         if frame.fallback:
             head += " · fallback (played by the referee)"
         out.append(head + " ──\n", style="bold")
+        if frame.offered:
+            out.append_text(offered_text(frame))
     else:
         out.append(f"══ round {r} ends ══\n", style="bold magenta")
     for event in frame.events:

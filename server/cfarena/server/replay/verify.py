@@ -13,9 +13,9 @@ from typing import Any
 
 from cfarena.engine import Rules
 from cfarena.engine.state import MatchState
-from cfarena.server.match.log_format import log_seed
-from cfarena.server.match.record import MatchStatus
-from cfarena.server.match.resimulation import (
+from cfarena.match.log_format import log_seed
+from cfarena.match.record import MatchStatus
+from cfarena.match.resimulation import (
     LogError,
     decision_differences,
     replay_moves,
@@ -154,7 +154,7 @@ def verify_log(log: Mapping[str, Any]) -> list[str]:
     produce, a result (scores, totals, ranks, forfeits) or reason that is not
     the re-simulated one, and turn ids (numbered as the log's format numbers
     them), fallbacks, faults, forfeits or decision times the match law
-    (`cfarena.server.match.law`) does not give when it is fed the log's recorded
+    (`cfarena.match.law`) does not give when it is fed the log's recorded
     answers and faults. Seat
     names, ids, timestamps and decision times cannot be re-derived: compare
     the log's sha256 with the stored one for those.

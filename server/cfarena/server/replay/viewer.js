@@ -48,7 +48,7 @@
   }
   var VIEWS = D.views.map(function (v) {
     return { label: v.label, seat: v.seat, hands: v.hands.map(expand), ev: v.ev,
-             ms: byFrame(v.ms), faults: byFrame(v.faults) };
+             ms: byFrame(v.ms), offered: byFrame(v.offered || []), faults: byFrame(v.faults) };
   });
 
   // ---------------------------------------------------------------- pips
@@ -279,6 +279,14 @@
     step.appendChild(document.createTextNode(txt));
     var ms = v.ms[pos];
     if (ms) { h("span", "ms", " · decided in " + ms[0].toFixed(2) + " ms", step); }
+    var offered = v.offered[pos];
+    if (offered) {
+      var row = h("div", "offered", "offered: ", step);
+      offered[0].forEach(function (key, i) {
+        if (i) { row.appendChild(document.createTextNode(" · ")); }
+        h("span", key === fr[F_MOVE] ? "chosen" : null, i + " " + key, row);
+      });
+    }
     var list = $("events");
     clear(list);
     for (var f = Math.max(0, pos - 6); f <= pos; f++) {
@@ -408,7 +416,7 @@
   $("title").textContent = "cfarena replay · " + D.match_id;
   $("meta").textContent = [
     (D.rules.preset || "?") + " rules", P + " players",
-    "double-" + rl.set_size + " set", rl.spokes + " spokes", "seed " + D.seed,
+    "double-" + rl.set_size + " set", rl.spokes + " spokes", D.seed === null ? "seed hidden (one seat's view)" : "seed " + D.seed,
     D.status + (D.reason ? " (" + String(D.reason).replace(/_/g, " ") + ")" : ""),
     D.names.map(function (n, i) { return i + ": " + n; }).join(", ")
   ].join(" · ");

@@ -50,8 +50,8 @@ from typing import Any
 
 from cfarena.engine import Move, MoveKind, Tile, apply_move, new_match
 from cfarena.engine.state import MatchState
-from cfarena.server.match.record import MatchRecord, MatchStatus
-from cfarena.server.match.resimulation import LogError, start_match
+from cfarena.match.record import MatchRecord, MatchStatus
+from cfarena.match.resimulation import LogError, start_match
 from cfarena.server.sprt.deal_group import point_results
 
 # Fitted by benchmarks/fit_luck.py (1500 deal groups of smart vs greedy with greedy

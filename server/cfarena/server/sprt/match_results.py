@@ -11,7 +11,7 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cfarena.server.match.record import MatchRecord, MatchStatus
+from cfarena.match.record import MatchRecord, MatchStatus
 from cfarena.server.sprt.deal_group import SeatedResults, placement, point_results
 from cfarena.server.sprt.luck import adjusted_results, log_luck, record_luck
 

@@ -32,9 +32,9 @@ from typing import Any, TypeVar
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from cfarena.match.log_format import LOG_FORMAT, record_to_log
+from cfarena.match.record import MatchRecord
 from cfarena.server.backoff import Backoff, Outage
-from cfarena.server.match.log_format import LOG_FORMAT, record_to_log
-from cfarena.server.match.record import MatchRecord
 from cfarena.server.storage import Database, LeaseLost, StorageError, StoredMatch
 
 FIRST_DELAY_S = 0.5

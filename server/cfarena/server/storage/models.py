@@ -31,8 +31,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # one enum each for the whole arena: how a match stands or ended, how a seat faulted
-from cfarena.server.match.record import FaultKind as FaultKind
-from cfarena.server.match.record import MatchStatus as MatchStatus
+from cfarena.match.record import FaultKind as FaultKind
+from cfarena.match.record import MatchStatus as MatchStatus
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

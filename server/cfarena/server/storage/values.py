@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cfarena.server.match.log_format import LOG_FORMAT
-from cfarena.server.match.record import Fault
+from cfarena.match.log_format import LOG_FORMAT
+from cfarena.match.record import Fault
 from cfarena.server.storage.models import FaultKind, MatchStatus, TournamentStatus
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cfarena.engine import Rules
-from cfarena.server.match.abort_reason import AbortReason
+from cfarena.match.abort_reason import AbortReason
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
 from cfarena.server.storage import (
     MatchStatus,

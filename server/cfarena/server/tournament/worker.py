@@ -60,8 +60,8 @@ from typing import Protocol
 import procrastinate
 from procrastinate.worker import Worker
 
+from cfarena.match.abort_reason import AbortReason
 from cfarena.server.backoff import Backoff
-from cfarena.server.match.abort_reason import AbortReason
 from cfarena.server.referee import MatchRecord, RefereeServer, TokenRegistry
 from cfarena.server.sandbox.host_reset import HostReset, claim_host_reset
 from cfarena.server.storage import Database, LeaseLost, StorageError, TournamentStatus

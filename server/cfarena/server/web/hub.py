@@ -32,7 +32,7 @@ from typing import Any
 
 from cfarena.engine import public_events, public_view
 from cfarena.engine.state import MatchState
-from cfarena.server.match.record import MatchRecord
+from cfarena.match.record import MatchRecord
 from cfarena.server.storage import MatchStatus, StoredMatch
 from cfarena.server.web.live import RECENT_EVENTS, PublicTable, live_message, public_cut
 

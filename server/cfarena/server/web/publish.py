@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cfarena.server.replay.export import log_line
+from cfarena.match.log_format import log_line
 from cfarena.server.replay.html import render_html
 from cfarena.server.storage import Database
 from cfarena.server.web import tournaments as tournament_view

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cfarena.server.match.log_format import log_seed
+from cfarena.match.log_format import log_seed
 from cfarena.server.standings import head_to_head_matrix, standings_rows
 from cfarena.server.storage import Database, MatchStatus, TournamentInfo, TournamentStatus
 from cfarena.server.web.data import NotFound, iso, match_summary

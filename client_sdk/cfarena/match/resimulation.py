@@ -35,9 +35,9 @@ from cfarena.engine import (
 )
 from cfarena.engine.dealing import deal_round
 from cfarena.engine.state import MatchState
-from cfarena.server.match.law import Answer, Decision, Faulted, MatchLaw, Reply
-from cfarena.server.match.log_format import deal_to_dict, event_to_dict, log_seed
-from cfarena.server.match.record import ActionRecord, FaultKind, TimeControl
+from cfarena.match.law import Answer, Decision, Faulted, MatchLaw, Reply
+from cfarena.match.log_format import deal_to_dict, event_to_dict, log_seed
+from cfarena.match.record import ActionRecord, FaultKind, TimeControl
 
 
 class LogError(ValueError):

@@ -3,7 +3,7 @@
 A log is a JSON document (docs/gamelog.md, docs/gamelog.schema.json) holding
 the seed, the rules, the seats and every applied move in order; the recorded
 events, deals and result are re-derived by re-simulating it with the rules
-engine (`cfarena.server.match.resimulation`), which is how
+engine (`cfarena.match.resimulation`), which is how
 `cfarena.server.replay.verify.verify_log` detects a tampered log.
 
 Logs are written in format 2. Format 1 logs (written before turn ids counted
@@ -19,13 +19,14 @@ JSON number, and is still read that way (`log_seed`).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from cfarena.engine import Event
 from cfarena.engine.dealing import RoundDeal
-from cfarena.server.match.record import MatchRecord, fault_to_dict
+from cfarena.match.record import MatchRecord, fault_to_dict
 
 LOG_FORMAT = 2  # the format written
 READABLE_FORMATS = (1, 2)  # 1: turn ids count the match's decisions; 2: each seat's own
@@ -71,6 +72,14 @@ def log_seed(log: Mapping[str, Any]) -> int:
 
 
 # --------------------------------------------------------------- JSON forms
+def log_line(log: Mapping[str, Any]) -> str:
+    """A game log as one line of JSON (keys in the recorded order, text as it is, no
+    newline): what `cfarena export MATCH` writes, and each line of JSON Lines (`cfarena
+    export --tournament`, the web's "download all games", `python -m cfarena.sdk play
+    --log`)."""
+    return json.dumps(log, ensure_ascii=False)
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
     """An event as a compact JSON object (absent fields omitted)."""
     out: dict[str, Any] = {"kind": event.kind.value, "round": event.round_index}

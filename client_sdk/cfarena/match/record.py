@@ -1,6 +1,6 @@
 """What the referee records of a match: its status, faults, applied moves and result.
 
-Plain values with no behaviour beyond their JSON forms. `cfarena.server.match.law`
+Plain values with no behaviour beyond their JSON forms. `cfarena.match.law`
 fills them in; the referee hands them on, `match.log_format` turns them into a log and
 storage keeps them. `MatchStatus` is the one enum for where a match stands and
 how it ended, used by the referee record, the game log (`status`) and the

@@ -14,9 +14,10 @@ it through one port:
 `next_decision` applies forced moves (a DRAW or PASS with no alternative) and
 the fallback moves of forfeited seats by itself, and stops at the next seat
 that must choose. The drivers: the gRPC referee (`referee/match_runner.py`), the
-in-process simulation (`replay/simulate.py`, `benchmarks/bot_strength.py`,
-both through `play_out`) and log verification (`replay/verify.verify_log`), which
-replays a log's recorded answers and faults through a fresh law and compares.
+in-process driver (`cfarena.sdk.local.play_match`, through `play_out`: local
+play, the server's `replay/simulate.py`, the benchmarks) and log verification
+(`replay/verify.verify_log`), which replays a log's recorded answers and faults
+through a fresh law and compares.
 
 The rules (docs/REFEREE.md): a decision may take `move_timeout_ms` plus what is
 left of the seat's bank; time over `move_timeout_ms` is drawn from the bank and
@@ -45,7 +46,7 @@ from cfarena.engine import (
     rank_seats,
 )
 from cfarena.engine.state import MatchState
-from cfarena.server.match.record import (
+from cfarena.match.record import (
     ActionRecord,
     Fault,
     FaultKind,
