@@ -10,6 +10,7 @@ WORKDIR /app
 COPY pyproject.toml hatch_build.py README.md ./
 COPY proto ./proto
 COPY client_sdk ./client_sdk
+COPY bots ./bots
 COPY server ./server
 RUN pip install --no-cache-dir '.[postgres]'
 COPY docker/entrypoint.sh /usr/local/bin/cfarena-entrypoint

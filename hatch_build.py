@@ -6,7 +6,7 @@ installs) therefore requires `cfarena-sdk @ file:///<this checkout>/client_sdk`,
 which pip builds and installs alongside it.
 
 The editable install (`pip install -e .`) does not: there client_sdk/ is on
-sys.path as source, next to server/ (`dev-mode-dirs`). Requiring
+sys.path as source, next to server/ and bots/ (`dev-mode-dirs`). Requiring
 the SDK there too would install a copy of it into site-packages, and that copy,
 earlier on sys.path, would shadow the checkout's cfarena.engine, cfarena.sdk
 and cfarena.v1: edits to client_sdk/ would go unseen until a reinstall. The
