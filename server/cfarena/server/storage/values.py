@@ -40,6 +40,7 @@ class BotInfo:
     created_at: datetime
     revoked_at: datetime | None = None  # `cfarena bots revoke`: its token admits nothing
     token_changed_at: datetime | None = None  # the last `cfarena bots rotate`
+    tournament_id: int | None = None  # a tournament's entrant (None: a ladder bot)
 
 
 @dataclass(frozen=True, slots=True)
