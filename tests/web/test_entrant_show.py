@@ -1,7 +1,7 @@
-"""`cfarena show ID` with the id a bot was given: a tournament match's opaque id (what
-its bots log, `match.bot_ids.wire_match_id`, the id `tournament/match_room.py` tells
-them) finds the stored match, as its stored id does (in-process: a read starts no
-process)."""
+"""`cfarena show ID` (and `export ID`) with the id a bot was given: a tournament
+match's opaque id (what its bots log, `match.bot_ids.wire_match_id`, the id
+`tournament/match_room.py` tells them) finds the stored match, as its stored id does
+(in-process: a read starts no process)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,9 @@ def test_show_finds_a_tournament_match_by_the_id_its_bots_logged(
         code, out, _err = _show(path, given, "--json")
         shown = json.loads(out)
         assert (shown["id"], shown["bot_match_id"]) == (match_id, given)
+        exported = run_in_process("export", given, "--db", f"sqlite:///{path}", cwd=path.parent)
+        assert exported.returncode == 0, exported.stderr
+        assert json.loads(exported.stdout) == t.logs[match_id]
 
 
 def test_an_id_no_bot_was_given_is_no_match(stored: tuple[Path, Tournament]) -> None:

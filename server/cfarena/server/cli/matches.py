@@ -317,7 +317,8 @@ def human_bytes(n: int) -> str:
 
 
 def export_cmd(
-    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="MATCH")] = None,
+    match_id: Annotated[str | None, typer.Argument(
+        help="match id (or the id its bots were given)", metavar="MATCH")] = None,
     tournament: Annotated[int | None, typer.Option(
         "--tournament", "-t", help="every game log of this tournament instead, as JSON Lines "
         "(a log a line)")] = None,
@@ -348,7 +349,7 @@ def export_cmd(
         return
     assert match_id is not None
     with database(db_url, create=False) as db:
-        log = db.get_log(match_id)
+        log = db.get_log(db.match_id_given(match_id) or match_id)
     if log is None:
         fail(f"no game log for match {match_id!r}")
     if output is None:
