@@ -6,12 +6,13 @@ match's opaque id (what its bots log, `match.bot_ids.wire_match_id`, the id
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from cfarena.server.storage import open_database
-from tests.cli.helpers import run_in_process
+from tests.cli.helpers import run_cli, run_in_process
 from tests.web.entrant_games import OTHER_SEED, Tournament, store_tournament
 
 
@@ -50,3 +51,22 @@ def test_an_id_no_bot_was_given_is_no_match(stored: tuple[Path, Tournament]) -> 
     for given in ("0123456789abcdef", t.wire_id(t.first)[:-1], t.wire_id(t.first).upper()):
         code, out, err = _show(path, given)
         assert code == 2 and out == "" and f"no match {given!r}" in err, (given, err)
+
+
+def test_show_finds_the_match_of_the_id_a_real_bot_logged(tmp_path: Path) -> None:
+    """A real tournament (bundled bots, unsandboxed: no sandbox behaviour is under test):
+    the match id each bot logged is the one `show` looks the match up by."""
+    db = f"sqlite:///{tmp_path / 'cfarena.db'}"
+    played = run_cli("run-tournament", "--bot", "greedy", "--bot", "random", "-k", "2",
+                     "--rule", "rounds=single", "-g", "1", "--no-sandbox", "--db", db,
+                     cwd=tmp_path)
+    assert played.returncode == 0, played.stderr
+    with open_database(db) as opened:
+        stored = {m.id: opened.seat_logs(m.id) for m in opened.list_matches()}
+    assert len(stored) == 2
+    for match_id, seat_logs in stored.items():
+        logged = {found for x in seat_logs
+                  for found in re.findall(r"match ([0-9a-f]{16}): seat", x.output)}
+        assert len(logged) == 1 and match_id not in logged, (match_id, logged)
+        code, out, err = _show(tmp_path / "cfarena.db", logged.pop())
+        assert code == 0 and out.startswith(f"match {match_id} "), err
