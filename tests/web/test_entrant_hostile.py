@@ -264,8 +264,13 @@ def test_wrong_rotated_and_forged_credentials_are_refused(
     # a rotated ladder token ends its sessions too (the bot itself is cut off: stopped)
     arena.stop("basil")
     basil = signed_in(arena, arena.tokens["basil"])
-    assert arena.post("/api/admin/bots/basil/rotate").status == 200
+    rotated = arena.post("/api/admin/bots/basil/rotate")
+    assert rotated.status == 200
     assert basil.get("/me")[0] == 303
+    basil = signed_in(arena, rotated.json()["token"])
+    assert arena.post("/api/admin/bots/basil/revoke").status == 200  # and revoked: ended
+    assert basil.get("/me")[0] == 303
+    assert Visitor(arena.http_port).sign_in(rotated.json()["token"]) == 401
 
 
 def test_sign_in_and_out_only_from_the_arenas_own_page(
