@@ -8,7 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from cfarena.server.tournament.match_room import wire_match_id
+from cfarena.match.bot_ids import wire_match_id
 
 from .helpers import run_json
 

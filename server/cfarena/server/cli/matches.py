@@ -138,7 +138,9 @@ def pack(parts: Sequence[str], width: int) -> str:
 
 
 def show_cmd(
-    match_id: Annotated[str, typer.Argument(help="match id")],
+    match_id: Annotated[str, typer.Argument(
+        help="match id: the stored one (`cfarena matches`) or the one its bots were given "
+        "(a tournament match's 16 hex digits, as a bot logs it)")],
     logs: Annotated[bool, typer.Option(
         "--logs", help="also print what each seat's bot process printed (stdout and stderr, "
         "as captured: the start and the end of a long output)")] = False,
@@ -149,6 +151,7 @@ def show_cmd(
 ) -> None:
     """One match: result, scores per round, luck, faults; each seat's output with --logs."""
     with database(db_url, create=False) as db:
+        match_id = db.match_id_given(match_id) or match_id
         detail = db.get_match(match_id)
         seat_logs = db.seat_logs(match_id) if detail is not None else []
         finished = detail is not None and detail.match.status is MatchStatus.FINISHED
@@ -160,6 +163,8 @@ def show_cmd(
         return
     m = detail.match
     out.print(Text.assemble((f"match {m.id}", "bold"), f"  {m.status.value}  seed {m.seed}"))
+    if (given := _bot_match_id(m)) != m.id:
+        out.print(Text(f"its bots were given the id {given}"))
     out.print(Text(f"rules: {rules_text(detail.rules)}"))  # wrapped between the pairs
     if m.reason:
         out.print(Text(f"reason: {printable(m.reason)}"))
@@ -201,13 +206,20 @@ def _detail_json(detail: MatchDetail, seat_logs: Sequence[SeatLog],
         except ValueError:  # a log that does not replay: the text form says so
             luck = None
     return {
-        **match_json(detail.match), "rules": detail.rules, "round_scores": detail.round_scores,
+        **match_json(detail.match), "bot_match_id": _bot_match_id(detail.match),
+        "rules": detail.rules, "round_scores": detail.round_scores,
         "luck": luck, "log_sha256": detail.log_sha256,
         "faults": [{"seat": f.seat, "bot": f.bot_name, "kind": f.kind.value,
                     "turn": f.turn_id, "detail": f.detail} for f in detail.faults],
         "seat_logs": [{"seat": x.seat, "output_bytes": x.output_bytes, "exit": x.exit,
                        **({"output": x.output} if with_output else {})} for x in seat_logs],
     }
+
+
+def _bot_match_id(m: MatchInfo) -> str:
+    from cfarena.match.bot_ids import bot_match_id
+
+    return bot_match_id(m.id, m.tournament_id, m.seed, m.key)
 
 
 def rules_text(options: Mapping[str, Any]) -> str:
@@ -324,7 +336,8 @@ def human_bytes(n: int) -> str:
 
 
 def export_cmd(
-    match_id: Annotated[str | None, typer.Argument(help="match id", metavar="MATCH")] = None,
+    match_id: Annotated[str | None, typer.Argument(
+        help="match id (or the id its bots were given)", metavar="MATCH")] = None,
     tournament: Annotated[int | None, typer.Option(
         "--tournament", "-t", help="every game log of this tournament instead, as JSON Lines "
         "(a log a line)")] = None,
@@ -356,7 +369,7 @@ def export_cmd(
         return
     assert match_id is not None
     with database(db_url, create=False) as db:
-        log = db.get_log(match_id)
+        log = db.get_log(db.match_id_given(match_id) or match_id)
     if log is None:
         fail(f"no game log for match {match_id!r}")
     if output is None:

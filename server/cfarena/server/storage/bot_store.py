@@ -122,6 +122,21 @@ class BotStore(Sessions):
                                               Bot.revoked_at.is_(None))).one_or_none()
             return None if bot is None else bot_info(bot)
 
+    def entrant_by_token_hash(self, token_hash: str) -> BotInfo | None:
+        """The bot, a ladder bot or a tournament's entrant, whose token has this hash
+        and is not revoked (a tournament entrant's token is its web key: its processes
+        are admitted with one-time passes). None: no such bot."""
+        with self._session() as s:
+            bot = s.scalars(select(Bot).where(Bot.token_hash == token_hash,
+                                              Bot.revoked_at.is_(None))).one_or_none()
+            return None if bot is None else bot_info(bot)
+
+    def bot_by_id(self, bot_id: int) -> BotInfo | None:
+        """Bot `bot_id`, a ladder bot or a tournament's entrant (None: no such bot)."""
+        with self._session() as s:
+            bot = s.get(Bot, bot_id)
+            return None if bot is None else bot_info(bot)
+
     def list_bots(self) -> list[BotInfo]:
         """The ladder bots, by name."""
         with self._session() as s:
@@ -138,13 +153,17 @@ class BotStore(Sessions):
             s.flush()
             return bot_info(bot)
 
-    def rotate_token(self, name: str, token_hash: str) -> BotInfo:
+    def rotate_token(self, name: str, token_hash: str, tournament_id: int | None = None
+                     ) -> BotInfo:
         """Give bot `name` a new token (its hash): the old one admits nothing from now
         on (live connections made with it are closed by a running arena), and a
-        revoked bot is admitted again with the new one."""
+        revoked bot is admitted again with the new one. With `tournament_id`, that
+        tournament's entrant `name`: the token is its web key (the entrant's pages),
+        never its processes' admission."""
         token_hash = _checked(token_hash)
         with self._session(write=True) as s:
-            bot = bot_named(s, name)
+            bot = bot_named(s, name) if tournament_id is None else _entrant(
+                s, tournament_id, name)
             bot.token_hash = token_hash
             bot.token_changed_at = utc_now()
             bot.revoked_at = None
@@ -172,6 +191,15 @@ def bot_named(s: Session, name: str) -> Bot:
                            f"{', '.join(map(str, entered))} have an entrant of that name: "
                            "see `cfarena standings --tournament ID`")
     raise StorageError(f"no bot named {name!r}")
+
+
+def _entrant(s: Session, tournament_id: int, name: str) -> Bot:
+    """Tournament `tournament_id`'s entrant `name`; `StorageError` if there is none."""
+    bot = s.scalars(select(Bot).where(Bot.name == name, Bot.tournament_id == tournament_id)
+                    ).one_or_none()
+    if bot is None:
+        raise StorageError(f"tournament {tournament_id} has no entrant named {name!r}")
+    return bot
 
 
 def _checked(token_hash: str) -> str:

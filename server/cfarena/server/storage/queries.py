@@ -54,7 +54,8 @@ def _maybe(value: datetime | None) -> datetime | None:
 def bot_info(b: Bot) -> BotInfo:
     return BotInfo(id=b.id, name=b.name, token_hash=b.token_hash, command=b.command,
                    created_at=aware(b.created_at), revoked_at=_maybe(b.revoked_at),
-                   token_changed_at=_maybe(b.token_changed_at))
+                   token_changed_at=_maybe(b.token_changed_at),
+                   tournament_id=b.tournament_id)
 
 
 def tournament_info(t: Tournament) -> TournamentInfo:

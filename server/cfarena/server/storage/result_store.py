@@ -1,6 +1,7 @@
-"""What was played, read from storage: standings, matches (a list, one in detail), a
-match's game log (or every log of a tournament, streamed) and seat logs, the results a
-rating fit needs, a bot's rating history. The queries themselves are in `queries`."""
+"""What was played, read from storage: standings, matches (a list, one in detail; a
+match by the id its bots were given), a match's game log (or every log of a tournament,
+streamed) and seat logs, the results a rating fit needs, a bot's rating history. The
+queries themselves are in `queries`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from cfarena.match.bot_ids import WIRE_ID, wire_match_id
 from cfarena.server.storage import queries
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.encoding import canonical_sha256
@@ -57,6 +59,23 @@ class ResultStore(Sessions):
     def get_match(self, match_id: str) -> MatchDetail | None:
         with self._session() as s:
             return queries.match_detail(s, match_id)
+
+    def match_id_given(self, given: str) -> str | None:
+        """The stored id of the match whose bots were given `given` as its id (what a
+        bot logs: a tournament match's opaque `bot_ids.wire_match_id`, a ladder match's
+        stored id), or None. A stored id is found as it is; else every tournament
+        match's bot id is made from its seed and key (about a microsecond each), the
+        rows read `batch` at a time."""
+        with self._session() as s:
+            if s.get(Match, given) is not None:
+                return given
+            if not WIRE_ID.fullmatch(given):
+                return None
+            rows = s.execute(select(Match.id, Match.seed, Match.key)
+                             .where(Match.tournament_id.is_not(None))
+                             .execution_options(yield_per=1000))
+            return next((match_id for match_id, seed, key in rows
+                         if wire_match_id(seed, key) == given), None)
 
     def get_log(self, match_id: str) -> dict[str, Any] | None:
         """The stored game log of a match (None if none); `StorageError` if its hash mismatches."""

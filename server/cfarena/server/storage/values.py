@@ -40,6 +40,7 @@ class BotInfo:
     created_at: datetime
     revoked_at: datetime | None = None  # `cfarena bots revoke`: its token admits nothing
     token_changed_at: datetime | None = None  # the last `cfarena bots rotate`
+    tournament_id: int | None = None  # a tournament's entrant (None: a ladder bot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,8 @@ class SeatLog:
     around a "[... N bytes not kept ...]" line), `output_bytes` how many bytes
     the process printed in all, and `exit` one line on how it ended ("exited
     with code 3: <last line>", "killed by SIGKILL", the sandbox limit breached)
-    or None. For the organiser only: nothing serves it to bots.
+    or None. For the organiser, and the web page's signed-in entrant of that seat's
+    bot (`web/entrant_data.py`); nothing serves it to bots.
     """
 
     seat: int

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
-import hmac
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +13,7 @@ from pathlib import Path
 
 from cfarena.engine import Rules
 from cfarena.match.abort_reason import AbortReason
+from cfarena.match.bot_ids import wire_match_id
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
 from cfarena.server.storage import (
     MatchStatus,
@@ -132,20 +131,6 @@ class MatchRoom:
                 write_seat_log(self.log_dir / f"{record.match_id}-seat{seat}-{warm.bot}.log",
                                process.output.text())
         self.writer.submit(stored)
-
-
-def wire_match_id(seed: int, key: str) -> str:
-    """The id bots see for the match `key` dealt from `seed`: 16 hex digits of
-    HMAC-SHA256(seed, key). The key (game, rotation) is the organiser's business, and
-    the id must tell a bot nothing about the deal: without the seed the id looks
-    random, so it neither reveals the deal nor links the rotations of one deal (their
-    keys differ). Finding the seed from it means guessing the seed, which a bot could
-    do as well by matching its dealt hand, and cannot when the seed is unpredictable
-    (the default, 62 bits from the OS). It is the same in every run with the same
-    seed, so a bot that seeds its own randomness from it (the bundled random bot)
-    replays its choices under `run-tournament --seed`."""
-    digest = hmac.new(seed.to_bytes(8, "big", signed=True), key.encode(), hashlib.sha256)
-    return digest.hexdigest()[:16]
 
 
 _unwritable_log_dirs: set[Path] = set()

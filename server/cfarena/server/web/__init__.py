@@ -11,6 +11,8 @@ from its module: the CLI imports this package, and the app imports the CLI's rep
 | `disclosure.py` | what of a match may be shown (seed, log, hands): pure rules |
 | `live.py`, `hub.py` | the live view: public messages, and the hub that fans them out |
 | `chart.py` | the rating chart as inline SVG |
+| `entrant.py`, `entrant_session.py` | the entrant's pages (`/me`) and their signed session |
+| `entrant_data.py`, `seat_view.py` | what an entrant sees of their bot; a match as a seat saw it |
 | `site.py` | what the app serves from (database, hub, pool, admin token, arena) |
 """
 

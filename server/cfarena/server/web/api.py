@@ -35,7 +35,7 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 _logger = logging.getLogger("cfarena.web")
 
 
-def _some(lines: Iterator[str], count: int = 20) -> str:
+def some_lines(lines: Iterator[str], count: int = 20) -> str:
     """The next `count` lines of `lines` as one piece ("" once there are none)."""
     return "".join(itertools.islice(lines, count))
 
@@ -127,7 +127,7 @@ def make_router() -> APIRouter:
 
         async def chunks() -> AsyncIterator[str]:
             try:
-                while chunk := await site.read(_some, lines):  # read in the web's threads
+                while chunk := await site.read(some_lines, lines):  # read in the web's threads
                     yield chunk
             except StorageError as exc:  # the status went out already: say so in the file
                 _logger.warning("tournament %s download cut: %s", tournament_id, exc)
@@ -219,6 +219,23 @@ def make_router() -> APIRouter:
         """Revoke the bot's token: its connections are closed within about a second."""
         await _bot_call(site, site.db.revoke_bot, name)
         return {"ok": True, "detail": f"bot {name!r} revoked"}
+
+    @api.post("/admin/tournaments/{tournament_id}/entrants/{name}/web-key",
+              response_model=schemas.NewToken, responses={**_ADMIN_ERRORS, **_NOT_FOUND},
+              tags=["admin"])
+    async def entrant_web_key(site: Admin, tournament_id: TournamentId,
+                              name: BotName) -> dict[str, str]:
+        """A new web key for a tournament's entrant (in this answer only): it signs the
+        entrant in to their pages (`/me`); the previous key stops working, and the
+        sessions made with it end. Its processes are admitted as before."""
+        token = new_token()
+        try:
+            await site.read(site.db.rotate_token, name, hash_token(token), tournament_id)
+        except StorageError as exc:
+            if "has no entrant" in str(exc):
+                raise HTTPException(404, str(exc)) from None
+            raise
+        return {"name": name, "token": token}
 
     @api.post("/admin/ladder/pause", response_model=schemas.Ladder,
               responses=_ADMIN_ERRORS, tags=["admin"])

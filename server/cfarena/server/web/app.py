@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cfarena.server.ops.metrics import CONTENT_TYPE, ArenaMetrics
 from cfarena.server.storage import StorageError
-from cfarena.server.web import api, pages
+from cfarena.server.web import api, entrant, pages
 from cfarena.server.web.data import NotFound
 from cfarena.server.web.limits import BodyLimit
 from cfarena.server.web.site import WebSite
@@ -43,12 +43,17 @@ def make_web_app(site: WebSite, metrics: ArenaMetrics | None = None) -> FastAPI:
     app.add_middleware(BodyLimit)  # before any body is read: see limits.py
     app.include_router(api.make_router())
     app.include_router(pages.make_router())
+    app.include_router(entrant.make_router())
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     if metrics is not None:
         @app.get("/metrics", include_in_schema=False)
         async def metrics_page() -> Response:
             return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    @app.exception_handler(entrant.NotSignedIn)
+    async def not_signed_in(request: Request, exc: entrant.NotSignedIn) -> Response:
+        return entrant.not_signed_in(request)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:

@@ -1,17 +1,20 @@
 """Everything the web app serves from: the database reads, the live hub, the pool,
-the admin token, and (once it runs) the arena, for the admin actions."""
+the admin token, the entrants' session key, and (once it runs) the arena, for the
+admin actions."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from cfarena.server.storage import Database
 from cfarena.server.web.data import WebData
+from cfarena.server.web.entrant_session import EntrantSessions
 from cfarena.server.web.hub import LiveHub
 
 _T = TypeVar("_T")
@@ -42,9 +45,12 @@ class WebSite:
     hub: LiveHub
     admin_token: str | None = None  # None: admin actions answer 403
     ladder: Ladder | None = None  # the arena, once it runs
+    # signs the entrants' session cookies: random per process, so a restart ends them
+    session_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     def __post_init__(self) -> None:
         self.data = WebData(self.db)
+        self.sessions = EntrantSessions(self.session_key)
         # the web's own threads, not the loop's default executor: the arena's poll (its
         # heartbeat), token checks, scheduling and storing run there (`asyncio.to_thread`),
         # and a flood of page requests must not queue in front of them
