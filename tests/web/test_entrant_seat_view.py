@@ -1,6 +1,6 @@
 """A match as one seat saw it (`web.seat_view`), re-simulated from its game log, is what
 the match law sent that seat: for every Turn a bot was sent in an in-process match
-(the referee's law, `replay.simulate.play_match`), the seat view has the same turn id,
+(the referee's law, `cfarena.sdk.local.play_match`), the seat view has the same turn id,
 hand, drawn tile and offered moves in the same order, and the move applied; a
 timed-out decision shows the fallback and its fault; nothing of another hand or of the
 boneyard is in the seat's record, and its seed only when revealed."""
@@ -14,8 +14,8 @@ import pytest
 from cfarena.bots import make_bot
 from cfarena.engine import Rules
 from cfarena.match.log_format import record_to_log
-from cfarena.sdk import Turn
-from cfarena.server.replay.simulate import play_match
+from cfarena.sdk import TimeControl, Turn
+from cfarena.sdk.local import play_match
 from cfarena.server.web.seat_view import seat_record, seat_view
 from tests.web.entrant_games import tiles_in, unseen_tiles
 
@@ -28,7 +28,7 @@ def test_each_turn_is_what_the_seat_was_sent(preset: str) -> None:
     played = play_match([make_bot("greedy") for _ in range(3)],
                         Rules.from_options({"preset": preset, "rounds": 2}), SEED, "m",
                         on_turn=lambda turn, choice: sent.append((turn, choice)),
-                        strikes=3, timeouts={4, 9})
+                        time_control=TimeControl(strikes=3), timeouts={4, 9})
     log = record_to_log(played.record)
     for seat in range(3):
         view = seat_view(log, seat)
