@@ -101,8 +101,8 @@ def test_a_bot_that_stops_starting_is_written_off_and_the_rest_is_played(tmp_pat
         assert len(matches) == 8 and all(m.status == "finished" for m in matches)
     written_off = [f for f in _faults(db) if f[2].startswith("not connected:")]
     assert written_off, _faults(db)
-    assert all(f == ("flaky", "disconnect", "not connected: bot 'flaky' exited with code 5: "
-                     "poisoned: cannot load my model before connecting") for f in written_off)
+    assert all(f == ("flaky", "disconnect", "not connected: bot 'flaky' exited with code 5 "
+                     "before connecting: poisoned: cannot load my model") for f in written_off)
     assert run_sandboxes(tmp_path, zombies=False) == []
 
 
