@@ -6,15 +6,12 @@ module beside it vanishes mid-tournament is written off, its seats' logs say why
 
 from __future__ import annotations
 
-import sqlite3
-import subprocess
-import time
 from pathlib import Path
 
 from cfarena.server.storage import open_database
 from tests.harness.sandboxes import run_sandboxes
 
-from .helpers import CFARENA, run_cli
+from .helpers import run_cli, run_cli_then
 
 NODE_BOT = "const grpc = require('@grpc/grpc-js');\nconsole.log('connected', grpc);\n"
 
@@ -31,15 +28,6 @@ class Plain(Bot):
 """
 
 HINT = "name more with --sandbox-bind DIR"
-
-
-def _finished(db: Path) -> int:
-    try:
-        with sqlite3.connect(db) as conn:
-            return int(conn.execute("select count(*) from matches "
-                                    "where status = 'finished'").fetchone()[0])
-    except sqlite3.Error:
-        return 0
 
 
 def test_a_missing_module_is_quoted_with_the_sandbox_bind_hint(tmp_path: Path) -> None:
@@ -69,24 +57,14 @@ def test_a_missing_module_is_quoted_with_the_sandbox_bind_hint(tmp_path: Path) -
     (home / "helper.py").write_text("FIRST = 0\n")
     logs = tmp_path / "py-logs"
     db = tmp_path / "py.db"
-    proc = subprocess.Popen(
-        [CFARENA, "run-tournament", "--bot", f"lazy=python -m cfarena.sdk run {home / 'bot.py'}",
-         "--bot", "random", "--players", "2", "--games", "3", "--concurrency", "1",
-         "--rule", "rounds=single", "--sandbox-bind", str(home), "--log-dir", str(logs),
-         "--db", f"sqlite:///{db}", "--json"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and _finished(db) < 1:
-            time.sleep(0.1)
-        (home / "helper.py").unlink()
-        _out, err = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err[-3000:]
+    result = run_cli_then(  # its module is gone once its first match is stored
+        "run-tournament", "--bot", f"lazy=python -m cfarena.sdk run {home / 'bot.py'}",
+        "--bot", "random", "--players", "2", "--games", "3", "--concurrency", "1",
+        "--rule", "rounds=single", "--sandbox-bind", str(home), "--log-dir", str(logs),
+        "--db", f"sqlite:///{db}", "--json", cwd=tmp_path, db=db,
+        then=(home / "helper.py").unlink)
+    err = result.stderr
+    assert result.returncode == 0, err[-3000:]
     missing = "ModuleNotFoundError: No module named 'helper'"
     warned = [ln for ln in err.splitlines() if "before connecting" in ln]
     assert warned and all(missing in ln and HINT in ln for ln in warned), err[-3000:]
