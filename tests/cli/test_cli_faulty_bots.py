@@ -128,7 +128,9 @@ def test_a_bot_that_drops_its_stream_and_stays_alive_forfeits_and_is_stopped(
         for match in database.list_matches():
             logs = {log.seat: log for log in database.seat_logs(match.id)}
             lingering = [log for log in logs.values() if "staying alive" in log.output]
-            assert len(lingering) == 1 and lingering[0].exit == "stopped after the match"
+            assert len(lingering) == 1  # its end: the fault, then that it was stopped
+            assert lingering[0].exit == "disconnect at turn 1: stream cancelled; " \
+                                        "stopped after the match"
     assert run_sandboxes(tmp_path, zombies=False) == []
 
 

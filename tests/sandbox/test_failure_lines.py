@@ -97,6 +97,7 @@ note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
 PLAIN = """\
 loading weights
 bot: cannot open weights.bin
+2026-12-06 21:40:32,722 INFO cfarena.sdk: match 975078d175544bee: seat 0 of ['a', 'b']
 usage: bot [--fast]
 giving up
 """

@@ -29,6 +29,9 @@ _JS_FRAME = re.compile(r"^\s+at ")
 _GO_PANIC = re.compile(r"^(?:panic: |fatal error: )")
 _GO_GOROUTINE = re.compile(r"^goroutine \d+ \[")
 _RUST_PANIC = re.compile(r"^thread '[^']*'(?: \(\d+\))? panicked at ")
+# a log record at an informative level ("2026-12-06 21:08:26,773 INFO name: ..."):
+# not what explains a failure, when other lines are there
+_CHATTER = re.compile(r"^.{0,40}?\b(?:INFO|DEBUG)\b")
 _MISSING = re.compile(
     r"ModuleNotFoundError|FileNotFoundError|No module named|Cannot find module|"
     r"No such file or directory|ENOENT|execvp|exec: .*not found|: not found$|"
@@ -99,7 +102,8 @@ def explaining_lines(output: str, ignore: Callable[[str], bool] = lambda _line: 
     """The lines of `output` that explain how the bot failed (at most MAX_LINES, each
     cut to MAX_CHARS, stripped): the error of the last stack trace a rule recognises
     (Python, Node.js and Java, Go, Rust) with the frame that says where, if the trace
-    ends among the last WINDOW lines; else the last PLAIN_LINES lines. Lines for
+    ends among the last WINDOW lines; else the last PLAIN_LINES lines but informative
+    log records (INFO, DEBUG). Lines for
     which `ignore` is true (a runtime's own log lines) are skipped unless there is
     nothing else."""
     lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
@@ -110,7 +114,10 @@ def explaining_lines(output: str, ignore: Callable[[str], bool] = lambda _line: 
         found = rule(window)
         if found is not None and (best is None or found[0] > best[0]):
             best = found
-    picked = best[1] if best is not None else window[-PLAIN_LINES:]
+    if best is None:
+        plain = [ln for ln in window if not _CHATTER.match(ln)] or window
+        best = (len(window), plain[-PLAIN_LINES:])
+    picked = best[1]
     return [ln.strip()[:MAX_CHARS] for ln in picked[:MAX_LINES]]
 
 

@@ -134,7 +134,8 @@ class MatchRoom:
 def seat_end(record: MatchRecord, seat: int, warm: WarmBot) -> str:
     """How a seat's process ended, in one line: why its bot was given up, the limit it
     breached, the fault that forfeited the seat ("timeout at turn 5: ..."; not what the
-    process printed afterwards), how it exited by itself, or "stopped after the match"."""
+    process printed afterwards; "; stopped after the match" if it had to be), how it
+    exited by itself, or "stopped after the match"."""
     if warm.written_off:
         return warm.written_off
     if warm.process.breach:
@@ -143,7 +144,8 @@ def seat_end(record: MatchRecord, seat: int, warm: WarmBot) -> str:
     if ended:
         fault = ended[0]
         when = f"at turn {fault.turn_id}" if fault.turn_id else "before its first turn"
-        return f"{fault.kind.value} {when}: {fault.detail}"
+        stopped = "" if warm.process.exited_by_itself else "; stopped after the match"
+        return f"{fault.kind.value} {when}: {fault.detail}{stopped}"
     if warm.process.exited_by_itself:
         return warm.process.exit_summary()
     return "stopped after the match"
