@@ -7,12 +7,13 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,36 @@ def run_cli(*args: str, cwd: Path, timeout: float = 240, env: dict[str, str] | N
             os.killpg(proc.pid, 9)
             proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_cli_then(*args: str, cwd: Path, db: Path, then: Callable[[], None],
+                 timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """`cfarena ARGS` (a tournament storing into the SQLite file `db`), calling `then()`
+    once its first match is stored (or after 120 s): a change to the bots' world while
+    it runs."""
+    proc = subprocess.Popen([CFARENA, *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and finished_matches(db) < 1:
+            time.sleep(0.1)
+        then()
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def finished_matches(db: Path) -> int:
+    """Finished matches in the SQLite file `db` (0 while it cannot be read)."""
+    try:
+        with sqlite3.connect(db) as conn:
+            return int(conn.execute("select count(*) from matches "
+                                    "where status = 'finished'").fetchone()[0])
+    except sqlite3.Error:
+        return 0
 
 
 @contextlib.contextmanager

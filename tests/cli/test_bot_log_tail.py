@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cfarena.server.sandbox import CapturedOutput
+from cfarena.server.sandbox import CapturedOutput, exit_summary
 
 
 def _captured(text: str, keep: int = 64 * 1024) -> CapturedOutput:
@@ -11,7 +11,7 @@ def _captured(text: str, keep: int = 64 * 1024) -> CapturedOutput:
     return out
 
 
-def test_last_line_quotes_the_bot_not_grpcs_exit_chatter() -> None:
+def test_the_exit_line_quotes_the_bot_not_grpcs_exit_chatter() -> None:
     out = _captured(
         "starting\n"
         "python -m cfarena.sdk: error: no such bot module: no_such_module\n"
@@ -19,13 +19,14 @@ def test_last_line_quotes_the_bot_not_grpcs_exit_chatter() -> None:
         "calling into gRPC, skipping fork() handlers\n"
         "\n"
     )
-    assert out.last_line() == "python -m cfarena.sdk: error: no such bot module: no_such_module"
+    assert exit_summary(None, 0, out) == (
+        "exited with code 0: python -m cfarena.sdk: error: no such bot module: no_such_module")
 
 
-def test_last_line_of_output_with_only_grpc_lines_or_nothing() -> None:
+def test_the_exit_line_of_output_with_only_grpc_lines_or_nothing() -> None:
     only_grpc = "W1202 20:34:01.1 1 a.cc:2] something\n"
-    assert _captured(only_grpc).last_line() == only_grpc.strip()
-    assert _captured("").last_line() == ""
+    assert exit_summary(None, 0, _captured(only_grpc)) == f"exited with code 0: {only_grpc.strip()}"
+    assert exit_summary(None, -9, _captured("")) == "killed by SIGKILL"
 
 
 def test_a_flood_keeps_its_start_and_its_end_and_counts_the_rest() -> None:
@@ -41,4 +42,4 @@ def test_a_flood_keeps_its_start_and_its_end_and_counts_the_rest() -> None:
     assert len(text) < 1200
     dropped = out.total - len(out.head) - len(out.tail)
     assert f"[... {dropped} bytes not kept ...]" in text
-    assert out.last_line() == "LAST WORDS"
+    assert exit_summary(None, 0, out) == "exited with code 0: LAST WORDS"

@@ -1,8 +1,11 @@
-"""A connection that let a Turn time out is offered for no new match until it answers
+"""A connection that let a Turn time out is offered for no new match (nor is its one-match
+stream ended) until it answers
 that Turn (late) or UNANSWERED_GRACE_S pass (referee/connection.py; the real-process
 test is tests/cli/test_cli_serve_frozen_bot.py)."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -38,3 +41,36 @@ def test_seated_again_once_it_answers_or_after_the_grace(
     now[0] += 1
     assert conn.free == 2 and conn.overdue == {}
 
+
+
+def test_a_late_answer_is_ignored_with_a_notice_that_says_it_was_late() -> None:
+    conn = BotConnection("slow", 1, _NoWrites())
+    conn.timed_out("m1", 5)  # its match is over: no seat in it any more
+    assert conn.on_action(pb.Action(match_id="m1", turn_id=5, move_index=0)) == (
+        "ignored: your answer to turn 5 of match 'm1' came after its deadline (it had "
+        "timed out)")
+    assert not conn.unanswering
+    # any other answer for a match it has no seat in is told so
+    assert "no seat in match 'm1'" in str(conn.on_action(pb.Action(match_id="m1", turn_id=5)))
+
+
+def test_a_retired_stream_ends_once_the_late_answer_is_in_or_after_a_wait(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async def go() -> None:
+        conn = BotConnection("slow", 1, _NoWrites())
+        conn.timed_out("m1", 5)
+        conn.retire()
+        ending = asyncio.ensure_future(conn.wait_retired())
+        await asyncio.sleep(0.2)
+        assert not ending.done()  # its late answer is still to come
+        conn.on_action(pb.Action(match_id="m1", turn_id=5, move_index=0))
+        await asyncio.wait_for(ending, 1)
+        # a bot that never answers: its stream ends after LATE_ANSWER_WAIT_S
+        monkeypatch.setattr(connection, "LATE_ANSWER_WAIT_S", 0.2)
+        silent = BotConnection("silent", 1, _NoWrites())
+        silent.timed_out("m2", 1)
+        silent.retire()
+        await asyncio.wait_for(silent.wait_retired(), 1)
+        assert silent.unanswering
+
+    asyncio.run(go())

@@ -32,6 +32,7 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -78,16 +79,25 @@ def _load_module(spec_text: str) -> ModuleType:
         try:
             spec.loader.exec_module(module)
         except Exception as err:
-            raise UsageError(f"cannot import {spec_text}: {type(err).__name__}: {err}") from err
+            raise _cannot_import(spec_text, err) from err
         return module
     try:
         return importlib.import_module(spec_text)
     except ModuleNotFoundError as err:
         if err.name and spec_text.startswith(err.name):
             raise UsageError(f"no such bot module: {spec_text}") from err
-        raise UsageError(f"cannot import {spec_text}: {type(err).__name__}: {err}") from err
+        raise _cannot_import(spec_text, err) from err
     except Exception as err:
-        raise UsageError(f"cannot import {spec_text}: {type(err).__name__}: {err}") from err
+        raise _cannot_import(spec_text, err) from err
+
+
+def _cannot_import(spec_text: str, err: Exception) -> UsageError:
+    """The error of a bot that raised `err` on import, naming where (its innermost frame
+    in a file, not the import machinery's)."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if not f.filename.startswith("<") and f.filename != __file__]
+    where = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    return UsageError(f"cannot import {spec_text}: {type(err).__name__}: {err}{where}")
 
 
 def _split_target(target: str) -> tuple[str, str | None]:

@@ -5,7 +5,10 @@ Turn / MatchEnd / Notice messages for up to `capacity` matches at once, each
 Turn answered by an Action. Messages of one match are handled in order by a
 per-match worker task; `Bot.choose` runs directly on the event loop when
 capacity == 1 and in a thread pool of `capacity` threads otherwise, so a slow
-decision in one match does not hold up the others.
+decision in one match does not hold up the others. A decision that comes after
+its deadline is still sent: the referee ignores it (with a Notice), but seats the
+bot in no new match, and ends no one-match stream, until it has come, so that a
+stall costs the match it happened in and nothing after it.
 
 Reconnection: on UNAVAILABLE or any other transient failure (including a lost
 connection) the client reconnects after 0.2 s, 0.4 s, ... doubling up to 5 s,

@@ -19,6 +19,11 @@ _ids = itertools.count(1)
 # answers that Turn (late) or this long has passed (a frozen bot's connection is
 # dropped by the keepalive well before: transport.Keepalive)
 UNANSWERED_GRACE_S = 60.0
+# a pass connection's stream, its match over, is ended only once the bot has answered
+# a Turn it let time out, or this long after the match: a write on a stream the referee
+# has ended fails in the bot's gRPC, which then reports the stream as INTERNAL (and the
+# bot would reconnect with its spent pass)
+LATE_ANSWER_WAIT_S = 2.0
 
 
 class SeatFault(Exception):
@@ -169,9 +174,15 @@ class BotConnection:
         """
         now = time.perf_counter()
         overdue = self.overdue.get(action.match_id)
-        if overdue is not None and action.turn_id >= overdue[0]:
+        late = overdue is not None and action.turn_id >= overdue[0]
+        if late:
             del self.overdue[action.match_id]  # it answers again
         pending = self.pending.get(action.match_id)
+        waiting = action.match_id in self.matches and pending is not None \
+            and not pending.future.done()
+        if late and not (waiting and pending is not None and action.turn_id == pending.turn_id):
+            return (f"ignored: your answer to turn {action.turn_id} of match "
+                    f"{action.match_id!r} came after its deadline (it had timed out)")
         if action.match_id not in self.matches:
             return f"ignored: you have no seat in match {action.match_id!r}"
         if pending is None or pending.future.done():
@@ -220,11 +231,16 @@ class BotConnection:
 
     def retire(self) -> None:
         """The one match of a pass connection is over: end its stream (status OK) once
-        what is queued (the MatchEnd) is written, so the bot can exit by itself."""
+        the bot has answered a Turn it let time out (for up to LATE_ANSWER_WAIT_S) and
+        what is queued (the MatchEnd, a notice) is written, so the bot can exit by
+        itself."""
         self._retired.set()
 
     async def wait_retired(self) -> None:
         await self._retired.wait()
+        late_by = time.monotonic() + LATE_ANSWER_WAIT_S
+        while self.overdue and not self.closed and time.monotonic() < late_by:
+            await asyncio.sleep(0.01)
         while (self._outbox or (self._drainer is not None and not self._drainer.done())) \
                 and not self.closed:
             await asyncio.sleep(0.005)

@@ -24,7 +24,8 @@ bwrap's process group, and bwrap's `--die-with-parent` takes the PID namespace
 Its modules: `bubblewrap` (the command line, seccomp, limits), `shown_paths`
 (what a sandbox shows, and the check that no secret is among it),
 `bot_process` (`BotProcess`: starting, reading and stopping one), `output`
-(captured output, exit summaries), `cgroups` (the kernel's count of a
+(captured output, exit summaries), `failure_lines` (the lines of an output that
+explain a failure, and the hint for a missing path), `cgroups` (the kernel's count of a
 sandbox; `cgroups.available()` and `cgroups.defences()` say what holds on this
 machine), `keeper` (a process that outlives the referee to kill what is left in
 its sandboxes' cgroups) and `limit_watch` (the watchdog).

@@ -35,6 +35,7 @@ from cfarena.server.sandbox.bubblewrap import (
     seccomp_program,
 )
 from cfarena.server.sandbox.output import CapturedOutput, exit_summary
+from cfarena.server.sandbox.shown_paths import named_paths
 
 log = logging.getLogger(__name__)
 FORK_SERVER_RUNTIME_MIB = 256
@@ -53,6 +54,10 @@ class MatchProcess(abc.ABC):
     @property
     @abc.abstractmethod
     def returncode(self) -> int | None: ...
+
+    @abc.abstractmethod
+    def shown(self) -> Sequence[Path] | None:
+        """What its sandbox shows besides the system (None: it has none)."""
 
     @abc.abstractmethod
     def kill(self) -> None: ...
@@ -80,8 +85,12 @@ class MatchProcess(abc.ABC):
         if self._reader is not None:
             await settle(self._reader, 5.0)
 
-    def exit_summary(self) -> str:
-        return exit_summary(self.breach, self.returncode, self.output)
+    def exit_summary(self, when: str = "") -> str:
+        """How it ended, in one line (`output.exit_summary`; `when`: " before connecting"),
+        with a hint naming what its sandbox shows if a file or module was not found."""
+        shown = self.shown()
+        return exit_summary(self.breach, self.returncode, self.output, when=when,
+                            shown=None if shown is None else named_paths(shown))
 
     async def _keep_output(self, stream: asyncio.StreamReader, *, limited: bool) -> None:
         """Read `stream` to its end into `output`; past the output limit, a `limited`
@@ -185,6 +194,9 @@ class BotProcess(MatchProcess):
         assert self.proc is not None and self.proc.stdout is not None
         # to the end: the pipe is closed with the process
         await self._keep_output(self.proc.stdout, limited=self.sandbox)
+
+    def shown(self) -> Sequence[Path] | None:
+        return self.binds if self.sandbox else None
 
     @property
     def pid(self) -> int | None:

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from cfarena.server.sandbox.failure_lines import (
+    explaining_lines,
+    looks_like_missing_path,
+    missing_path_hint,
+)
+
+HINT_PATHS = 4  # paths a missing-path hint names at most
 
 
 @dataclass
@@ -33,12 +42,6 @@ class CapturedOutput:
         return (bytes(self.head).decode(errors="replace") + middle
                 + bytes(self.tail).decode(errors="replace"))
 
-    def last_line(self) -> str:
-        """The last line of output that is not a gRPC/absl runtime log line."""
-        lines = [ln for ln in self.text().splitlines() if ln.strip()]
-        own = [ln for ln in lines if not _is_runtime_log(ln)]
-        return printable((own or lines or [""])[-1][:200])
-
 
 def printable(text: str) -> str:
     """`text` with control characters (terminal escapes among them) shown as \\xNN:
@@ -52,12 +55,24 @@ def _is_runtime_log(line: str) -> bool:
         or line.startswith("WARNING: All log messages before absl")
 
 
-def exit_summary(breach: str | None, code: int | None, output: CapturedOutput) -> str:
-    """"exited with code 3: <last line>" / "killed by SIGKILL" / the breach."""
+def exit_summary(breach: str | None, code: int | None, output: CapturedOutput, *,
+                 when: str = "", shown: Sequence[str] | None = None) -> str:
+    """One line: "exited with code 3<when>: <the lines that explain it>" (joined by " | ",
+    see `failure_lines.explaining_lines`; after code 0 only the last line) / "killed by
+    SIGKILL<when>" / the breach.
+    `shown`: what the bot's sandbox showed besides the system's and Python's paths (None:
+    no sandbox); when the lines read like a missing file or module, a hint naming them
+    and `--sandbox-bind` follows."""
     if breach:
         return breach
     if code is None:
         return "still running"
     what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-    last = output.last_line()
-    return f"{what}: {last}" if last else what
+    lines = [printable(ln) for ln in explaining_lines(output.text(), _is_runtime_log)]
+    if code == 0:
+        lines = lines[-1:]  # it ended as it meant to: its last words
+    summary = f"{what}{when}: {' | '.join(lines)}" if lines else what + when
+    if shown is not None and looks_like_missing_path(lines):
+        named = [printable(p) for p in shown[:HINT_PATHS]]
+        summary += "; " + missing_path_hint(named, len(shown) - len(named))
+    return summary

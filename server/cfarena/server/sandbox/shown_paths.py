@@ -27,6 +27,17 @@ def python_paths() -> list[Path]:
     return found
 
 
+def named_paths(binds: Iterable[Path]) -> list[str]:
+    """The paths among a sandbox's `binds` that are not Python's (`python_paths`): those
+    its command line named and the organiser's binds, once each, in order."""
+    python = {str(p) for p in python_paths()}
+    named: list[str] = []
+    for path in map(str, binds):
+        if path not in python and path not in named:
+            named.append(path)
+    return named
+
+
 def command_paths(argv: Sequence[str], cwd: Path) -> list[Path]:
     """Files and directories named on a bot's command line (relative to `cwd`).
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from cfarena.server.sandbox import BotProcess
 from cfarena.server.tournament.forks import ForkedProcess, ForkPlan, ForkServer, ForkServerError
 from cfarena.server.tournament.process_maker import ProcessMaker
-from cfarena.server.tournament.start_failures import BotStartError, StartFailures
+from cfarena.server.tournament.start_failures import StartFailures
 from cfarena.server.tournament.warm_processes import WarmBot, WarmProcesses
 
 log = logging.getLogger("cfarena.tournament")
@@ -68,7 +68,7 @@ class ForkedSupply:
         `deal`; BotStartError if `name` is given up."""
         while True:
             if name in self.failures.given_up:
-                raise BotStartError(self.failures.given_up[name])
+                raise self.failures.error(name)
             idle = self.idle[name]
             for gone in [s for s in idle if not s.alive]:
                 await self.stop_server(gone)  # died while idle (killed, or found dirty)
@@ -166,7 +166,8 @@ class ForkedSupply:
                                              self.failures.lag.froze_since(started_at))
             log.warning("bot %s: %s", name, reason)
             if count:
-                self.failures.give_up_if_exhausted(name, reason)
+                self.failures.give_up_if_exhausted(
+                    name, reason, server.sandbox.output.text() if server.sandbox else "")
             self._last_failure[name] = reason
             return None
         self.idle[name].append(server)
@@ -227,5 +228,5 @@ class ForkedSupply:
         await self.stop(warm)
         processes.need(name)
         log.warning("bot %s: process %s %s", name, process.label, reason)
-        self.failures.give_up_if_exhausted(name, reason)
+        self.failures.give_up_if_exhausted(name, reason, process.output.text())
         return None

@@ -105,6 +105,9 @@ class ForkedProcess(MatchProcess):
     def returncode(self) -> int | None:
         return self._exited.result() if self._exited.done() else None
 
+    def shown(self) -> Sequence[Path]:
+        return self.server.binds
+
     async def wait(self) -> int | None:
         return await asyncio.shield(self._exited)
 

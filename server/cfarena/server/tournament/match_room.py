@@ -121,11 +121,8 @@ class MatchRoom:
         stored = to_stored(record, lease)
         for seat, warm in enumerate(warms):
             process = warm.process
-            exit_line = warm.written_off or process.breach or (
-                process.exit_summary() if process.exited_by_itself
-                else "stopped after the match")
-            stored.seat_logs.append(
-                SeatLog(seat, process.output.text(), process.output.total, exit_line))
+            stored.seat_logs.append(SeatLog(seat, process.output.text(), process.output.total,
+                                            seat_end(record, seat, warm)))
             if self.log_dir is not None:
                 # named by the match id (T<tournament>-<key>): tournaments never collide
                 write_seat_log(self.log_dir / f"{record.match_id}-seat{seat}-{warm.bot}.log",
@@ -133,6 +130,24 @@ class MatchRoom:
         self.writer.submit(stored)
 
 
+def seat_end(record: MatchRecord, seat: int, warm: WarmBot) -> str:
+    """How a seat's process ended, in one line: why its bot was given up, the limit it
+    breached, the fault that forfeited the seat ("timeout at turn 5: ..."; not what the
+    process printed afterwards; "; stopped after the match" if it had to be), how it
+    exited by itself, or "stopped after the match"."""
+    if warm.written_off:
+        return warm.written_off
+    if warm.process.breach:
+        return warm.process.breach
+    ended = [f for f in record.faults if f.seat == seat and f.forfeit]
+    if ended:
+        fault = ended[0]
+        when = f"at turn {fault.turn_id}" if fault.turn_id else "before its first turn"
+        stopped = "" if warm.process.exited_by_itself else "; stopped after the match"
+        return f"{fault.kind.value} {when}: {fault.detail}{stopped}"
+    if warm.process.exited_by_itself:
+        return warm.process.exit_summary()
+    return "stopped after the match"
 _unwritable_log_dirs: set[Path] = set()
 
 

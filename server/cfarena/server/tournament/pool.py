@@ -210,7 +210,7 @@ class BotPool:
         except BotStartError as exc:
             if not self._running:
                 raise
-            return written_off_seat(name, str(exc))
+            return written_off_seat(name, str(exc), exc.output)
         self.processes.taken.add(warm)
         return warm
 

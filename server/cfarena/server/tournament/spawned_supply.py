@@ -12,7 +12,7 @@ import asyncio
 import logging
 
 from cfarena.server.tournament.process_maker import ProcessMaker
-from cfarena.server.tournament.start_failures import BotStartError, StartFailures
+from cfarena.server.tournament.start_failures import StartFailures
 from cfarena.server.tournament.warm_processes import WarmBot, WarmProcesses
 
 log = logging.getLogger("cfarena.tournament")
@@ -75,7 +75,7 @@ class SpawnedSupply:
     async def _get_ready(self, name: str) -> WarmBot:
         while True:
             if name in self.failures.given_up and self._ready[name].empty():
-                raise BotStartError(self.failures.given_up[name])
+                raise self.failures.error(name)
             warm = await self._ready[name].get()
             if warm.failure is not None:  # a start failed: the reason, or try again
                 continue
@@ -106,7 +106,7 @@ class SpawnedSupply:
         reason = self.failures.count_process(name, warm.connection, warm.started_at, reason)
         await self.processes.stop(warm)
         log.warning("bot %s: process %s %s", name, warm.process.label, reason)
-        if self.failures.give_up_if_exhausted(name, reason):
+        if self.failures.give_up_if_exhausted(name, reason, warm.process.output.text()):
             self._ready[name].put_nowait(warm)  # wakes a waiting take()
             return
         self.processes.need(name)

@@ -19,7 +19,13 @@ EXCUSED_IN_A_ROW = 3 * START_ATTEMPTS  # start failures in a referee's freezes n
 
 
 class BotStartError(Exception):
-    """A bot whose processes do not start or connect (the message quotes why)."""
+    """A bot whose processes do not start or connect (the message quotes why); `output`:
+    what its last process printed (for its seats' logs and --log-dir)."""
+
+    def __init__(self, message: str, bot: str = "", output: str = "") -> None:
+        super().__init__(message)
+        self.bot = bot
+        self.output = output
 
 
 class StartFailures:
@@ -32,6 +38,7 @@ class StartFailures:
         # start failures in a row not counted because the referee froze (`count_process`)
         self._excused = dict.fromkeys(names, 0)
         self.given_up: dict[str, str] = {}  # bot -> why (a BotStartError's message)
+        self.outputs: dict[str, str] = {}  # bot -> what its last failed process printed
 
     def started(self, name: str) -> None:
         """A process of `name` started and connected: its failures in a row end."""
@@ -65,10 +72,16 @@ class StartFailures:
         self._counted[name] += 1
         return reason
 
-    def give_up_if_exhausted(self, name: str, reason: str) -> bool:
-        """Give `name` up (for `reason`, its last failure) if it has failed to start
-        START_ATTEMPTS times in a row; whether it is given up."""
+    def give_up_if_exhausted(self, name: str, reason: str, output: str = "") -> bool:
+        """Give `name` up (for `reason`, its last failure, whose process printed
+        `output`) if it has failed to start START_ATTEMPTS times in a row; whether it
+        is given up."""
         if self._counted[name] < START_ATTEMPTS:
             return False
         self.given_up[name] = f"bot {name!r} {reason}"
+        self.outputs[name] = output
         return True
+
+    def error(self, name: str) -> BotStartError:
+        """The error of `name`, given up: why, and what its last process printed."""
+        return BotStartError(self.given_up[name], name, self.outputs.get(name, ""))

@@ -38,7 +38,7 @@ from cfarena.server.tournament.config import (
     TournamentError,
     host_defences,
 )
-from cfarena.server.tournament.match_room import MatchRoom
+from cfarena.server.tournament.match_room import MatchRoom, write_seat_log
 from cfarena.server.tournament.pool import BotPool, Launch, needed_processes
 from cfarena.server.tournament.schedule import seats_needed
 from cfarena.server.tournament.start_failures import BotStartError
@@ -74,7 +74,8 @@ class TournamentPlayer:
 
     async def start(self, seatings: Sequence[Sequence[str]]) -> None:
         """Start the bots' processes ahead of need (`seatings`: the matches to come);
-        TournamentError if a bot does not start or connect."""
+        TournamentError if a bot does not start or connect (with `log_dir`, what its last
+        process printed is written there, as start-BOT.log)."""
         config = self.config
         need = seats_needed(seatings)
         self.pool = BotPool(
@@ -85,6 +86,9 @@ class TournamentPlayer:
         try:
             await self.pool.start()
         except BotStartError as exc:
+            if self.log_dir is not None and exc.bot:
+                # no match to store it with: what it printed is kept here
+                write_seat_log(self.log_dir / f"start-{exc.bot}.log", exc.output)
             raise TournamentError(str(exc)) from None
         self.writer = MatchWriter(self.db, log.warning, acknowledge=self.acknowledge)
         self.writer.start()

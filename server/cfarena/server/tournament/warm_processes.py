@@ -49,13 +49,15 @@ class _NoStream:
         raise ConnectionError("not connected")
 
 
-def written_off_seat(name: str, reason: str) -> WarmBot:
-    """The seat of a bot given up (for `reason`): never connected, its match records a
-    disconnect fault quoting why."""
+def written_off_seat(name: str, reason: str, output: str = "") -> WarmBot:
+    """The seat of a bot given up (for `reason`; its last process printed `output`, which
+    is the seat's log): never connected, its match records a disconnect fault quoting
+    why."""
     seat_pass = SeatPass(name, "")
     connection = BotConnection(name, 1, _NoStream(), closed=True,
                                close_reason=(FaultKind.DISCONNECT, f"not connected: {reason}"))
     process = BotProcess(f"{name}#-", [], {}, sandbox=False)
+    process.output.add(output.encode())
     return WarmBot(name, process, seat_pass, connection, written_off=reason)
 
 
@@ -153,7 +155,7 @@ class WarmProcesses:
         if warm.process.returncode is None:
             return f"did not connect within {self.connect_timeout:g} s"
         await asyncio.sleep(0.05)  # let the output reader catch the last words
-        return warm.process.exit_summary() + " before connecting"
+        return warm.process.exit_summary(" before connecting")
 
     async def stop(self, warm: WarmBot) -> None:
         """Stop `warm`'s process (a spawned one's whole sandbox; not a fork server)."""

@@ -1,0 +1,157 @@
+"""The lines quoted when a bot fails (sandbox/failure_lines.py): the error of a stack
+trace with the frame that says where, not the runtime's last words; a few lines, capped;
+and the hint for a missing file or module. Traces as the runtimes print them."""
+
+from __future__ import annotations
+
+import pytest
+
+from cfarena.server.sandbox.failure_lines import (
+    MAX_CHARS,
+    MAX_LINES,
+    explaining_lines,
+    looks_like_missing_path,
+    missing_path_hint,
+)
+
+PYTHON = """\
+2026-12-06 21:08:26,773 INFO cfarena.sdk: playing Bot on unix:/run/cfarena/arena.sock
+Traceback (most recent call last):
+  File "/bots/mine/bot.py", line 3, in <module>
+    helper()
+  File "/bots/mine/bot.py", line 2, in helper
+    import numpy
+    ^^^^^^^^^^^^
+ModuleNotFoundError: No module named 'numpy'
+"""
+
+PYTHON_SYNTAX = """\
+  File "/bots/mine/bot.py", line 1
+    x = (
+        ^
+SyntaxError: '(' was never closed
+"""
+
+NODE = """\
+node:internal/modules/cjs/loader:1210
+  throw err;
+  ^
+
+Error: Cannot find module '@grpc/grpc-js'
+Require stack:
+- /bots/js/bot.js
+    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)
+    at Module._load (node:internal/modules/cjs/loader:1038:27)
+    at Module.require (node:internal/modules/cjs/loader:1289:19)
+    at require (node:internal/modules/helpers:182:18)
+    at Object.<anonymous> (/bots/js/bot.js:1:14)
+    at Module._compile (node:internal/modules/cjs/loader:1521:14)
+    at Function.executeUserEntryPoint [as runMain] (node:internal/modules/run_main:164:12) {
+  code: 'MODULE_NOT_FOUND',
+  requireStack: [ '/bots/js/bot.js' ]
+}
+
+Node.js v20.20.2
+"""
+
+NODE_THROWN = """\
+/bots/js/bot.js:12
+  const move = turn.legalMoves[0].key;
+                                  ^
+
+TypeError: Cannot read properties of undefined (reading 'key')
+    at choose (/bots/js/bot.js:12:35)
+    at ClientDuplexStreamImpl.<anonymous> (/bots/js/node_modules/x.js:3:5)
+
+Node.js v20.20.2
+"""
+
+GO = """\
+starting
+panic: open data.bin: no such file or directory
+
+goroutine 1 [running]:
+main.main()
+\t/bots/go/main.go:8 +0x45
+exit status 2
+"""
+
+GO_RUNTIME_FRAME = """\
+panic: runtime error: index out of range [5] with length 3
+
+goroutine 7 [running]:
+panic({0x4a1b20?, 0xc000014090?})
+\t/usr/lib/go/src/runtime/panic.go:770 +0x132
+main.choose(...)
+\t/bots/go/bot.go:41
+main.main()
+\t/bots/go/main.go:9 +0x1d
+"""
+
+RUST = """\
+thread 'main' panicked at src/main.rs:2:39:
+cannot read data.bin: Os { code: 2, kind: NotFound, message: "No such file or directory" }
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+"""
+
+PLAIN = """\
+loading weights
+bot: cannot open weights.bin
+2026-12-06 21:40:32,722 INFO cfarena.sdk: match 975078d175544bee: seat 0 of ['a', 'b']
+usage: bot [--fast]
+giving up
+"""
+
+EXEC_FAILED = "/bin/sh: 1: exec: nodejs: not found\n"
+
+
+@pytest.mark.parametrize(("output", "expected", "missing"), [
+    (PYTHON, ['File "/bots/mine/bot.py", line 2, in helper', "import numpy",
+              "ModuleNotFoundError: No module named 'numpy'"], True),
+    (PYTHON_SYNTAX, ['File "/bots/mine/bot.py", line 1', "x = (",
+                     "SyntaxError: '(' was never closed"], False),
+    (NODE, ["Error: Cannot find module '@grpc/grpc-js'",
+            "at Object.<anonymous> (/bots/js/bot.js:1:14)"], True),
+    (NODE_THROWN, ["TypeError: Cannot read properties of undefined (reading 'key')",
+                   "at choose (/bots/js/bot.js:12:35)"], False),
+    (GO, ["panic: open data.bin: no such file or directory", "main.main()",
+          "/bots/go/main.go:8 +0x45"], True),
+    (GO_RUNTIME_FRAME, ["panic: runtime error: index out of range [5] with length 3",
+                        "main.choose(...)", "/bots/go/bot.go:41"], False),
+    (RUST, ["thread 'main' panicked at src/main.rs:2:39:",
+            'cannot read data.bin: Os { code: 2, kind: NotFound, message: "No such file or '
+            'directory" }'], True),
+    (PLAIN, ["bot: cannot open weights.bin", "usage: bot [--fast]", "giving up"], False),
+    (EXEC_FAILED, ["/bin/sh: 1: exec: nodejs: not found"], True),
+    ("", [], False),
+], ids=["python", "python-syntax", "node-module", "node-thrown", "go", "go-runtime-frame",
+        "rust", "plain", "exec", "nothing"])
+def test_the_lines_that_explain_a_failure(output: str, expected: list[str],
+                                          missing: bool) -> None:
+    lines = explaining_lines(output)
+    assert lines == expected
+    assert looks_like_missing_path(lines) is missing
+
+
+def test_the_last_trace_counts_and_runtime_log_lines_are_skipped() -> None:
+    # a traceback the bot logged and survived, then a later crash of another runtime
+    output = PYTHON + "recovered\n" + RUST + "E1206 21:08:29.1 1 fork.cc:7] grpc noise\n"
+    assert explaining_lines(output, ignore=lambda ln: ln.startswith("E1206"))[0] \
+        == "thread 'main' panicked at src/main.rs:2:39:"
+    # nothing but runtime log lines: those are quoted rather than nothing
+    assert explaining_lines("E1206 grpc noise\n", ignore=lambda ln: True) == ["E1206 grpc noise"]
+
+
+def test_lines_are_capped_in_number_and_length() -> None:
+    long = "x" * (3 * MAX_CHARS)
+    trace = f'  File "a.py", line 1, in <module>\n    {long}\nValueError: {long}\n'
+    lines = explaining_lines(trace)
+    assert len(lines) <= MAX_LINES and all(len(ln) <= MAX_CHARS for ln in lines)
+    assert lines[-1].startswith("ValueError: ")
+
+
+def test_the_hint_names_what_the_sandbox_shows_and_how_to_show_more() -> None:
+    hint = missing_path_hint(["/bots/js/bot.js"], more=2)
+    assert "/bots/js/bot.js and 2 more" in hint
+    assert "--sandbox-bind DIR" in hint and "away from the database" in hint
+    assert "nothing else" in missing_path_hint([])
