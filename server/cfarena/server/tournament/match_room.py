@@ -148,6 +148,8 @@ def seat_end(record: MatchRecord, seat: int, warm: WarmBot) -> str:
     if warm.process.exited_by_itself:
         return warm.process.exit_summary()
     return "stopped after the match"
+
+
 _unwritable_log_dirs: set[Path] = set()
 
 
