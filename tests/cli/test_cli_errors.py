@@ -107,6 +107,28 @@ def test_matches_of_a_bot_name_not_there_says_where_it_is(recorded: Path) -> Non
                     db, cwd=recorded, in_process=True) == []  # type: ignore[comparison-overlap]
 
 
+def test_a_tournament_entrant_gets_a_web_key_from_bots_rotate(tmp_path: Path,
+                                                                 recorded: Path) -> None:
+    """`bots rotate NAME --tournament ID` gives an entrant (which has no token of its
+    own) a web key for the entrant's pages; a new key replaces the old one."""
+    from cfarena.server.credentials import hash_token
+    from cfarena.server.storage import open_database
+
+    copy_played(recorded / "cfarena.db", tmp_path)
+    db_url = f"sqlite:///{tmp_path / 'cfarena.db'}"
+    keys = [run_json("bots", "rotate", "greedy", "-t", "1", "--db", db_url, cwd=tmp_path,
+                     in_process=True)["token"] for _ in range(2)]
+    with open_database(db_url) as db:
+        entrant = db.entrant_by_token_hash(hash_token(keys[1]))
+        assert entrant is not None and (entrant.name, entrant.tournament_id) == ("greedy", 1)
+        assert db.entrant_by_token_hash(hash_token(keys[0])) is None
+        assert db.bot_by_name("greedy") is None  # still no ladder bot of that name
+    missing = run_in_process("bots", "rotate", "nobody", "-t", "1", "--db", db_url,
+                             cwd=tmp_path)
+    assert (missing.returncode, missing.stderr) == (
+        2, "error: tournament 1 has no entrant named 'nobody'\n")
+
+
 def test_replay_export_and_verify_through_the_cli(recorded: Path) -> None:
     import json
 

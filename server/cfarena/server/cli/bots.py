@@ -11,6 +11,7 @@ from cfarena.server.bot_names import bot_name_problem
 from cfarena.server.cli.bot_report import print_bot_report
 from cfarena.server.cli.common import (
     DbOption,
+    check_id,
     database,
     fail,
     light_table,
@@ -121,23 +122,36 @@ def _bot_json(b: BotInfo) -> dict[str, Any]:
 @bots_app.command("rotate")
 def bots_rotate(
     name: Annotated[str, typer.Argument(help="the bot's name")],
+    tournament: Annotated[int | None, typer.Option(
+        "--tournament", "-t", help="that tournament's entrant NAME: a web key for the "
+        "entrant's pages (/me), not a token for serve")] = None,
     json_out: Annotated[bool, JsonOption] = False,
     db_url: str = DbOption,
 ) -> None:
     """Give a bot a new token and print it (shown once). The old one stops working:
     a running `serve` closes its connections within about a second. A revoked bot
-    is admitted again with the new token. With --json: the bot and its "token"."""
+    is admitted again with the new token. With --json: the bot and its "token".
+
+    With --tournament ID: a web key for that tournament's entrant NAME (its processes
+    are the arena's, so it has no token of its own), with which the entrant signs in
+    to the web page's /me and sees its own matches, output and games; a new key ends
+    the sessions of the old one."""
+    check_id("--tournament", tournament)
     secret = new_token()
     with database(db_url, create=False) as db:
         try:
-            bot = db.rotate_token(name, hash_token(secret))
+            bot = db.rotate_token(name, hash_token(secret), tournament)
         except StorageError as exc:
             fail(str(exc))
     if json_out:
         print_json({**_bot_json(bot), "token": secret})
         return
-    out.print(f"bot {name!r} has a new token; the old one no longer works. "
-              "Its token, shown only now:")
+    if tournament is not None:
+        out.print(f"tournament {tournament}'s entrant {name!r} has a new web key (for the "
+                  "web page's /me); the old one no longer works. Its key, shown only now:")
+    else:
+        out.print(f"bot {name!r} has a new token; the old one no longer works. "
+                  "Its token, shown only now:")
     print(secret)
 
 
