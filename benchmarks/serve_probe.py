@@ -6,9 +6,9 @@
 Runs the `cfarena` command line (ARGS) in this process, with a daemon thread that
 every second reads the count of ended matches the soak writes to PROBE_DIR/ended and,
 when it changed, appends one JSON line to PROBE_DIR/stats.jsonl: the matches ended,
-RSS (in all, and of the main malloc heap, of other anonymous memory and of files),
-glibc's malloc counters (`mallinfo2`: bytes in use in the heap and in mmapped
-chunks, bytes held free), the Python allocator's blocks in use
+RSS (in all; of the main malloc arena, the other malloc arenas, other anonymous
+memory and files), glibc's malloc counters (`mallinfo2`: bytes in use in the heap
+and in mmapped chunks, bytes held free), the Python allocator's blocks in use
 (`sys.getallocatedblocks`; not `gc.get_objects()`, whose list, taken from another
 thread, can hold a tuple that is being built and break it), SQLite's own allocated
 bytes (`sqlite3_memory_used`) and, once started, the bytes tracemalloc traces. That
@@ -35,6 +35,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 TOP = 40  # tracebacks written
 
@@ -70,21 +71,31 @@ def _sqlite_memory() -> Callable[[], int] | None:
     return used
 
 
+HEAP_MAX = 64 << 20  # glibc's reservation for each malloc arena but the main one
+
+
 def _rss_kib() -> dict[str, int]:
-    """RSS in KiB (/proc/self/smaps): in all, of the main malloc heap ([heap]), of
-    other anonymous memory (the other malloc arenas, Python's own 256 KiB arenas,
-    thread stacks, gRPC's) and of mapped files (code, SQLite's -shm)."""
-    rss = {"rss_kib": 0, "rss_heap": 0, "rss_anon": 0, "rss_file": 0}
-    kind = "rss_anon"
+    """RSS in KiB (/proc/self/smaps): in all; of the main malloc arena ([heap]); of
+    the other malloc arenas (anonymous mappings at a multiple of 64 MiB, 64 MiB with
+    their reserved rest); of other anonymous memory (Python's 1 MiB arenas, thread
+    stacks, mmapped blocks); of mapped files (code, SQLite's -shm)."""
+    maps: list[list[Any]] = []  # [start, end, perms, name, rss]
     for line in Path("/proc/self/smaps").read_text().splitlines():
-        head = line.split(maxsplit=6)
-        if "-" in head[0] and not head[0].endswith(":"):  # a mapping's first line
-            name = head[5] if len(head) > 5 else ""
-            kind = ("rss_heap" if name == "[heap]" else
-                    "rss_file" if name.startswith("/") else "rss_anon")
-        elif head[0] == "Rss:":
-            rss[kind] += int(head[1])
-            rss["rss_kib"] += int(head[1])
+        head = line.split(maxsplit=5)
+        if head[0] == "Rss:":
+            maps[-1][4] += int(head[1])
+        elif "-" in head[0] and not head[0].endswith(":"):  # a mapping's first line
+            start, end = (int(x, 16) for x in head[0].split("-"))
+            maps.append([start, end, head[1], head[5] if len(head) > 5 else "", 0])
+    rss = {"rss_kib": 0, "rss_heap": 0, "rss_arenas": 0, "rss_anon": 0, "rss_file": 0}
+    for i, (start, end, _perms, name, kib) in enumerate(maps):
+        after = maps[i + 1] if i + 1 < len(maps) else None
+        reserved = end if after is None or after[0] != end or after[3] else after[1]
+        kind = ("rss_heap" if name == "[heap]" else "rss_file" if name.startswith("/")
+                else "rss_arenas" if not name and start % HEAP_MAX == 0
+                and reserved - start == HEAP_MAX else "rss_anon")
+        rss[kind] += kib
+        rss["rss_kib"] += kib
     return rss
 
 

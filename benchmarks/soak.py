@@ -403,8 +403,9 @@ def _report(label: str, soak: Soak) -> None:
 
 
 PROBED = (  # serve_probe's columns: (name, its value per unit, the unit, what it is)
-    ("rss_heap", 1, "KiB", "RSS of the main malloc heap"),
-    ("rss_anon", 1, "KiB", "RSS of other anonymous memory"),
+    ("rss_heap", 1, "KiB", "RSS of the main malloc arena"),
+    ("rss_arenas", 1, "KiB", "RSS of the other malloc arenas"),
+    ("rss_anon", 1, "KiB", "RSS of other anonymous memory (Python's arenas)"),
     ("rss_file", 1, "KiB", "RSS of mapped files"),
     ("py_blocks", 1, "blocks", "Python allocator blocks in use"),
     ("traced", 1024, "KiB", "bytes traced by tracemalloc"),
