@@ -11,10 +11,11 @@ memory and files), glibc's malloc counters (`mallinfo2`: bytes in use in the hea
 and in mmapped chunks, bytes held free), the Python allocator's blocks in use
 (`sys.getallocatedblocks`; not `gc.get_objects()`, whose list, taken from another
 thread, can hold a tuple that is being built and break it), SQLite's own allocated
-bytes (`sqlite3_memory_used`) and, once started, the bytes tracemalloc traces. That
-tells growth of Python objects (blocks, traced bytes), of C allocations (malloc in
-use less what Python holds) and of freed memory the allocator keeps (malloc free:
-fragmentation) apart, which RSS alone cannot.
+bytes (`sqlite3_memory_used`), the stalls the referee's `LoopLag` keeps and, once
+started, the bytes tracemalloc traces. That tells growth of Python objects (blocks,
+traced bytes), of C allocations (malloc in use less what Python holds) and of freed
+memory the allocator keeps (malloc free: fragmentation) apart, which RSS alone
+cannot.
 
 tracemalloc starts (NFRAMES frames a trace; 0: never) once TRACE_AT matches have
 ended (after the warm-up: imports and caches are not traced), snapshots are taken at
@@ -36,6 +37,8 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from cfarena.server.referee.lag import LoopLag
 
 TOP = 40  # tracebacks written
 
@@ -114,6 +117,20 @@ def _write_diff(path: Path, first: tracemalloc.Snapshot, second: tracemalloc.Sna
     path.write_text("\n".join(lines) + "\n")
 
 
+LAGS: list[LoopLag] = []  # the referee loops' stall records (serve has one)
+
+
+def _watch_lags() -> None:
+    """Keep each `LoopLag` that starts in LAGS, to count the stalls it keeps."""
+    start = LoopLag.start
+
+    def started(lag: LoopLag) -> None:
+        LAGS.append(lag)
+        start(lag)
+
+    LoopLag.start = started  # type: ignore[method-assign,assignment]
+
+
 def _probe(directory: Path, trace_at: int, snap_a: int, snap_b: int, nframes: int) -> None:
     ended_file, out = directory / "ended", directory / "stats.jsonl"
     first: tracemalloc.Snapshot | None = None
@@ -141,6 +158,7 @@ def _probe(directory: Path, trace_at: int, snap_a: int, snap_b: int, nframes: in
             tracemalloc.stop()
         row = {"ended": ended, **_rss_kib(), **_mallinfo2(),
                "py_blocks": sys.getallocatedblocks(),
+               "stalls": sum(len(lag.stalls) + len(lag.freezes) for lag in LAGS),
                "sqlite": sqlite_used() if sqlite_used is not None else None,
                "traced": tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing()
                else None}
@@ -156,6 +174,8 @@ def main() -> None:
                            int(nframes))).start()
     sys.argv = ["cfarena", *sys.argv[7:]]
     from cfarena.server.cli import main as cfarena
+
+    _watch_lags()
 
     cfarena()
 

@@ -408,6 +408,7 @@ PROBED = (  # serve_probe's columns: (name, its value per unit, the unit, what i
     ("rss_anon", 1, "KiB", "RSS of other anonymous memory (Python's arenas)"),
     ("rss_file", 1, "KiB", "RSS of mapped files"),
     ("py_blocks", 1, "blocks", "Python allocator blocks in use"),
+    ("stalls", 1, "stalls", "stalls of the referee's loop kept (referee/lag.py)"),
     ("traced", 1024, "KiB", "bytes traced by tracemalloc"),
     ("sqlite", 1024, "KiB", "SQLite's allocated bytes"),
     ("in_use", 1024, "KiB", "malloc bytes in use (heap)"),
