@@ -4,7 +4,7 @@
     python benchmarks/soak.py [--matches 1000] [--warmup 100] [--players 2]
                               [--bots 4] [--concurrency 4] [--rounds 1]
                               [--viewers [--no-live | --no-pages]] [--chaos]
-                              [--no-web] [--probe [--trace NFRAMES]]
+                              [--no-web] [--probe [--trace NFRAMES]] [--keep DIR]
                               [--baseline PATH/TO/cfarena]
 
 A real `cfarena serve --http-port` (the web page and API on; `--no-web`: without
@@ -33,14 +33,17 @@ off, caches filling to their size, has a second half near zero).
 With `--baseline CFARENA` (e.g. another checkout's .venv/bin/cfarena) the same soak
 runs on it too, first, and both are printed. With `--probe`, serve runs under
 benchmarks/serve_probe.py, which samples its memory from inside: the same slopes are
-printed for Python's allocated blocks, SQLite's allocated bytes,
-glibc's malloc bytes in use and held free (growth in use is a leak, in Python or in C;
-free bytes that grow are fragmentation), and with `--trace NFRAMES` tracemalloc runs
-from the end of the warm-up and the allocations that grew from a third of the matches
-to the end are written by traceback to PROBE/tracemalloc.txt (tracemalloc's own
-tables then inflate RSS and malloc's figures: trace in one run, measure in another).
-The exit status is 0 whatever the
-result (a benchmark reports; tests/web/test_soak.py judges).
+printed for RSS by kind (the main malloc arena, the other arenas, Python's own arenas,
+files), Python's allocated blocks, the stalls the referee's loop keeps, SQLite's
+allocated bytes, glibc's malloc bytes in use and held free (growth in use is a leak,
+in Python or in C; free bytes that grow are fragmentation) and the malloc heap's size.
+With `--trace NFRAMES` tracemalloc runs from the end of the warm-up, and the
+allocations that grew from a third of the matches to the end are written by traceback
+to probe/tracemalloc.txt in `--keep`'s directory (tracemalloc slows serve several
+times and its own tables inflate RSS and malloc's figures: trace in one run, measure
+in another). `--keep DIR` plays in DIR/this (DIR/baseline) and leaves serve's log,
+the database and the probe's files there. The exit status is 0 whatever the result
+(a benchmark reports; tests/web/test_soak.py judges).
 
 `run_soak` is also what that test uses.
 """
