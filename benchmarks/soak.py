@@ -4,7 +4,7 @@
     python benchmarks/soak.py [--matches 1000] [--warmup 100] [--players 2]
                               [--bots 4] [--concurrency 4] [--rounds 1]
                               [--viewers [--no-live | --no-pages]] [--chaos]
-                              [--no-web]
+                              [--no-web] [--probe [--trace NFRAMES]] [--keep DIR]
                               [--baseline PATH/TO/cfarena]
 
 A real `cfarena serve --http-port` (the web page and API on; `--no-web`: without
@@ -31,8 +31,19 @@ warm-up, which a few allocator steps move much less than end minus start does, a
 the same slope over the first and the second half of those samples (growth that levels
 off, caches filling to their size, has a second half near zero).
 With `--baseline CFARENA` (e.g. another checkout's .venv/bin/cfarena) the same soak
-runs on it too, first, and both are printed. The exit status is 0 whatever the
-result (a benchmark reports; tests/web/test_soak.py judges).
+runs on it too, first, and both are printed. With `--probe`, serve runs under
+benchmarks/serve_probe.py, which samples its memory from inside: the same slopes are
+printed for RSS by kind (the main malloc arena, the other arenas, Python's own arenas,
+files), Python's allocated blocks, the stalls the referee's loop keeps, SQLite's
+allocated bytes, glibc's malloc bytes in use and held free (growth in use is a leak,
+in Python or in C; free bytes that grow are fragmentation) and the malloc heap's size.
+With `--trace NFRAMES` tracemalloc runs from the end of the warm-up, and the
+allocations that grew from a third of the matches to the end are written by traceback
+to probe/tracemalloc.txt in `--keep`'s directory (tracemalloc slows serve several
+times and its own tables inflate RSS and malloc's figures: trace in one run, measure
+in another). `--keep DIR` plays in DIR/this (DIR/baseline) and leaves serve's log,
+the database and the probe's files there. The exit status is 0 whatever the result
+(a benchmark reports; tests/web/test_soak.py judges).
 
 `run_soak` is also what that test uses.
 """
@@ -71,6 +82,7 @@ class Soak:
     samples: list[tuple[int, float]]  # (matches ended, RSS in KiB) after the warm-up
     viewed: int = 0  # match streams the spectator opened
     errors: list[str] = field(default_factory=list)  # what the spectator could not do
+    probe: list[dict[str, float]] = field(default_factory=list)  # serve_probe's rows
 
     @property
     def rss_start_kib(self) -> float:
@@ -91,6 +103,19 @@ class Soak:
         levels off (caches filling up to their size) has a second half near zero."""
         half = len(self.samples) // 2
         return _slope(self.samples[:half + 1]), _slope(self.samples[half:])
+
+
+    def probe_slopes(self, column: str) -> tuple[float, float, float] | None:
+        """`column` of the probe's rows after the warm-up (bytes, or a count) per
+        match: over all of them, the first half and the second half (None: not
+        probed)."""
+        start = self.samples[0][0]
+        rows = [(int(row["ended"]), float(row[column])) for row in self.probe
+                if row["ended"] >= start and row.get(column) is not None]
+        if len(rows) < 2:
+            return None
+        half = len(rows) // 2
+        return _slope(rows), _slope(rows[:half + 1]), _slope(rows[half:])
 
 
 def _slope(samples: list[tuple[int, float]]) -> float:
@@ -257,7 +282,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
              concurrency: int = 4, rounds: int = 1, viewers: bool = False,
              live: bool = True, pages: bool = True,
              web: bool = True, chaos: bool = False, every: float = 0.5, cfarena: str = CFARENA,
-             timeout_s: float = 600.0) -> Soak:
+             timeout_s: float = 600.0, probe: bool = False, trace_frames: int = 0) -> Soak:
     """Play `warmup` + `matches` matches on a fresh serve in `tmp` (see the module doc);
     AssertionError (with serve's log) if serve dies or stops making progress."""
     tmp.mkdir(parents=True, exist_ok=True)
@@ -289,7 +314,14 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
     spectator = Spectator(http_port, live, pages) if viewers and http_port is not None else None
     try:
         web_args = ["--http-port", str(http_port)] if http_port is not None else []
-        serve = start("serve", [cfarena, "serve", "--port", str(port), *web_args,
+        probe_dir = tmp / "probe"
+        runner = [cfarena]
+        if probe:  # serve inside benchmarks/serve_probe.py, on cfarena's interpreter
+            probe_dir.mkdir(exist_ok=True)
+            runner = [python, str(Path(__file__).with_name("serve_probe.py")),
+                      str(probe_dir), str(warmup), str(warmup + matches // 3),
+                      str(warmup + matches), str(trace_frames), "--"]
+        serve = start("serve", [*runner, "serve", "--port", str(port), *web_args,
                                 "--db", db, "--players", str(players), "--rule",
                                 f"rounds={rounds}", "--concurrency", str(concurrency)])
         bot_argv = {name: [python, "-m", "cfarena.sdk", "run", SAMPLES[k % len(SAMPLES)],
@@ -302,6 +334,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
         samples: list[tuple[int, float]] = []
         began = 0.0
         last, moved = -1, time.monotonic()
+        stall_s = 300 if trace_frames else 60  # tracemalloc slows serve down, snapshots stop it
         while True:
             if serve.poll() is not None:
                 raise failed(f"serve exited {serve.returncode}")
@@ -315,7 +348,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
             now = time.monotonic()
             if ended != last:
                 last, moved = ended, now
-            elif now - moved > (60 if ended else 180):  # serve and the bots start first
+            elif now - moved > (stall_s if ended else 180):  # serve and the bots start first
                 raise failed(f"no match ended for {now - moved:.0f} s (at {ended})")
             if now > deadline:
                 raise failed(f"only {ended} of {warmup + matches} matches in {timeout_s:g} s")
@@ -331,6 +364,9 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
                     time.sleep(1.5)
                     os.killpg(proc.pid, signal.SIGCONT)
                 chaos_at, chaos_n = time.monotonic() + 3, chaos_n + 1
+            if probe:
+                (probe_dir / "ended.new").write_text(str(ended))
+                (probe_dir / "ended.new").replace(probe_dir / "ended")
             if ended >= warmup:
                 if not samples:
                     began = now
@@ -346,7 +382,11 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
             _stop(proc)
     viewed = spectator.viewed if spectator is not None else 0
     errors = spectator.errors if spectator is not None else []
-    return Soak(samples[-1][0] - samples[0][0], seconds, samples, viewed, errors)
+    rows = []
+    if probe and (probe_dir / "stats.jsonl").exists():
+        rows = [json.loads(line) for line in
+                (probe_dir / "stats.jsonl").read_text().splitlines() if line]
+    return Soak(samples[-1][0] - samples[0][0], seconds, samples, viewed, errors, rows)
 
 
 def _report(label: str, soak: Soak) -> None:
@@ -358,6 +398,27 @@ def _report(label: str, soak: Soak) -> None:
           f"first half {first:.1f}, second half {second:.1f})"
           + (f"; {soak.viewed} live streams watched" if soak.viewed else "")
           + (f"; spectator errors: {soak.errors[:3]}" if soak.errors else ""), flush=True)
+    for column, scale, unit, what in PROBED:
+        slopes = soak.probe_slopes(column)
+        if slopes is not None:
+            print(f"  {what}: {slopes[0] / scale:.2f} {unit}/match (first half "
+                  f"{slopes[1] / scale:.2f}, second half {slopes[2] / scale:.2f})", flush=True)
+
+
+PROBED = (  # serve_probe's columns: (name, its value per unit, the unit, what it is)
+    ("rss_heap", 1, "KiB", "RSS of the main malloc arena"),
+    ("rss_arenas", 1, "KiB", "RSS of the other malloc arenas"),
+    ("rss_anon", 1, "KiB", "RSS of other anonymous memory (Python's arenas)"),
+    ("rss_file", 1, "KiB", "RSS of mapped files"),
+    ("py_blocks", 1, "blocks", "Python allocator blocks in use"),
+    ("stalls", 1, "stalls", "stalls of the referee's loop kept (referee/lag.py)"),
+    ("traced", 1024, "KiB", "bytes traced by tracemalloc"),
+    ("sqlite", 1024, "KiB", "SQLite's allocated bytes"),
+    ("in_use", 1024, "KiB", "malloc bytes in use (heap)"),
+    ("mmapped", 1024, "KiB", "malloc bytes in mmapped chunks"),
+    ("free", 1024, "KiB", "malloc bytes held free (heap)"),
+    ("heap", 1024, "KiB", "malloc heap size"),
+)
 
 
 def main() -> None:
@@ -380,6 +441,14 @@ def main() -> None:
                     help="every 3 s a bot is frozen for 1.5 s (SIGSTOP) or killed and "
                          "restarted, in turn (the audit's soak)")
     ap.add_argument("--no-web", action="store_true", help="serve without --http-port")
+    ap.add_argument("--probe", action="store_true",
+                    help="sample serve's memory from inside (benchmarks/serve_probe.py)")
+    ap.add_argument("--trace", type=int, default=0, metavar="NFRAMES",
+                    help="with --probe: tracemalloc from the warm-up's end; the growth by "
+                         "traceback goes to --keep's probe/tracemalloc.txt")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="play in DIR (kept: serve's log, the database, the probe's files) "
+                         "instead of a temporary directory")
     ap.add_argument("--baseline", metavar="CFARENA",
                     help="another cfarena executable to soak first, for comparison")
     args = ap.parse_args()
@@ -395,15 +464,18 @@ def main() -> None:
     runs = [("baseline", args.baseline)] if args.baseline else []
     runs.append(("this", CFARENA))
     for label, exe in runs:
-        with tempfile.TemporaryDirectory(prefix="cfarena-soak-") as tmp:
-            soak = run_soak(Path(tmp), matches=args.matches, warmup=args.warmup,
+        with contextlib.ExitStack() as stack:
+            tmp = (Path(args.keep) / label if args.keep else
+                   Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cfarena-soak-"))))
+            soak = run_soak(tmp, matches=args.matches, warmup=args.warmup,
                             players=args.players, bots=args.bots,
                             concurrency=args.concurrency, rounds=args.rounds,
                             viewers=args.viewers, live=not args.no_live,
                             pages=not args.no_pages, web=not args.no_web, chaos=args.chaos,
                             every=args.every,
                             cfarena=exe, timeout_s=max(600.0, (args.warmup + args.matches)
-                            * args.rounds * args.players * 0.5))
+                            * args.rounds * args.players * 0.5) * (4 if args.trace else 1),
+                            probe=args.probe or bool(args.trace), trace_frames=args.trace)
         _report(f"{label} ({exe})", soak)
 
 
