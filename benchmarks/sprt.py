@@ -51,6 +51,7 @@ import json
 import math
 import multiprocessing
 import os
+import random
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -62,7 +63,7 @@ from scipy.stats import norm
 
 from cfarena.bots import make_bot
 from cfarena.bots.montecarlo import MonteCarloBot
-from cfarena.sdk import Bot
+from cfarena.sdk import Bot, Move, Turn
 from cfarena.server.replay.simulate import play_match
 from cfarena.server.sprt.deal_group import SeatedResults, group_score, seatings
 from cfarena.server.sprt.llr import logistic_score
@@ -71,8 +72,27 @@ from cfarena.server.sprt.sequential import EloModel, SprtBounds, Verdict, logist
 from cfarena.server.sprt.simulation import SimulatedTests, simulate_tests
 
 UNTIMED_MS = 60_000.0  # a thinking budget no decision reaches: max_samples stops it
-SAMPLES = 32  # the small pair's budget in sampled worlds per decision (not the clock)
+SAMPLES = 32  # montecarlo's budget in sampled worlds per decision (not the clock)
 QUARTER = "montecarlo-quarter"
+SLIPPING = "smart-slipping"
+SLIP = 0.1  # how often smart-slipping plays a random legal move instead of smart's
+
+
+class SlippingBot(Bot):
+    """Smart, but a random legal move `SLIP` of the time (decided by a hash of the
+    match, seat and turn: reproducible): a small gap to smart, at smart's cost."""
+
+    def __init__(self) -> None:
+        self.smart = make_bot("smart")
+
+    def choose(self, turn: Turn) -> Move | int:
+        key = f"{turn.match_id}/{turn.observation.seat}/{turn.observation.event_count}"
+        rng = random.Random(hashlib.sha256(key.encode()).digest())
+        if rng.random() < SLIP:
+            return rng.choice(turn.legal_moves)
+        return self.smart.choose(turn)
+
+
 FIELD_GREEDY = "field-greedy"  # greedy under a name of its own: a field seat beside OLD greedy
 BOTS: dict[str, Callable[[], Bot]] = {
     "greedy": lambda: make_bot("greedy"),
@@ -81,6 +101,7 @@ BOTS: dict[str, Callable[[], Bot]] = {
     "smart": lambda: make_bot("smart"),
     "montecarlo": lambda: MonteCarloBot(budget_ms=UNTIMED_MS, max_samples=SAMPLES),
     QUARTER: lambda: MonteCarloBot(budget_ms=UNTIMED_MS, max_samples=SAMPLES // 4),
+    SLIPPING: SlippingBot,
 }
 
 
@@ -95,7 +116,8 @@ class Pair:
 
 PAIRS = {
     "big": Pair("big gap", "smart", "greedy", 40.0, (FIELD_GREEDY,)),
-    "small": Pair("small gap", "montecarlo", QUARTER, 20.0, ("smart",)),
+    "small": Pair("small gap", "smart", SLIPPING, 20.0, (FIELD_GREEDY,)),
+    "montecarlo": Pair("small gap", "montecarlo", QUARTER, 20.0, ("smart",)),
 }
 
 
