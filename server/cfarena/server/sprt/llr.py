@@ -23,9 +23,10 @@ fixed values, all of them plausible; a deal group's score has any value, and
 the multinomial model needs a support invented for values not seen. With the
 lowest and highest possible scores (0 and 1) in it, a hypothesis "the mean is
 1/2" is always met at a bounded price by moving mass onto the unseen far end,
-so a group carries at most about log(mean / (mean - (mean - 1/2))) of evidence
-however little the scores vary: with luck-adjusted scores (sd about 0.12 per
-group) a test needed about 16 groups whatever the gap (docs/TESTING_BOTS.md).
+so a group carries at most about log(2 * mean) of evidence however little the
+scores vary: with luck-adjusted scores (mean 0.67, sd 0.12 per group) 0.3
+where the normal model gives 0.9, and a test needed about 16 groups whatever
+the score (docs/TESTING_BOTS.md).
 The normal model takes the spread from the scores, as a t-test does.
 
 Regularization: a few groups can show a spread far below the truth (a run of
