@@ -1,10 +1,12 @@
 """Matches to a decision: a fixed-length test vs SPRTs on deal groups, by each way of scoring.
 
-    python benchmarks/sprt.py                          # both pairs, 150 deal groups each
+    python benchmarks/sprt.py --groups 400 --pool-dir /tmp/pools  # big and small gap
     python benchmarks/sprt.py --pairs big --groups 60 --tests 500
 
-For each pair of bots (big gap: smart vs greedy; small gap: montecarlo at its
-default budget vs a quarter of it) a pool of deal groups is played in-process
+For each pair of bots (big gap: smart vs greedy; small gap: smart vs smart
+slipping, smart but a random move 10% of the time; `--pairs montecarlo`:
+montecarlo with 32 sampled worlds per decision vs 8, slow) a pool of deal
+groups is played in-process
 under the match law (`benchmarks/bot_strength.play_match`, as the referee
 plays them), at tables of `--players` with `--field` in the other seats
 (`cfarena.server.sprt.deal_group.seatings`). Every match gives each seat its
@@ -37,7 +39,9 @@ over groups. H0
 (b), (b') and (c) are run `--tests` times on groups resampled (with
 replacement) from the pool: the mean, spread and 90th percentile of the
 matches each test played to its decision, and its verdicts. Resampling a
-finite pool is a bootstrap: a test longer than the pool reuses groups. The
+finite pool is a bootstrap: a test longer than the pool reuses groups. So are
+self-tests on the pool's scores centred on 1/2 and mirrored (the rate of H1
+accepted, at most alpha when the test keeps its error rate). The
 evidence per match of each way of scoring is printed too: t^2, the squared
 (mean score - 1/2) / sd per match (a group's over its matches), to which a
 test's length is inversely proportional.
