@@ -1,10 +1,12 @@
 """Matches to a decision: a fixed-length test vs SPRTs on deal groups, by each way of scoring.
 
-    python benchmarks/sprt.py                          # both pairs, 150 deal groups each
+    python benchmarks/sprt.py --groups 400 --pool-dir /tmp/pools  # big and small gap
     python benchmarks/sprt.py --pairs big --groups 60 --tests 500
 
-For each pair of bots (big gap: smart vs greedy; small gap: montecarlo at its
-default budget vs a quarter of it) a pool of deal groups is played in-process
+For each pair of bots (big gap: smart vs greedy; small gap: smart vs smart
+slipping, smart but a random move 10% of the time; `--pairs montecarlo`:
+montecarlo with 32 sampled worlds per decision vs 8, slow) a pool of deal
+groups is played in-process
 under the match law (`benchmarks/bot_strength.play_match`, as the referee
 plays them), at tables of `--players` with `--field` in the other seats
 (`cfarena.server.sprt.deal_group.seatings`). Every match gives each seat its
@@ -37,7 +39,9 @@ over groups. H0
 (b), (b') and (c) are run `--tests` times on groups resampled (with
 replacement) from the pool: the mean, spread and 90th percentile of the
 matches each test played to its decision, and its verdicts. Resampling a
-finite pool is a bootstrap: a test longer than the pool reuses groups. The
+finite pool is a bootstrap: a test longer than the pool reuses groups. So are
+self-tests on the pool's scores centred on 1/2 and mirrored (the rate of H1
+accepted, at most alpha when the test keeps its error rate). The
 evidence per match of each way of scoring is printed too: t^2, the squared
 (mean score - 1/2) / sd per match (a group's over its matches), to which a
 test's length is inversely proportional.
@@ -47,9 +51,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import multiprocessing
 import os
+import random
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -60,8 +66,8 @@ from bot_strength import rules_for
 from scipy.stats import norm
 
 from cfarena.bots import make_bot
-from cfarena.bots.montecarlo import DEFAULT_BUDGET_MS, MonteCarloBot
-from cfarena.sdk import Bot
+from cfarena.bots.montecarlo import MonteCarloBot
+from cfarena.sdk import Bot, Move, Turn
 from cfarena.sdk.local import play_match
 from cfarena.server.sprt.deal_group import SeatedResults, group_score, seatings
 from cfarena.server.sprt.llr import logistic_score
@@ -69,15 +75,37 @@ from cfarena.server.sprt.match_results import ScoreKind, seated_results
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, Verdict, logistic_elo
 from cfarena.server.sprt.simulation import SimulatedTests, simulate_tests
 
+UNTIMED_MS = 60_000.0  # a thinking budget no decision reaches: max_samples stops it
+SAMPLES = 32  # montecarlo's budget in sampled worlds per decision (not the clock)
 QUARTER = "montecarlo-quarter"
+SLIPPING = "smart-slipping"
+SLIP = 0.1  # how often smart-slipping plays a random legal move instead of smart's
+
+
+class SlippingBot(Bot):
+    """Smart, but a random legal move `SLIP` of the time (decided by a hash of the
+    match, seat and turn: reproducible): a small gap to smart, at smart's cost."""
+
+    def __init__(self) -> None:
+        self.smart = make_bot("smart")
+
+    def choose(self, turn: Turn) -> Move | int:
+        key = f"{turn.match_id}/{turn.observation.seat}/{turn.observation.event_count}"
+        rng = random.Random(hashlib.sha256(key.encode()).digest())
+        if rng.random() < SLIP:
+            return rng.choice(turn.legal_moves)
+        return self.smart.choose(turn)
+
+
 FIELD_GREEDY = "field-greedy"  # greedy under a name of its own: a field seat beside OLD greedy
 BOTS: dict[str, Callable[[], Bot]] = {
     "greedy": lambda: make_bot("greedy"),
     FIELD_GREEDY: lambda: make_bot("greedy"),
     "random": lambda: make_bot("random"),
     "smart": lambda: make_bot("smart"),
-    "montecarlo": lambda: MonteCarloBot(budget_ms=DEFAULT_BUDGET_MS),
-    QUARTER: lambda: MonteCarloBot(budget_ms=DEFAULT_BUDGET_MS / 4),
+    "montecarlo": lambda: MonteCarloBot(budget_ms=UNTIMED_MS, max_samples=SAMPLES),
+    QUARTER: lambda: MonteCarloBot(budget_ms=UNTIMED_MS, max_samples=SAMPLES // 4),
+    SLIPPING: SlippingBot,
 }
 
 
@@ -92,7 +120,8 @@ class Pair:
 
 PAIRS = {
     "big": Pair("big gap", "smart", "greedy", 40.0, (FIELD_GREEDY,)),
-    "small": Pair("small gap", "montecarlo", QUARTER, 20.0, ("smart",)),
+    "small": Pair("small gap", "smart", SLIPPING, 20.0, (FIELD_GREEDY,)),
+    "montecarlo": Pair("small gap", "montecarlo", QUARTER, 20.0, ("smart",)),
 }
 
 
@@ -125,6 +154,40 @@ def play_group(task: GroupTask) -> PlayedGroup:
     return {kind: tuple(seated_results(r, kind) for r in records) for kind in ScoreKind}
 
 
+def pool_path(args: argparse.Namespace, name: str, field: Sequence[str]) -> str:
+    """Where `--pool-dir` keeps a pair's played groups for these settings."""
+    key = "-".join([name, str(args.players), args.preset, str(args.rounds), *field])
+    return os.path.join(args.pool_dir, f"{key}.json")
+
+
+def played_groups(name: str, field: tuple[str, ...],
+                  args: argparse.Namespace) -> list[PlayedGroup]:
+    """`--groups` deal groups of a pair: read from `--pool-dir` when it holds as many
+    for these settings, else played in-process (and kept there)."""
+    path = pool_path(args, name, field) if args.pool_dir else None
+    if path and os.path.exists(path):
+        with open(path) as f:
+            kept = json.load(f)
+        if len(kept) >= args.groups:
+            print(f"{name}: {args.groups} groups read from {path}", file=sys.stderr)
+            return [{ScoreKind(k): tuple(SeatedResults(tuple(seats), tuple(results))
+                                         for seats, results in matches)
+                     for k, matches in g.items()} for g in kept[:args.groups]]
+    tasks = [GroupTask(name, i, args.players, field, args.preset, args.rounds)
+             for i in range(args.groups)]
+    start = time.perf_counter()
+    with multiprocessing.Pool(args.workers) as pool:
+        groups = list(pool.imap(play_group, tasks))  # in index order: a pool's prefix is stable
+    print(f"{name}: {len(tasks)} groups played in {time.perf_counter() - start:.0f} s",
+          file=sys.stderr, flush=True)
+    if path:
+        os.makedirs(args.pool_dir, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump([{k.value: [[m.seats, m.results] for m in matches]
+                        for k, matches in g.items()} for g in groups], f)
+    return groups
+
+
 def line(label: str, sim: SimulatedTests) -> str:
     """One row of the table: matches to a decision (mean, spread, 90th percentile), verdicts."""
     m = sim.matches
@@ -140,6 +203,18 @@ def resampled(scores: np.ndarray, bounds: SprtBounds, matches_per_group: int,
     values, counts = np.unique(scores, return_counts=True)
     return simulate_tests(values, counts, bounds, matches_per_group, args.tests,
                           args.max_matches, seed)
+
+
+def mirrored(scores: np.ndarray) -> np.ndarray:
+    """The scores centred on 1/2 and mirrored about it: a self-test's distribution
+    (NEW as good as OLD) with the pool's spread and shape."""
+    centred = scores - scores.mean() + 0.5
+    return np.concatenate([centred, 1.0 - centred])
+
+
+def self_test_rate(label: str, sim: SimulatedTests) -> str:
+    rate, low, high = sim.rate(Verdict.H1)
+    return f"{label} {rate:.1%} [{low:.1%}, {high:.1%}]"
 
 
 def fixed_length(match_scores: np.ndarray, bounds: SprtBounds, tests: int,
@@ -183,6 +258,10 @@ def report(pair: Pair, field: Sequence[str], groups: Sequence[PlayedGroup],
     b = resampled(placed, bounds, per_group, args, seed=2)
     b2 = resampled(raw, points_bounds, per_group, args, seed=3)
     c = resampled(adj, points_bounds, per_group, args, seed=4)
+    selfs = [self_test_rate(label, resampled(mirrored(x), bnd, per_group, args, seed=5 + i))
+             for i, (label, x, bnd) in enumerate((("(b)", placed, bounds),
+                                                  ("(b')", raw, points_bounds),
+                                                  ("(c)", adj, points_bounds)))]
     lines = [
         f"{pair.label}: {pair.new} (NEW) vs {pair.old} (OLD), {len(groups)} deal groups of "
         f"{per_group} matches, field {', '.join(field)}; logistic Elo bounds "
@@ -208,6 +287,8 @@ def report(pair: Pair, field: Sequence[str], groups: Sequence[PlayedGroup],
         f"(b)/(c) {b.matches.mean() / c.matches.mean():.2f}, "
         f"(b')/(c) {b2.matches.mean() / c.matches.mean():.2f}, "
         f"(a)/(b) {n_fixed / b.matches.mean():.2f}",
+        f"  self-tests (the pool's scores centred on 1/2 and mirrored), H1 accepted "
+        f"[95% interval]: {', '.join(selfs)}",
     ]
     return "\n".join(lines)
 
@@ -225,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--beta", type=float, default=0.05)
     parser.add_argument("--tests", type=int, default=2000, help="simulated tests per kind")
     parser.add_argument("--max-matches", type=int, default=4000)
+    parser.add_argument("--pool-dir", help="keep played groups here and reuse them "
+                        "(the same pool measured by another version of the test)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     args = parser.parse_args(argv)
     rules_for(args.preset, args.rounds).resolve(args.players)
@@ -232,18 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{args.workers} worker(s)")
     for name in args.pairs:
         field = tuple(args.field) if args.field else PAIRS[name].field
-        tasks = [GroupTask(name, i, args.players, field, args.preset, args.rounds)
-                 for i in range(args.groups)]
-        start = time.perf_counter()
-        with multiprocessing.Pool(args.workers) as pool:
-            groups = []
-            for i, group in enumerate(pool.imap_unordered(play_group, tasks), 1):
-                groups.append(group)
-                if i % 10 == 0 or i == len(tasks):
-                    print(f"{name}: {i}/{len(tasks)} groups, {time.perf_counter() - start:.0f} s",
-                          file=sys.stderr, flush=True)
-        print(report(PAIRS[name], field, groups, args))
-        print(f"  played in {time.perf_counter() - start:.0f} s", flush=True)
+        print(report(PAIRS[name], field, played_groups(name, field, args), args), flush=True)
     return 0
 
 

@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from cfarena.server.sprt.llr import NELO_PER_T, logistic_score, regularize
+from cfarena.server.sprt.llr import (
+    NELO_PER_T,
+    PRIOR_COUNT,
+    logistic_score,
+    regularized_moments,
+)
 from cfarena.server.sprt.sequential import (
     EloModel,
     SequentialTest,
@@ -58,20 +63,27 @@ def test_batched_rows_equal_single_tests() -> None:
             assert test.llr == pytest.approx(row, rel=1e-9, abs=1e-9)
 
 
-def test_unseen_extremes_are_regularized() -> None:
-    """Only wins so far: the extremes keep a little mass, so the LLR stays finite and
-    grows with the evidence."""
-    values, counts = regularize([0.75, 1.0], [3.0, 2.0], 0.0, 1.0)
-    assert list(values) == [0.75, 1.0, 0.0]
-    assert list(counts) == [3.0, 2.0, 1e-3]
-    test = SequentialTest(SprtBounds(), 4)
+def test_the_spread_is_regularized() -> None:
+    """The distribution is mixed with PRIOR_COUNT at each end of the possible range
+    (widened to the scores seen), so a run of equal scores, which shows no spread,
+    does not decide at once: its evidence grows with the run."""
+    groups, mean, square = regularized_moments([0.75, 1.0], [3.0, 2.0], 0.0, 1.0)
+    total = 5.0 + 2 * PRIOR_COUNT
+    assert groups == 5.0
+    assert mean == pytest.approx((3 * 0.75 + 2 * 1.0 + PRIOR_COUNT) / total)
+    assert square == pytest.approx((3 * 0.5625 + 2 * 1.0 + PRIOR_COUNT) / total)
+    _, mean, _ = regularized_moments([1.5], [1.0], 0.0, 1.0)
+    assert mean == pytest.approx((1.5 + PRIOR_COUNT * 1.5) / (1 + 2 * PRIOR_COUNT))
+    test = SequentialTest(SprtBounds(0.0, 100.0, model=EloModel.LOGISTIC), 2)
     previous = 0.0
-    for _ in range(5):
-        test.add(1.0)
-        assert math.isfinite(test.llr) and test.llr > previous
+    for _ in range(3):
+        test.add(0.5)
+        assert math.isfinite(test.llr) and test.llr < previous
         previous = test.llr
-    with pytest.raises(ValueError, match="lie in"):
-        regularize([1.5], [1.0], 0.0, 1.0)
+    assert test.verdict() is Verdict.CONTINUE
+    while test.verdict() is Verdict.CONTINUE:
+        test.add(0.5)
+    assert test.verdict() is Verdict.H0 and test.groups <= 6
 
 
 def test_verdicts_at_the_bounds_and_the_cap() -> None:

@@ -9,9 +9,9 @@ Pure and synchronous: no storage, no processes, no clock. One job per module:
   a match's moves (a `MatchRecord` or a game log), by a value estimate frozen in code;
 - `match_results`: a finished match's seats and results: points, luck-adjusted
   points or placement (`ScoreKind`, what `--score` picks);
-- `llr`: the generalized log-likelihood ratio over the empirical distribution
-  of group scores (fishtest's `LLR_normalized` / `LLR_logistic` approach),
-  batched with numpy so that thousands of simulated tests run in seconds;
+- `llr`: the generalized log-likelihood ratio of the group scores in the normal
+  model (fishtest's `LLR_alt`; its normalized hypotheses exactly), batched with
+  numpy so that thousands of simulated tests run in seconds;
 - `sequential`: the test itself (`SprtBounds`, `SequentialTest`, `Verdict`) and
   what it reports (`Estimate`: Elo difference with its 95% interval, LOS);
 - `simulation`: many tests at once on simulated group scores (error rates,

@@ -22,10 +22,10 @@ that a match scores 1/2 + (OLD's points - NEW's points) / (70 * rounds): 1/2
 when both hold as many points, 0.6 when NEW holds 7 fewer in one round. The
 scale makes a group's point score spread over [0, 1] about as its placement
 score does (measured on deal groups of their own seeds: smart vs greedy and
-montecarlo vs a quarter of it), which matters because the test's
-regularization puts the unseen extremes at 0 and 1 (`llr`); a match's score
-leaves [0, 1] when the difference passes 35 points a round (a group's mean
-seldom does), and the test then widens its support to the scores seen.
+montecarlo vs a quarter of it), which matters because the test's prior on
+the spread is put at 0 and 1 (`llr`); a match's score leaves [0, 1] when the
+difference passes 35 points a round (a group's mean seldom does), and the
+test then widens that range to the scores seen.
 Points and not placement, because within a deal group points carry about
 three times the evidence per match: a point difference is additive, so the
 hands' strength cancels in it over the group's rotations, where placement, a

@@ -46,7 +46,6 @@ from cfarena.server.sprt.llr import (
     NELO_PER_T,
     llr_logistic,
     llr_normalized,
-    regularize,
 )
 
 Z95 = float(norm.ppf(0.975))
@@ -121,15 +120,13 @@ class SprtBounds:
 def llr(bounds: SprtBounds, values: np.ndarray, counts: np.ndarray,
         matches_per_group: int, score_range: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """The LLR of `counts` (rows: tests, columns: `values`) under `bounds`, batched.
-    The support is regularized with the lowest and highest possible scores of
-    `score_range` (widened to the values seen)."""
+    The scores' spread is regularized with the lowest and highest possible scores of
+    `score_range` (widened to the values each row has seen; `llr.regularized_moments`)."""
     values = np.asarray(values, dtype=np.float64)
-    low = min(score_range[0], float(values.min())) if values.size else score_range[0]
-    high = max(score_range[1], float(values.max())) if values.size else score_range[1]
-    vals, cnts = regularize(values, counts, low, high)
     if bounds.model is EloModel.LOGISTIC:
-        return llr_logistic(vals, cnts, bounds.elo0, bounds.elo1)
-    return llr_normalized(vals, cnts, bounds.elo0, bounds.elo1, matches_per_group)
+        return llr_logistic(values, counts, bounds.elo0, bounds.elo1, score_range)
+    return llr_normalized(values, counts, bounds.elo0, bounds.elo1, matches_per_group,
+                          score_range)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,7 @@ probabilities: a parametric model, or a pool of played groups' scores, which
 is resampling them with replacement), and applies after every group exactly the
 LLR and verdict a `SequentialTest` would (`sequential.llr`, batched). The
 suite checks alpha and beta with it; benchmarks/sprt.py measures how many
-matches a test takes. (One difference from a lone test: the support is
-regularized with the extremes of the values any running test has seen, not
-each test's own; it matters only for scores outside [0, 1].)
+matches a test takes.
 """
 
 from __future__ import annotations
@@ -59,9 +57,7 @@ def simulate_tests(values: npt.ArrayLike, probabilities: npt.ArrayLike, bounds: 
             break
         drawn = rng.choice(vals.size, size=active.size, p=probs)
         counts[active, drawn] += 1
-        seen = counts[active].any(axis=0)  # values no running test has seen stay out
-        ratio = llr(bounds, vals[seen], counts[np.ix_(active, np.flatnonzero(seen))],
-                    matches_per_group)
+        ratio = llr(bounds, vals, counts[active], matches_per_group)
         played = group * matches_per_group
         matches[active] = played
         for verdict, hit in ((Verdict.H1, ratio >= bounds.upper),
