@@ -123,13 +123,13 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
         (data["verdict"], data["matches"], data["llr"])
     assert _finished(db) == after
 
-    listed = json.loads(run_cli("sprt-tests", "--json", "--db", f"sqlite:///{db}",
-                                cwd=tmp_path).stdout)
+    listed = json.loads(run_in_process("sprt-tests", "--json", "--db", f"sqlite:///{db}",
+                                       cwd=tmp_path).stdout)
     assert [(t["new"], t["old"], t["state"], t["verdict"], t["matches"]) for t in listed] \
         == [("smart", "greedy", "finished", "H1", data["matches"])]
     # its matches are stored matches: shown like any other
-    shown = run_cli("show", f"T{data['tournament_id']}-g0-s0", "--db", f"sqlite:///{db}",
-                    cwd=tmp_path)
+    shown = run_in_process("show", f"T{data['tournament_id']}-g0-s0", "--db",
+                           f"sqlite:///{db}", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
 
 

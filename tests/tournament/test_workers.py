@@ -92,7 +92,8 @@ def _wait(procs: list[subprocess.Popen[str]], timeout: float) -> None:
 def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     url = pg_cluster.create_database("workers_e2e")
-    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path)
+    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url,
+                       cwd=tmp_path, in_process=True)
     tid, total = created["tournament_id"], created["matches"]
     assert total == 2 * GAMES and created["queued"] == total
     # the queue shows no deal: no seed of an unplayed match is in its jobs or locks
@@ -153,13 +154,13 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         == [("succeeded", total)]
     played = sum(o["played"] for o in outputs)
     assert played >= 1  # the survivors and the late worker shared the rest
-    status = run_json("tournaments", "--db", url, cwd=tmp_path)
+    status = run_json("tournaments", "--db", url, cwd=tmp_path, in_process=True)
     assert status[0]["status"] == "finished"  # type: ignore[index]
     assert status[0]["finished"] == total  # type: ignore[index]
 
     # the same tournament, one worker, another database: the same results
     alone = pg_cluster.create_database("workers_alone")
-    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path)
+    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path, in_process=True)
     single = _start_worker(alone, tmp_path / "alone", "--concurrency", "2")
     try:
         _wait([single], 90)
@@ -176,7 +177,7 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
         own_pg: PgCluster, tmp_path: Path) -> None:
     url = own_pg.create_database("outage")
     created = run_json("tournaments", "create", *_tournament(CUT_GAMES), "--db", url,
-                       cwd=tmp_path)
+                       cwd=tmp_path, in_process=True)
     total = created["matches"]
     worker = _start_worker(url, tmp_path / "w", "--concurrency", "2")
     try:
@@ -214,7 +215,7 @@ def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
     then takes the matches straight from that schedule (a resume), with no queue."""
     url = f"sqlite:///{tmp_path / 'c.db'}"
     small = _tournament(2)  # 4 matches
-    created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path)
+    created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path, in_process=True)
     assert created["queued"] is None and created["matches"] == 4
     data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path)
     assert data["tournament_id"] == created["tournament_id"] and data["resumed"] is True
@@ -291,7 +292,7 @@ def test_a_worker_outlasts_a_connection_flood_and_stops_at_once_on_sigterm(
     created = run_json("tournaments", "create", "--bot", f"evil={sdk}{bots / 'flood.py'}",
                        "--bot", f"slow={sdk}{bots / 'slow.py'}", "--players", "2",
                        "--games", "2", "--rule", "rounds=1", "--timeout-ms", "20000",
-                       "--db", url, cwd=tmp_path)
+                       "--db", url, cwd=tmp_path, in_process=True)
     total = created["matches"]
     mark = marker()
     worker = subprocess.Popen(
