@@ -39,7 +39,9 @@ GAMES = 8
 TOURNAMENT = _tournament(GAMES)
 # where a run is only cut in the middle: matches played before, in play, and left after
 CUT_GAMES = 3
-FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--concurrency", "1"]
+# quick heartbeats, stall limit and job look-ups: the outages and kills are seen at once
+FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--poll-s", "0.2",
+        "--concurrency", "1"]
 
 
 def _conninfo(url: str) -> str:
@@ -208,6 +210,13 @@ def test_worker_needs_postgresql(tmp_path: Path) -> None:
     result = run_in_process("worker", "--db", f"sqlite:///{tmp_path / 'x.db'}", cwd=tmp_path)
     assert result.returncode == 2
     assert "needs a PostgreSQL database" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_worker_poll_interval_must_be_positive(tmp_path: Path) -> None:
+    result = run_in_process("worker", "--db", f"sqlite:///{tmp_path / 'x.db'}", "--poll-s",
+                            "0", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: --poll-s must be positive, got 0", result.stderr
 
 
 def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
