@@ -115,7 +115,7 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
     assert len(after) == len(before) + data["played_now"]
     assert data["matches"] <= len(after)  # counted groups are stored matches
 
-    again = run_cli(*args, cwd=tmp_path)
+    again = run_in_process(*args, cwd=tmp_path)  # plays nothing (`played_now`)
     assert again.returncode == 0, again.stderr[-3000:]
     repeat = json.loads(again.stdout)
     assert repeat["already_finished"] is True and repeat["played_now"] == 0
