@@ -58,6 +58,7 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
         (["serve", "--starve-after", "-1"], "error: --starve-after must be 0 or more"),
         (["serve", "--dead-after", "2"], "error: --dead-after must be at least 3 seconds"),
         (["serve", "--dead-after", "nan"], "error: --dead-after must be at least 3 seconds"),
+        (["serve", "--flush-timeout", "-1"], "error: --flush-timeout must be 0 or more"),
     ]:
         result = run_in_process(*argv, "--db", db, cwd=tmp_path)
         assert result.returncode == 2, (argv, result.stderr)

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import text
 
 from cfarena.server.storage import open_database
-from tests.cli.helpers import run_cli
+from tests.cli.helpers import run_in_process
 from tests.harness.postgres import PgCluster
 from tests.harness.serve import Arena
 
@@ -74,7 +74,7 @@ def test_two_arenas_one_killed(fleet: Fleet) -> None:
     t0 = time.monotonic()
     tokens = {}
     for name in BOTS:
-        added = run_cli("bots", "add", name, "--db", fleet.db, cwd=fleet.dir)
+        added = run_in_process("bots", "add", name, "--db", fleet.db, cwd=fleet.dir)
         assert added.returncode == 0, added.stderr
         tokens[name] = added.stdout.strip().splitlines()[-1]
     ports = {name: fleet.arena(name, "--players", PLAYERS, "--rule", "rounds=single",

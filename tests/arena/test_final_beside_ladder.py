@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import text
 
 from cfarena.server.storage import open_database
-from tests.cli.helpers import run_cli, run_json
+from tests.cli.helpers import run_in_process, run_json
 from tests.harness.postgres import PgCluster
 from tests.harness.serve import SAMPLES, Arena
 
@@ -41,7 +41,7 @@ def arena(tmp_path: Path, pg_cluster: PgCluster) -> Iterator[Arena]:
 def _ladder(arena: Arena) -> dict[str, object]:
     """What the final must leave alone: `bots list`, the bots' records (tokens' hashes,
     commands), the versions they played with."""
-    listed = run_cli("bots", "list", "--db", arena.db, cwd=arena.dir)
+    listed = run_in_process("bots", "list", "--db", arena.db, cwd=arena.dir)
     assert listed.returncode == 0, listed.stderr
     db = open_database(arena.db)
     try:
@@ -56,7 +56,7 @@ def _ladder(arena: Arena) -> dict[str, object]:
 def test_a_final_on_the_ladders_database_leaves_the_ladder_alone(arena: Arena) -> None:
     tokens = {}
     for name in BOTS:
-        added = run_cli("bots", "add", name, "--db", arena.db, cwd=arena.dir)
+        added = run_in_process("bots", "add", name, "--db", arena.db, cwd=arena.dir)
         assert added.returncode == 0, added.stderr
         tokens[name] = added.stdout.strip().splitlines()[-1]
     ports = arena.serve(*SMALL, "--concurrency", "1", http=True)
@@ -110,7 +110,8 @@ def test_a_final_on_the_ladders_database_leaves_the_ladder_alone(arena: Arena) -
     finally:
         db.close()
     # the final's table: its entrants, its matches only (each of its matches seats both)
-    table = run_json("standings", "--tournament", str(tid), "--db", arena.db, cwd=arena.dir)
+    table = run_json("standings", "--tournament", str(tid), "--db", arena.db, cwd=arena.dir,
+                     in_process=True)
     assert {row["bot"]: row["matches"] for row in table} == dict.fromkeys(BOTS, final["matches"])
 
     # results in one step each: exported, verified, published by the ladder's web page

@@ -129,7 +129,7 @@ def test_a_second_run_of_a_tournament_being_played_is_refused(tmp_path: Path) ->
                     "    def choose(self, turn):\n        time.sleep(0.05)\n"
                     "        return turn.legal_moves[0]\n")
     args = ["run-tournament", "--bot", f"slow=python -m cfarena.sdk run {slow}", "--bot",
-            "random", "--players", "2", "--games", "3", "--rule", "rounds=3",
+            "random", "--players", "2", "--games", "3", "--rule", "rounds=2",
             "--concurrency", "1", "--seed", "7"]
     db = tmp_path / "cfarena.db"
     first = subprocess.Popen([CFARENA, *args, "--json"], cwd=tmp_path, text=True,

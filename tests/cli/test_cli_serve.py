@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.harness.serve import Arena
 
-from .helpers import run_cli, run_in_process, run_json
+from .helpers import run_in_process, run_json
 
 BOTS = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
         "smart": "cfarena.bots.smart", "rnd2": "cfarena.bots.random_bot"}
@@ -27,13 +26,14 @@ def test_serve_pairs_registered_bots_and_stops_cleanly(
         db = f"sqlite:///{tmp_path / 'arena.db'}"
     else:
         db = request.getfixturevalue("pg_cluster").create_database("serve_test")
+    # registering and reading run in process: the processes under test are serve's
     for name in BOTS:
-        added = run_cli("bots", "add", name, "--token", f"secret-{name}", "--db", db,
-                        cwd=tmp_path)
+        added = run_in_process("bots", "add", name, "--token", f"secret-{name}", "--db", db,
+                               cwd=tmp_path)
         assert added.returncode == 0, added.stderr
     # registering the same name with another token is refused
-    clash = run_cli("bots", "add", "random", "--token", "another-token", "--db", db,
-                    cwd=tmp_path)
+    clash = run_in_process("bots", "add", "random", "--token", "another-token", "--db", db,
+                           cwd=tmp_path)
     assert clash.returncode == 2, clash.stderr
     assert clash.stderr.startswith("error: bot 'random' ") and clash.stderr.count("\n") == 1
 
@@ -44,27 +44,28 @@ def test_serve_pairs_registered_bots_and_stops_cleanly(
         for name, module in BOTS.items():
             arena.dial_in(name, module, f"127.0.0.1:{bound.bots}", f"secret-{name}",
                           "--capacity", "2", "--retries", "50")
-        deadline = time.monotonic() + 90
-        played = 0
-        while time.monotonic() < deadline:
-            listed = run_json("matches", "--status", "finished", "--db", db, cwd=tmp_path)
-            played = len(listed)  # type: ignore[arg-type]
-            if played >= 3:
-                break
-            assert serve.poll() is None, arena.err()
-            time.sleep(0.5)
-        assert played >= 3
+        arena.wait("3 finished matches stored", lambda: _stored_finished(tmp_path) >= 3, 90)
+        listed = run_json("matches", "--status", "finished", "--db", db, cwd=tmp_path,
+                          in_process=True)
+        assert len(listed) >= 3
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(30) == 0, arena.err()
     finally:
         arena.close()
     # a graceful stop leaves nothing half-written: every match is finished or aborted
-    listed = run_json("matches", "--db", db, cwd=tmp_path)
+    listed = run_json("matches", "--db", db, cwd=tmp_path, in_process=True)
     assert {m["status"] for m in listed} <= {"finished", "aborted"}  # type: ignore[union-attr]
-    standings = run_json("standings", "--pool", "standard/4p", "--db", db, cwd=tmp_path)
+    standings = run_json("standings", "--pool", "standard/4p", "--db", db, cwd=tmp_path,
+                         in_process=True)
     assert {r["bot"] for r in standings} == set(BOTS)  # type: ignore[union-attr]
-    verified = run_cli("verify", "--all", "--db", db, cwd=tmp_path)
+    verified = run_in_process("verify", "--all", "--db", db, cwd=tmp_path)
     assert verified.returncode == 0, verified.stdout
+
+
+def _stored_finished(directory: Path) -> int:
+    with sqlite3.connect(directory / "arena.db", timeout=10) as conn:
+        return int(conn.execute("select count(*) from matches where status = 'finished'"
+                                ).fetchone()[0])
 
 
 def test_serve_without_bots_is_a_usage_error(tmp_path: Path) -> None:

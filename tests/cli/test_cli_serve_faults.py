@@ -187,7 +187,8 @@ def test_stopped_during_an_outage_keeps_the_unsaved_records(
 ) -> None:
     arena = arena_factory(own_pg.create_database("unsaved"))
     arena.add_bots("u1", "u2")
-    serve, port = arena.start_serve(*LONG_MATCHES, "--concurrency", "1")
+    serve, port = arena.start_serve(*LONG_MATCHES, "--concurrency", "1",
+                                    "--flush-timeout", "2")
     for name in ("u1", "u2"):
         arena.bot(name, port, "--retries", "50")
     arena.wait("a match in play", lambda: any(m.status is MatchStatus.RUNNING
@@ -197,7 +198,7 @@ def test_stopped_during_an_outage_keeps_the_unsaved_records(
     try:
         arena.wait("a match ending while the database is away",
               lambda: len(arena.finished()) > before, 30)
-        # stopped while the database is still away: it cannot flush within its 10 s
+        # stopped while the database is still away: it cannot flush within its 2 s
         assert _sigterm(serve, 60) == 1, arena.err()
     finally:
         own_pg.start()

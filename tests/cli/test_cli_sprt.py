@@ -115,7 +115,7 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
     assert len(after) == len(before) + data["played_now"]
     assert data["matches"] <= len(after)  # counted groups are stored matches
 
-    again = run_cli(*args, cwd=tmp_path)
+    again = run_in_process(*args, cwd=tmp_path)  # plays nothing (`played_now`)
     assert again.returncode == 0, again.stderr[-3000:]
     repeat = json.loads(again.stdout)
     assert repeat["already_finished"] is True and repeat["played_now"] == 0
@@ -123,13 +123,13 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
         (data["verdict"], data["matches"], data["llr"])
     assert _finished(db) == after
 
-    listed = json.loads(run_cli("sprt-tests", "--json", "--db", f"sqlite:///{db}",
-                                cwd=tmp_path).stdout)
+    listed = json.loads(run_in_process("sprt-tests", "--json", "--db", f"sqlite:///{db}",
+                                       cwd=tmp_path).stdout)
     assert [(t["new"], t["old"], t["state"], t["verdict"], t["matches"]) for t in listed] \
         == [("smart", "greedy", "finished", "H1", data["matches"])]
     # its matches are stored matches: shown like any other
-    shown = run_cli("show", f"T{data['tournament_id']}-g0-s0", "--db", f"sqlite:///{db}",
-                    cwd=tmp_path)
+    shown = run_in_process("show", f"T{data['tournament_id']}-g0-s0", "--db",
+                           f"sqlite:///{db}", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
 
 

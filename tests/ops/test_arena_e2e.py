@@ -94,7 +94,7 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
         finally:
             engine.dispose()
         standings: list[dict[str, object]] = run_json(  # type: ignore[assignment]
-            "standings", "--pool", "standard/4p", "--db", db, cwd=tmp_path)
+            "standings", "--pool", "standard/4p", "--db", db, cwd=tmp_path, in_process=True)
         assert {r["bot"] for r in standings} == {"random", "greedy", "smart", "montecarlo"}
         assert all(int(str(r["matches"])) >= 3 for r in standings), standings
         samples = scrape(f"http://127.0.0.1:{http_port}/metrics")

@@ -54,7 +54,8 @@ def _until_finished(url: str, count: int, workers: list[subprocess.Popen[str]]) 
 def test_workers_play_on_through_database_restarts(own_pg: PgCluster, tmp_path: Path
                                                     ) -> None:
     url = own_pg.create_database("restarts")
-    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path)
+    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url,
+                       cwd=tmp_path, in_process=True)
     tid, total = created["tournament_id"], created["matches"]
     workers = [_start_worker(url, tmp_path / f"w{i}") for i in (1, 2)]
     try:
@@ -90,7 +91,7 @@ def test_workers_play_on_through_database_restarts(own_pg: PgCluster, tmp_path: 
 
     # the same tournament played with the database up throughout: the same results
     clean = own_pg.create_database("clean")
-    run_json("tournaments", "create", *TOURNAMENT, "--db", clean, cwd=tmp_path)
+    run_json("tournaments", "create", *TOURNAMENT, "--db", clean, cwd=tmp_path, in_process=True)
     alone = _start_worker(clean, tmp_path / "alone", "--concurrency", "2")
     try:
         _wait_exit([alone], 120)
@@ -105,7 +106,7 @@ def test_until_done_with_jobs_failed_for_good_exits_1_and_says_why(
     url = pg_cluster.create_database("failed_for_good")
     created = run_json("tournaments", "create", "--bot", "broken=/nonexistent/bot", "--bot",
                        "greedy", "--players", "2", "--games", "1", "--rule", "rounds=1",
-                       "--db", url, cwd=tmp_path)
+                       "--db", url, cwd=tmp_path, in_process=True)
     tid, total = created["tournament_id"], created["matches"]
     result = run_cli("worker", "--db", url, "--until-done", *FAST, cwd=tmp_path, timeout=180)
     assert result.returncode == 1, result.stderr[-3000:]

@@ -39,7 +39,9 @@ GAMES = 8
 TOURNAMENT = _tournament(GAMES)
 # where a run is only cut in the middle: matches played before, in play, and left after
 CUT_GAMES = 3
-FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--concurrency", "1"]
+# quick heartbeats, stall limit and job look-ups: the outages and kills are seen at once
+FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--poll-s", "0.2",
+        "--concurrency", "1"]
 
 
 def _conninfo(url: str) -> str:
@@ -92,7 +94,8 @@ def _wait(procs: list[subprocess.Popen[str]], timeout: float) -> None:
 def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     url = pg_cluster.create_database("workers_e2e")
-    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path)
+    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url,
+                       cwd=tmp_path, in_process=True)
     tid, total = created["tournament_id"], created["matches"]
     assert total == 2 * GAMES and created["queued"] == total
     # the queue shows no deal: no seed of an unplayed match is in its jobs or locks
@@ -153,13 +156,13 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         == [("succeeded", total)]
     played = sum(o["played"] for o in outputs)
     assert played >= 1  # the survivors and the late worker shared the rest
-    status = run_json("tournaments", "--db", url, cwd=tmp_path)
+    status = run_json("tournaments", "--db", url, cwd=tmp_path, in_process=True)
     assert status[0]["status"] == "finished"  # type: ignore[index]
     assert status[0]["finished"] == total  # type: ignore[index]
 
     # the same tournament, one worker, another database: the same results
     alone = pg_cluster.create_database("workers_alone")
-    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path)
+    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path, in_process=True)
     single = _start_worker(alone, tmp_path / "alone", "--concurrency", "2")
     try:
         _wait([single], 90)
@@ -176,7 +179,7 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
         own_pg: PgCluster, tmp_path: Path) -> None:
     url = own_pg.create_database("outage")
     created = run_json("tournaments", "create", *_tournament(CUT_GAMES), "--db", url,
-                       cwd=tmp_path)
+                       cwd=tmp_path, in_process=True)
     total = created["matches"]
     worker = _start_worker(url, tmp_path / "w", "--concurrency", "2")
     try:
@@ -209,12 +212,19 @@ def test_worker_needs_postgresql(tmp_path: Path) -> None:
     assert "needs a PostgreSQL database" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_worker_poll_interval_must_be_positive(tmp_path: Path) -> None:
+    result = run_in_process("worker", "--db", f"sqlite:///{tmp_path / 'x.db'}", "--poll-s",
+                            "0", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: --poll-s must be positive, got 0", result.stderr
+
+
 def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
     """On SQLite `tournaments create` only schedules; run-tournament with the same options
     then takes the matches straight from that schedule (a resume), with no queue."""
     url = f"sqlite:///{tmp_path / 'c.db'}"
     small = _tournament(2)  # 4 matches
-    created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path)
+    created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path, in_process=True)
     assert created["queued"] is None and created["matches"] == 4
     data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path)
     assert data["tournament_id"] == created["tournament_id"] and data["resumed"] is True
@@ -291,7 +301,7 @@ def test_a_worker_outlasts_a_connection_flood_and_stops_at_once_on_sigterm(
     created = run_json("tournaments", "create", "--bot", f"evil={sdk}{bots / 'flood.py'}",
                        "--bot", f"slow={sdk}{bots / 'slow.py'}", "--players", "2",
                        "--games", "2", "--rule", "rounds=1", "--timeout-ms", "20000",
-                       "--db", url, cwd=tmp_path)
+                       "--db", url, cwd=tmp_path, in_process=True)
     total = created["matches"]
     mark = marker()
     worker = subprocess.Popen(

@@ -109,7 +109,7 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
     assert _query(url, "select count(*) from procrastinate_jobs "
                        "where status in ('todo', 'doing')") == [(0,)]
     assert played + run["played_now"] >= 1
-    listed = run_json("sprt-tests", "--db", url, cwd=tmp_path)
+    listed = run_json("sprt-tests", "--db", url, cwd=tmp_path, in_process=True)
     assert [(t["verdict"], t["state"]) for t in listed] == [("H1", "finished")]  # type: ignore[index]
 
 

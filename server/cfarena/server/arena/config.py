@@ -34,6 +34,8 @@ class ArenaConfig:
     # options go here without touching the arena)
     referee_options: Mapping[str, Any] = field(default_factory=dict)
     unsaved_dir: Path | None = None  # where unsaved records go (default: the cwd)
+    # when it stops, how long the records not stored yet may wait for the database
+    flush_s: float = 10.0
 
     @property
     def pool(self) -> str:

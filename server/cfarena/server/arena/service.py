@@ -74,8 +74,7 @@ from cfarena.server.storage.arena_fleet import ArenaBeat
 from cfarena.server.storage.match_writer import MatchWriter, dump_unsaved, is_outage, to_stored
 
 STOP_GRACE_S = 5.0  # running matches get this long to finish on SIGINT/SIGTERM
-FLUSH_TIMEOUT_S = 10.0  # then the writer gets this long to store what is queued
-IDLE_POLL_S = 0.1  # no table to start: look again after this long
+IDLE_POLL_S = 0.1  # no table to start: look again after this long (or when a match ends)
 SCHEDULE_RETRY_S = (0.5, 5.0)  # scheduling failed: first retry, then doubling to
 SEED_BITS = 62
 
@@ -193,7 +192,7 @@ class Arena:
                 await asyncio.gather(poller, return_exceptions=True)
                 await server.stop(grace=0)  # done already, unless something failed before
         finally:
-            left = await writer.close(FLUSH_TIMEOUT_S)
+            left = await writer.close(config.flush_s)  # then the unsaved file
             if left:
                 result.unsaved = self._keep_unsaved(left, config.unsaved_dir or Path.cwd())
             try:  # the other arenas need not wait for its heartbeat to go stale
@@ -423,8 +422,9 @@ class Arena:
                     await pause(IDLE_POLL_S)
                     continue
                 table = pick_table(self.entrants(), config.players, self._rng, config.ladder)
-                if table is None:
-                    await pause(IDLE_POLL_S)
+                if table is None:  # look again when a match ends (its seats free up)
+                    await asyncio.wait({*running, stopping}, timeout=IDLE_POLL_S,
+                                       return_when=asyncio.FIRST_COMPLETED)
                     continue
                 key = f"serve-{uuid.uuid4().hex[:12]}"
                 conns = self._reserve(key, table)  # no await since the pick: all free

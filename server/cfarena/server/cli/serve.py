@@ -85,6 +85,9 @@ def serve_cmd(
         "--dead-after", help="several arenas on one database: one not heard of for this "
         "many seconds is dead, and its unfinished matches are marked aborted (it beats "
         "every second)")] = 10.0,
+    flush_timeout: Annotated[float, typer.Option(
+        "--flush-timeout", help="on SIGINT/SIGTERM, seconds the records not stored yet "
+        "(the database away) may wait for it before they go to an unsaved file")] = 10.0,
     # operations (docs/OPERATIONS.md)
     tls_cert: Annotated[Path | None, typer.Option(
         "--tls-cert", help="serve the bots' port over TLS with this PEM certificate chain "
@@ -113,7 +116,7 @@ def serve_cmd(
     ratings per bot version in the pool "<preset>/<players>p" and "global");
     while the database is away matches in play are kept and stored when it is back.
     SIGINT/SIGTERM: running matches get 5 s to finish, then are stored as
-    aborted; records that cannot be stored within 10 s go to
+    aborted; records that cannot be stored within 10 s (--flush-timeout) go to
     cfarena-unsaved-<timestamp>.jsonl (exit 1). Several `serve` processes may share
     one PostgreSQL database (docs/ARENA.md, "Running on several machines").
     """
@@ -125,6 +128,8 @@ def serve_cmd(
         fail(f"--starve-after must be 0 or more, got {starve_after:g}")
     if not dead_after >= 3:  # a few missed beats (one a second) are not a death
         fail(f"--dead-after must be at least 3 seconds, got {dead_after:g}")
+    if not flush_timeout >= 0:
+        fail(f"--flush-timeout must be 0 or more, got {flush_timeout:g}")
     check_seed(seed)
     check_time_control(timeout_ms)
     rule_set = build_rules(rules, rule or [], rules_file, players)
@@ -132,6 +137,7 @@ def serve_cmd(
         rules=rule_set, players=players, time_control=TimeControl(timeout_ms), host=host,
         port=port, concurrency=concurrency, seed=seed, max_matches=max_matches,
         ladder=LadderPolicy(starve_after_s=starve_after), stale_s=dead_after,
+        flush_s=flush_timeout,
     )
     ops_config = _ops_config(tls_cert, tls_key, http_host or host, http_port,
                              trusted_proxy or [])

@@ -50,6 +50,9 @@ def worker_cmd(
     stalled_s: Annotated[float, typer.Option(
         "--stalled-after-s", help="a worker silent this long is taken for dead and its "
         "matches are played again by others (use the same value on every machine)")] = 10.0,
+    poll_s: Annotated[float, typer.Option(
+        "--poll-s", help="seconds between an idle worker's looks for jobs (and a job "
+        "taken before its phase opened waits this long to be tried again)")] = 1.0,
     sandbox_bind: Annotated[list[Path] | None, typer.Option(
         "--sandbox-bind", help="a file or directory every bot may read (repeatable)")] = None,
     connect_timeout: Annotated[float, typer.Option(
@@ -67,6 +70,8 @@ def worker_cmd(
     check_connect_timeout(connect_timeout)
     if heartbeat_s <= 0 or stalled_s <= 2 * heartbeat_s:
         fail("--stalled-after-s must be more than twice --heartbeat-s (and both positive)")
+    if poll_s <= 0:
+        fail(f"--poll-s must be positive, got {poll_s:g}")
     for path in sandbox_bind or []:
         if not path.exists():
             fail(f"--sandbox-bind: no such file or directory: {path}")
@@ -89,7 +94,7 @@ def worker_cmd(
     from cfarena.server.tournament.worker import WorkerOptions
 
     options = WorkerOptions(concurrency=concurrency, heartbeat_s=heartbeat_s,
-                            stalled_s=stalled_s,
+                            stalled_s=stalled_s, poll_s=poll_s,
                             binds=tuple(p.resolve() for p in sandbox_bind or []),
                             connect_timeout=connect_timeout, log_dir=log_dir)
     with database(db_url) as db:
