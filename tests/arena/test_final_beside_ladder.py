@@ -116,16 +116,17 @@ def test_a_final_on_the_ladders_database_leaves_the_ladder_alone(arena: Arena) -
 
     # results in one step each: exported, verified, published by the ladder's web page
     exported = arena.dir / "final.jsonl"
-    out = run_cli("export", "--tournament", str(tid), "-o", str(exported), "--db", arena.db,
-                  cwd=arena.dir)
+    out = run_in_process("export", "--tournament", str(tid), "-o", str(exported), "--db",
+                         arena.db, cwd=arena.dir)
     assert out.returncode == 0, out.stderr
     games = exported.read_text().splitlines()
     assert len(games) == final["matches"]
     assert {int(json.loads(line)["seed"]) for line in games} == {m.seed for m in final_matches}
-    verified = run_json("verify", "--file", str(exported), cwd=arena.dir)
+    verified = run_json("verify", "--file", str(exported), cwd=arena.dir, in_process=True)
     assert verified["ok"] and len(verified["logs"]) == final["matches"]
     site = arena.dir / "final-site"
-    published = run_json("publish", str(tid), str(site), "--db", arena.db, cwd=arena.dir)
+    published = run_json("publish", str(tid), str(site), "--db", arena.db, cwd=arena.dir,
+                         in_process=True)
     assert published["matches"] == final["matches"] and published["left_out"] == 0
     assert (site / "games.jsonl").read_text().splitlines() == games
     assert all((site / "matches" / f"{m.id}.html").is_file() for m in final_matches)
