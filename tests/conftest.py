@@ -47,7 +47,8 @@ FAIRPLAY_TIMEOUT_S = 900
 
 def pytest_configure(config: pytest.Config) -> None:
     usage = os.environ.get(USAGE_ENV)
-    if usage:
+    # (on xdist the workers run the tests and record them, not the controller)
+    if usage and not getattr(config.option, "numprocesses", None):
         config.pluginmanager.register(UsageRecorder(Path(usage).resolve()), "cfarena-usage")
 
 
