@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""How long `cfarena` takes to start: `cfarena --help`, `cfarena replay --help` and
-`cfarena standings --help`, each run of an old executable (`--baseline`, e.g. the
+"""How long `cfarena` takes to start: `cfarena --help` and the help of `replay`,
+`standings`, `matches` and `bots`, each run of an old executable (`--baseline`, e.g. the
 main checkout's) and of this checkout's, interleaved in one run; the median wall
 time and CPU time (user + system, less sensitive to a busy machine) of
 `--repeat` runs each, in seconds.
@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-COMMANDS = (["--help"], ["replay", "--help"], ["standings", "--help"])
+COMMANDS = (["--help"], ["replay", "--help"], ["standings", "--help"], ["matches", "--help"],
+            ["bots", "--help"])
 
 
 def run_once(executable: str, args: list[str]) -> tuple[float, float]:

@@ -3,16 +3,25 @@ template), a cluster of a module's own for the tests that stop it, a `db_url` ru
 SQLite and PostgreSQL, and a session headless Chromium (`browser`, `page`:
 tests/browser.py).
 
-The suite runs on pytest-xdist workers (`-n` in pyproject.toml's addopts) with
-`--dist loadgroup`: each worker has its own session fixtures (its own cluster),
-the tests of a module with a module-scoped fixture go to one worker together (the
-fixture is set up once), and so do the tests of tests/fairplay (one session of
-hostile tournaments). Each test shares the host with the tests on other workers
-(`tests.harness.host.shared`) unless it is marked `host_alone`."""
+README.md's test command runs the suite in two steps: on pytest-xdist workers
+(`-n 3 --dist loadgroup -m "not host_alone"`), then the tests marked `host_alone`
+in one process (`-m host_alone`). On the workers, the tests of a module with a
+module-scoped fixture go to one worker together (the fixture is set up once), and so
+do the tests of tests/fairplay (one session of hostile tournaments). A `host_alone`
+test checks a defence that holds only while no other test's `cfarena` process plays
+on the host (the page-cache reset between a tournament's phases,
+`cfarena.server.sandbox.host_reset`); the other workers' module and session fixtures
+(a served arena, a played tournament) live between their tests, so no lock taken
+around tests can give it the host: it is refused on a worker. `pytest` alone runs
+everything in one process.
+
+`CFARENA_TEST_USAGE=FILE` records each test's wall time and the machine's CPU time
+(tests/harness/usage.py)."""
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,8 +29,9 @@ import pytest
 from hypothesis import settings
 
 from tests.browser import browser, page  # noqa: F401  (fixtures: headless Chromium)
-from tests.harness import host
 from tests.harness.postgres import PgCluster, postgres_cluster
+from tests.harness.usage import ENV as USAGE_ENV
+from tests.harness.usage import UsageRecorder
 
 # Property tests check behaviour, not speed (benchmarks/ measure that): no per-example
 # deadline, which a busy machine would turn into spurious failures.
@@ -30,9 +40,16 @@ settings.load_profile("cfarena")
 
 _databases = itertools.count()
 TESTS = Path(__file__).resolve().parent
-# a fair-play test's setup may wait for the host (`host.alone`) and play every hostile
-# scenario (tests/fairplay/arena.py, up to 3 * RUN_TIMEOUT): more than pytest's 300 s
+# a fair-play test's setup may play every hostile scenario (tests/fairplay/arena.py,
+# up to 3 * RUN_TIMEOUT): more than pytest's 300 s
 FAIRPLAY_TIMEOUT_S = 900
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    usage = os.environ.get(USAGE_ENV)
+    # (on xdist the workers run the tests and record them, not the controller)
+    if usage and not getattr(config.option, "numprocesses", None):
+        config.pluginmanager.register(UsageRecorder(Path(usage).resolve()), "cfarena-usage")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -56,12 +73,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS).as_posix()))
 
 
-@pytest.fixture(autouse=True)
-def _host_share(request: pytest.FixtureRequest) -> Iterator[None]:
-    """The host, shared with the tests on other workers, or this test's alone."""
-    hold = host.alone if request.node.get_closest_marker("host_alone") else host.shared
-    with hold():
-        yield
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A `host_alone` test on an xdist worker fails before its fixtures start anything."""
+    if item.get_closest_marker("host_alone") and os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.fail("this test needs the host without the run's other tests: run it in a "
+                    "serial step, `pytest -m host_alone` without -n (README.md's test "
+                    "command), and the rest with -m 'not host_alone'", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -57,3 +57,14 @@ def test_a_commands_help_loads_neither_pydantic_nor_what_the_command_runs() -> N
                                   " or m.startswith('cfarena.server.replay')")
     assert loaded == "[]"
     assert "Usage: cfarena replay" in shown
+
+
+def test_the_database_commands_help_loads_no_storage() -> None:
+    # SQLAlchemy and Alembic (about a second) are loaded when a command opens its
+    # database (cli.common.database), not for its help
+    for args in (["matches", "--help"], ["show", "--help"], ["export", "--help"],
+                 ["standings", "--help"], ["bots", "--help"], ["bots", "show", "--help"]):
+        shown, loaded = _help_loading(args, "m.split('.')[0] in ('sqlalchemy', 'alembic')"
+                                      " or m.startswith('cfarena.server.storage')")
+        assert loaded == "[]", args
+        assert f"Usage: cfarena {' '.join(args[:-1])}" in shown, args

@@ -14,8 +14,8 @@ The session's `Arena` starts every scenario the selected tests need at once
 (a few at a time), so the whole suite costs about as much as its slowest
 tournaments; a test waits only for its own. The page-cache scenarios are played
 first, one at a time and alone (their runs claim the host reset, which holds only
-for a process that plays alone on the host: `tests.harness.host.alone` holds off
-the tests on other xdist workers meanwhile). The check that no sandboxed process
+for a process that plays alone on the host; their module is marked `host_alone`,
+which keeps the run's other tests away: tests/conftest.py). The check that no sandboxed process
 is left (of the scenarios' runs: `tests.harness.sandboxes`) waits for every
 scenario to end.
 """
@@ -42,7 +42,6 @@ from cfarena.server.storage import open_database
 from cfarena.server.storage.values import FaultInfo, MatchDetail, MatchInfo, SeatLog
 from tests.cli.helpers import marker, processes_with_marker, run_cli
 from tests.fairplay.bots.page_cache import usr_file
-from tests.harness import host
 from tests.harness.host_processes import proc_entries
 from tests.harness.sandboxes import run_sandboxes
 
@@ -333,11 +332,9 @@ class Arena:
         # the page-cache scenarios first, one at a time, before anything else starts: a
         # run claims the host reset only while no other cfarena process plays on the
         # host (host_reset.HostReset.claim), and their tests check that it holds
-        # (and while no test on another xdist worker plays either: tests.harness.host)
-        with host.alone():
-            for name in [n for n in chosen if self.all[n].evict]:
-                self._futures[name] = Future()
-                self._futures[name].set_result(self._run(self.all[name]))
+        for name in [n for n in chosen if self.all[n].evict]:
+            self._futures[name] = Future()
+            self._futures[name].set_result(self._run(self.all[name]))
         for name in chosen:
             if name not in self._futures:
                 self._futures[name] = self._pool.submit(self._run, self.all[name])

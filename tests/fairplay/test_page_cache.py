@@ -43,6 +43,10 @@ from tests.fairplay.arena import (
 from tests.harness.postgres import PgCluster
 
 SCENARIOS = ("page_cache", "page_cache_usr")
+# the reset holds only while no other test's cfarena process plays on the host, and
+# the session's arena plays this module's scenarios for any of its tests it runs:
+# the whole module runs in the suite's serial step (tests/conftest.py)
+pytestmark = pytest.mark.host_alone
 NOT_SUPPORTED = errno.errorcode[errno.EOPNOTSUPP]  # ENOTSUP on Linux: the same number
 REFUSED = {
     "mincore": "ENOSYS", "cachestat": "ENOSYS", "readahead": "ENOSYS",
@@ -151,7 +155,6 @@ def test_one_bot_is_not_given_two_seats_of_a_table_unless_asked(tmp_path: Path) 
 
 
 @pytest.mark.postgres
-@pytest.mark.host_alone
 def test_a_worker_on_postgresql_resets_the_host_between_phases(
         pg_cluster: PgCluster, tmp_path: Path, arena: Arena) -> None:
     arena.leftovers()  # the reset holds only for a worker playing alone on the host
@@ -189,7 +192,6 @@ def test_a_worker_on_postgresql_resets_the_host_between_phases(
     assert stored is not None and stored.config["defences"]["page_cache_reset"] is True
 
 
-@pytest.mark.host_alone
 def test_a_run_does_not_claim_the_reset_while_another_process_plays_on_the_host(
         tmp_path: Path, arena: Arena) -> None:
     arena.leftovers()  # the session's scenarios have ended: this test holds the lock

@@ -2,4 +2,4 @@
 processes, stopped by process group), `serve` (`cfarena serve` on port 0 and dial-in
 bots), `postgres` (throwaway clusters, a migrated template), `ports` (a free port
 for what cannot report its own), `sandboxes` (a run's sandboxed processes, told
-apart from other runs') and `host` (tests that need the host to themselves)."""
+apart from other runs') and `usage` (where the suite's wall and CPU time go)."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from cfarena.server.bot_names import bot_name_problem
 from cfarena.server.cli.bot_report import print_bot_report
 from cfarena.server.cli.common import (
+    USAGE_ERROR,
     DbOption,
     check_id,
     database,
@@ -19,8 +20,9 @@ from cfarena.server.cli.common import (
     print_json,
 )
 from cfarena.server.credentials import hash_token, new_token
-from cfarena.server.standings import bot_report
-from cfarena.server.storage import BotInfo, BotNameTaken, StorageError
+
+if TYPE_CHECKING:
+    from cfarena.server.storage import BotInfo
 
 JsonOption = typer.Option("--json", help="print JSON (a token, if any, in it: stdout only)")
 
@@ -60,6 +62,10 @@ def bots_add(
     if token is not None and len(token) < 8:
         fail("--token must be at least 8 characters")
     secret = token or new_token()
+    # imported when the command runs, as the database is (common.database): SQLAlchemy
+    # and the standings would make every `cfarena bots ... --help` take a second
+    from cfarena.server.storage import BotNameTaken
+
     with database(db_url) as db:
         try:
             registered = db.register_bot(name, hash_token(secret), command)
@@ -138,11 +144,8 @@ def bots_rotate(
     the sessions of the old one."""
     check_id("--tournament", tournament)
     secret = new_token()
-    with database(db_url, create=False) as db:
-        try:
-            bot = db.rotate_token(name, hash_token(secret), tournament)
-        except StorageError as exc:
-            fail(str(exc))
+    with database(db_url, create=False, storage_code=USAGE_ERROR) as db:
+        bot = db.rotate_token(name, hash_token(secret), tournament)
     if json_out:
         print_json({**_bot_json(bot), "token": secret})
         return
@@ -164,11 +167,8 @@ def bots_revoke(
     """Revoke a bot's token: no new connection is admitted, and a running `serve`
     closes its live ones (UNAUTHENTICATED "token revoked") within about a second.
     `cfarena bots rotate NAME` admits it again with a new token."""
-    with database(db_url, create=False) as db:
-        try:
-            bot = db.revoke_bot(name)
-        except StorageError as exc:
-            fail(str(exc))
+    with database(db_url, create=False, storage_code=USAGE_ERROR) as db:
+        bot = db.revoke_bot(name)
     if json_out:
         print_json(_bot_json(bot))
         return
@@ -188,11 +188,10 @@ def bots_show(
     with their exact reasons, its decision times (median, p99) per version."""
     if faults < 0:
         fail(f"--faults must be 0 or more, got {faults}")
-    with database(db_url, create=False) as db:
-        try:
-            report = bot_report(db, name, pool, faults)
-        except StorageError as exc:
-            fail(str(exc))
+    from cfarena.server.standings import bot_report  # (see bots_add)
+
+    with database(db_url, create=False, storage_code=USAGE_ERROR) as db:
+        report = bot_report(db, name, pool, faults)
     if json_out:
         print_json(report)
         return

@@ -6,7 +6,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,16 +24,9 @@ from cfarena.server.cli.common import (
     seed_json,
     write_output,
 )
-from cfarena.server.replay import export_log, log_line, log_lines
-from cfarena.server.storage import (
-    Database,
-    MatchDetail,
-    MatchInfo,
-    MatchStatus,
-    SeatInfo,
-    SeatLog,
-    StorageError,
-)
+
+if TYPE_CHECKING:
+    from cfarena.server.storage import Database, MatchDetail, MatchInfo, SeatInfo, SeatLog
 
 
 def matches_cmd(
@@ -55,6 +48,11 @@ def matches_cmd(
     """
     check_id("--limit", limit)
     check_id("--tournament", tournament)
+    # imported when the command runs, as the database is (common.database): SQLAlchemy
+    # (and the replay's re-simulation, for `export`) would make `cfarena matches --help`,
+    # `show --help` and `export --help` take a second
+    from cfarena.server.storage import MatchStatus
+
     if status is not None and status not in {s.value for s in MatchStatus}:
         fail(f"--status must be one of {', '.join(s.value for s in MatchStatus)}")
     with database(db_url, create=False) as db:
@@ -150,6 +148,8 @@ def show_cmd(
     db_url: str = DbOption,
 ) -> None:
     """One match: result, scores per round, luck, faults; each seat's output with --logs."""
+    from cfarena.server.storage import MatchStatus  # (see matches_cmd)
+
     with database(db_url, create=False) as db:
         match_id = db.match_id_given(match_id) or match_id
         detail = db.get_match(match_id)
@@ -273,6 +273,8 @@ def score_tables(seats: Sequence[SeatInfo], round_scores: Sequence[Sequence[int]
 def _log_for_luck(db: Database, match_id: str) -> tuple[dict[str, Any] | None, str | None]:
     """A finished match's game log for its luck table, or why there is none to use (a
     log whose digest does not match is not an error of `show`: the rest is shown)."""
+    from cfarena.server.storage import StorageError
+
     try:
         return db.get_log(match_id), None
     except StorageError as exc:
@@ -368,6 +370,8 @@ def export_cmd(
         _export_tournament(tournament, output, db_url)
         return
     assert match_id is not None
+    from cfarena.server.replay import export_log, log_line  # (see matches_cmd)
+
     with database(db_url, create=False) as db:
         log = db.get_log(db.match_id_given(match_id) or match_id)
     if log is None:
@@ -392,6 +396,8 @@ def _export_tournament(tournament: int, output: Path | None, db_url: str) -> Non
     """Every game log of `tournament` as JSON Lines to `output` (stdout if None), read
     from the database a batch at a time. A file appears only whole: it is written
     under a temporary name beside it, then renamed."""
+    from cfarena.server.replay import log_lines  # (see matches_cmd)
+
     with database(db_url, create=False) as db:
         if db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament} (see `cfarena tournaments`)")
