@@ -53,6 +53,25 @@ def test_an_id_no_bot_was_given_is_no_match(stored: tuple[Path, Tournament]) -> 
         assert code == 2 and out == "" and f"no match {given!r}" in err, (given, err)
 
 
+def test_an_id_two_tournaments_of_one_seed_gave_names_both(tmp_path: Path) -> None:
+    """A rehearsal and a final dealt from the same seed give their bots the same ids:
+    `show` names both matches instead of picking one, and an entrant's lookup finds
+    only its own tournament's match."""
+    path = tmp_path / "cfarena.db"
+    with open_database(f"sqlite:///{path}") as db:
+        rehearsal, final = store_tournament(db), store_tournament(db)
+        given = final.wire_id(final.first)
+        assert given == rehearsal.wire_id(rehearsal.first)
+        assert db.match_ids_given(given) == sorted([rehearsal.first, final.first])
+        final_alpha = next(i for i, n in db.tournament_bots(final.id).items() if n == "alpha")
+        assert db.match_ids_given(given, final_alpha) == [final.first]
+    code, out, err = _show(path, given)
+    assert (code, out) == (2, "")
+    assert err == (f"error: 2 matches gave their bots the id {given!r} (tournaments dealt "
+                   f"from one seed): {', '.join(sorted([rehearsal.first, final.first]))}; "
+                   "name one by its stored id\n")
+
+
 def test_show_finds_the_match_of_the_id_a_real_bot_logged(tmp_path: Path) -> None:
     """A real tournament (bundled bots, unsandboxed: no sandbox behaviour is under test):
     the match id each bot logged is the one `show` looks the match up by."""

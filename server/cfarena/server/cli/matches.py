@@ -78,6 +78,17 @@ def matches_cmd(
     out.print(table)
 
 
+def _stored_id(db: Database, given: str) -> str:
+    """The stored id of the match whose bots were given `given` (or `given` itself,
+    which then names no match); exit 2 naming them when several tournaments dealt from
+    one seed gave that id to their bots."""
+    found = db.match_ids_given(given)
+    if len(found) > 1:
+        fail(f"{len(found)} matches gave their bots the id {given!r} (tournaments dealt "
+             f"from one seed): {', '.join(found)}; name one by its stored id")
+    return found[0] if found else given
+
+
 def _check_bot_named(db: Database, bot: str, tournament: int | None) -> None:
     """Exit 2 when `--bot` names no bot where the list looks (the ladder's, or
     `tournament`'s entrants), saying where that name is: an empty table would say
@@ -151,7 +162,7 @@ def show_cmd(
     from cfarena.server.storage import MatchStatus  # (see matches_cmd)
 
     with database(db_url, create=False) as db:
-        match_id = db.match_id_given(match_id) or match_id
+        match_id = _stored_id(db, match_id)
         detail = db.get_match(match_id)
         seat_logs = db.seat_logs(match_id) if detail is not None else []
         finished = detail is not None and detail.match.status is MatchStatus.FINISHED
@@ -373,7 +384,7 @@ def export_cmd(
     from cfarena.server.replay import export_log, log_line  # (see matches_cmd)
 
     with database(db_url, create=False) as db:
-        log = db.get_log(db.match_id_given(match_id) or match_id)
+        log = db.get_log(_stored_id(db, match_id))
     if log is None:
         fail(f"no game log for match {match_id!r}")
     if output is None:

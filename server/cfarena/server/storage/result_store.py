@@ -14,7 +14,7 @@ from cfarena.match.bot_ids import WIRE_ID, wire_match_id
 from cfarena.server.storage import queries
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.encoding import canonical_sha256
-from cfarena.server.storage.models import GameLog, Match, MatchStatus
+from cfarena.server.storage.models import GameLog, Match, MatchSeat, MatchStatus
 from cfarena.server.storage.queries import GLOBAL_POOL
 from cfarena.server.storage.sessions import Sessions
 from cfarena.server.storage.values import (
@@ -60,22 +60,28 @@ class ResultStore(Sessions):
         with self._session() as s:
             return queries.match_detail(s, match_id)
 
-    def match_id_given(self, given: str) -> str | None:
-        """The stored id of the match whose bots were given `given` as its id (what a
-        bot logs: a tournament match's opaque `bot_ids.wire_match_id`, a ladder match's
-        stored id), or None. A stored id is found as it is; else every tournament
-        match's bot id is made from its seed and key (about a microsecond each), the
-        rows read `batch` at a time."""
+    def match_ids_given(self, given: str, bot_id: int | None = None) -> list[str]:
+        """The stored ids of the matches whose bots were given `given` as their id (what
+        a bot logs: a tournament match's opaque `bot_ids.wire_match_id`, a ladder
+        match's stored id), with `bot_id` only those it held a seat in. A stored id is
+        found as it is; else each tournament match's bot id is made from its seed and
+        key (about a microsecond each; with `bot_id`, only that bot's matches). Two
+        tournaments dealt from the same seed give their matches the same bot ids: all
+        are returned, by stored id."""
         with self._session() as s:
-            if s.get(Match, given) is not None:
-                return given
+            query = select(Match.id, Match.seed, Match.key, Match.tournament_id)
+            if bot_id is not None:
+                query = query.where(Match.id.in_(select(MatchSeat.match_id).where(
+                    MatchSeat.bot_id == bot_id)))
+            stored = s.execute(query.where(Match.id == given)).first()
+            if stored is not None:
+                return [given]
             if not WIRE_ID.fullmatch(given):
-                return None
-            rows = s.execute(select(Match.id, Match.seed, Match.key)
-                             .where(Match.tournament_id.is_not(None))
-                             .execution_options(yield_per=1000))
-            return next((match_id for match_id, seed, key in rows
-                         if wire_match_id(seed, key) == given), None)
+                return []
+            rows = s.execute(query.where(Match.tournament_id.is_not(None))
+                             .order_by(Match.id).execution_options(yield_per=1000))
+            return [match_id for match_id, seed, key, _t in rows
+                    if wire_match_id(seed, key) == given]
 
     def get_log(self, match_id: str) -> dict[str, Any] | None:
         """The stored game log of a match (None if none); `StorageError` if its hash mismatches."""

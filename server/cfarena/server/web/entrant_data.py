@@ -46,8 +46,9 @@ def match(db: Database, bot_id: int, given: str) -> dict[str, Any]:
     """One match of the bot, by its stored id or the id its bots were given: the
     summary, each own seat's output (as `cfarena show --logs`) and turns; the seed once
     revealed. NotFound if there is no such match or the bot held no seat in it."""
-    match_id = db.match_id_given(given)
-    detail = None if match_id is None else db.get_match(match_id)
+    # only the bot's own matches are looked at: a lookup costs what its matches do
+    found = db.match_ids_given(given, bot_id)
+    detail = db.get_match(found[0]) if found else None
     seats = [] if detail is None else own_seats(detail.match, bot_id)
     if detail is None or not seats:
         raise NotFound(f"none of your matches has the id {given!r}")
