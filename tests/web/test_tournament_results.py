@@ -159,6 +159,26 @@ def test_publish_refuses_what_it_cannot_publish(place: tuple[Path, str], tmp_pat
         refused = run_in_process("publish", *args, "--db", url, cwd=tmp_path)
         assert (refused.returncode, refused.stderr) == (2, message)
     assert not (tmp_path / "site").exists()
+    # a directory holding anything but an earlier publish is never written into
+    (tmp_path / "web-root").mkdir()
+    (tmp_path / "web-root" / "index.html").write_text("the organiser's own page")
+    refused = run_in_process("publish", "1", str(tmp_path / "web-root"), "--db", url,
+                             cwd=tmp_path)
+    assert (refused.returncode, refused.stderr) == (
+        2, f"error: {tmp_path / 'web-root'} is not empty and not an earlier `cfarena "
+        "publish`: name a new or empty directory\n")
+    assert [p.name for p in (tmp_path / "web-root").iterdir()] == ["index.html"]
+    assert (tmp_path / "web-root" / "index.html").read_text() == "the organiser's own page"
+    # an earlier publish is replaced whole: nothing of it stays behind
+    site = tmp_path / "site"
+    for again in (False, True):
+        done = run_in_process("publish", "1", str(site), "--db", url, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (site / ".cfarena-publish").is_file()
+        assert (site / "matches" / "stale.html").exists() is False, again
+        assert len(list((site / "matches").iterdir())) == 6
+        (site / "matches" / "stale.html").write_text("from an earlier publish")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "web-root"]  # no staging
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])

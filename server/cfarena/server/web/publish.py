@@ -14,15 +14,21 @@ The directory it writes:
 It shows what the web page shows of a finished tournament and nothing more: the same
 rows (`tournaments.tournament`), the same logs as its "download all games"
 (`tournaments.published_logs`: a deal some match not over deals again is left out).
-Every link is relative, so the directory can be moved or served under any path.
+Every link is relative, so the directory can be moved or served under any path. The site
+is written beside DIR and moved into place whole; DIR must be new, empty or an earlier
+publish (its `.cfarena-publish` file): anything else there is never overwritten.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cfarena.match.log_format import log_line
 from cfarena.server.replay.html import render_html
@@ -32,6 +38,7 @@ from cfarena.server.web.pages import TEMPLATES
 
 STATIC = Path(__file__).parent / "static"
 STATIC_FILES = ("app.css", "favicon.svg")
+MARKER = ".cfarena-publish"  # in a published site: what a publish again may replace
 # a match id as a file name: what the referee and the schedule make (hex, t3-g0-r1-…)
 FILE_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -50,16 +57,41 @@ class Published:
 
 
 def publish_tournament(db: Database, tournament_id: int, directory: Path) -> Published:
-    """Write tournament `tournament_id`'s static site into `directory` (created if
-    missing; files of an earlier publish are overwritten). NotFound (web.data) if there
-    is no such tournament, NotPublishable while it is not finished."""
+    """Write tournament `tournament_id`'s static site as `directory`: a new or empty
+    directory, or an earlier publish's (its MARKER file), which is replaced whole.
+    NotFound (web.data) if there is no such tournament; NotPublishable while it is not
+    finished, or when `directory` holds anything else (never overwritten)."""
+    if directory.exists() and any(directory.iterdir()) \
+            and not (directory / MARKER).is_file():
+        raise NotPublishable(f"{directory} is not empty and not an earlier `cfarena "
+                             "publish`: name a new or empty directory")
     info = tournament_view.tournament(db, tournament_id, matches_shown=None)
     logs = tournament_view.published_logs(db, tournament_id)
     if logs is None:
         raise NotPublishable(f"tournament {tournament_id} is {info['status']}: publish it "
                              "when it is finished (see `cfarena tournaments`)")
+    # written beside DIR and moved into place whole: a failure leaves DIR as it was, and
+    # a publish again leaves no page of the earlier one behind
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.publishing-",
+                                    dir=directory.parent))
+    try:
+        os.chmod(staging, 0o755)  # a site to serve (mkdtemp makes it 0700)
+        published = _write_site(staging, info, logs)
+        (staging / MARKER).write_text(f"cfarena publish {tournament_id}\n", encoding="utf-8")
+        _replace(directory, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Published(directory, len(published),
+                     info["progress"]["finished"] - len(published))
+
+
+def _write_site(directory: Path, info: dict[str, Any],
+                logs: Iterator[tuple[str, dict[str, Any] | Exception]]) -> set[str]:
+    """The site's files in `directory`; the ids of the matches given a page."""
     pages = directory / "matches"
-    pages.mkdir(parents=True, exist_ok=True)
+    pages.mkdir()
     published: set[str] = set()
     with (directory / "games.jsonl").open("w", encoding="utf-8") as games:
         for match_id, log in logs:
@@ -74,8 +106,19 @@ def publish_tournament(db: Database, tournament_id: int, directory: Path) -> Pub
     html = TEMPLATES.get_template("tournament.html").render(t=info, static_site=True,
                                                             pages=published)
     (directory / "index.html").write_text(html, encoding="utf-8")
-    (directory / "static").mkdir(exist_ok=True)
+    (directory / "static").mkdir()
     for name in STATIC_FILES:
         shutil.copyfile(STATIC / name, directory / "static" / name)
-    return Published(directory, len(published),
-                     info["progress"]["finished"] - len(published))
+    return published
+
+
+def _replace(directory: Path, staging: Path) -> None:
+    """Move `staging` to `directory`, which is missing, empty or an earlier publish."""
+    if not directory.exists():
+        staging.rename(directory)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
+    old.rmdir()
+    directory.rename(old)
+    staging.rename(directory)
+    shutil.rmtree(old, ignore_errors=True)
