@@ -67,3 +67,26 @@ def test_a_seats_record_holds_nothing_it_did_not_see() -> None:
         assert revealed["seed"] == str(SEED)
     with pytest.raises(ValueError, match=r"seat must be 0\.\.1"):
         seat_view(log, 2)
+
+
+def test_a_forfeited_seat_sees_nothing_after_its_forfeit() -> None:
+    """The referee plays on for a seat that forfeited (its fallbacks), but its bot sees
+    none of that: the view ends at the forfeiting decision, with no later hand, draw or
+    event; the other seats' views go on to the end."""
+    sent: list[Turn] = []
+    played = play_match([make_bot("greedy") for _ in range(2)],
+                        Rules.from_options({"preset": "standard", "rounds": 3}), SEED, "m",
+                        on_turn=lambda turn, _choice: sent.append(turn),
+                        time_control=TimeControl(strikes=1), timeouts={7})
+    log = record_to_log(played.record)
+    (forfeit,) = [f for f in log["faults"] if f["forfeit"]]
+    view = seat_view(log, forfeit["seat"])
+    assert view.turns[-1].turn_id == forfeit["turn_id"] and view.turns[-1].fallback
+    last_seen = max(t.round for t in view.turns)
+    assert [r for r, _hand in view.hands] == list(range(last_seen + 1))
+    other = seat_view(log, 1 - forfeit["seat"])
+    assert len(view.events) < len(other.events)  # the match went on without it
+    # the same events up to its forfeit (the other seat's draws blanked for it)
+    assert [e["kind"] for e in view.events] == \
+        [e["kind"] for e in other.events[:len(view.events)]]
+    assert max(r for r, _hand in other.hands) > last_seen  # later rounds were dealt

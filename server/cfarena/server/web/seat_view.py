@@ -69,6 +69,13 @@ def seat_view(log: Mapping[str, Any], seat: int) -> SeatView:
     by_turn: dict[Any, list[str]] = {}
     for f in own_faults:
         by_turn.setdefault(f.get("turn_id"), []).append(f"{f.get('kind')}: {f.get('detail')}")
+    # a forfeited seat's bot sees nothing after its forfeit (the referee plays on for
+    # it): the view stops at the forfeiting decision (before its fallback's events), or
+    # shows nothing of the match when it forfeited at the start
+    forfeits = [f.get("turn_id") for f in own_faults if f.get("forfeit")]
+    if forfeits and (not isinstance(forfeits[0], int) or forfeits[0] == 0):  # 0: at start
+        return SeatView(seat, (), (), (), tuple(own_faults))
+    forfeit_turn = forfeits[0] if forfeits else None
     hands: dict[int, tuple[str, ...]] = {}
     turns: list[SeatTurn] = []
     error: str | None = None
@@ -76,6 +83,7 @@ def seat_view(log: Mapping[str, Any], seat: int) -> SeatView:
         state = start_match(log)
     except LogError as exc:
         return SeatView(seat, (), (), (), tuple(own_faults), str(exc))
+    seen_until: int | None = None  # events the seat saw: all, or up to its forfeit
     actions = log.get("actions")
     for i, action in enumerate(actions if isinstance(actions, list) else []):
         if not state.is_over and state.round_index not in hands:
@@ -105,8 +113,11 @@ def seat_view(log: Mapping[str, Any], seat: int) -> SeatView:
                 ms=float(ms) if isinstance(ms, int | float) else None,
                 fallback=bool(action.get("fallback")),
                 faults=tuple(by_turn.get(turn_id, ()))))
+            if turn_id == forfeit_turn:
+                seen_until = len(state.events)
+                break
         apply_move(state, move)
-    events = tuple(event_to_dict(e) for e in visible_events(state, seat))
+    events = tuple(event_to_dict(e) for e in visible_events(state, seat)[:seen_until])
     return SeatView(seat, tuple(sorted(hands.items())), tuple(turns), events,
                     tuple(own_faults), error)
 
