@@ -85,10 +85,12 @@ class MatchProcess(abc.ABC):
         if self._reader is not None:
             await settle(self._reader, 5.0)
 
-    def exit_summary(self, when: str = "") -> str:
+    def exit_summary(self, when: str = "", *, hint: bool = True) -> str:
         """How it ended, in one line (`output.exit_summary`; `when`: " before connecting"),
-        with a hint naming what its sandbox shows if a file or module was not found."""
-        shown = self.shown()
+        with a hint naming what its sandbox shows if a file or module was not found
+        (`hint`: for the organiser's terminal and the seat's log; a fault's detail, which
+        the web page shows, goes without the host's paths)."""
+        shown = self.shown() if hint else None
         return exit_summary(self.breach, self.returncode, self.output, when=when,
                             shown=None if shown is None else named_paths(shown))
 

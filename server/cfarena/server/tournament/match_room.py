@@ -223,7 +223,7 @@ async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
             continue
         if process.returncode is not None and fault.detail in _GENERIC_DISCONNECTS:
             record.faults[index] = dataclasses.replace(
-                fault, detail=f"bot process {process.exit_summary()}")
+                fault, detail=f"bot process {process.exit_summary(hint=False)}")
 
 
 async def _let_exit(warms: Sequence[WarmBot]) -> None:
