@@ -3,10 +3,11 @@ template), a cluster of a module's own for the tests that stop it, a `db_url` ru
 SQLite and PostgreSQL, and a session headless Chromium (`browser`, `page`:
 tests/browser.py).
 
-README.md's test command runs the suite in two steps: on pytest-xdist workers
-(`-n 3 --dist loadgroup -m "not host_alone"`), then the tests marked `host_alone`
-in one process (`-m host_alone`). On the workers, the tests of a module with a
-module-scoped fixture go to one worker together (the fixture is set up once), and so
+README.md's test command runs the suite in one process. It can also run in two
+steps: on pytest-xdist workers (`-n 3 --dist loadgroup -m "not host_alone"`), then
+the tests marked `host_alone` in one process (`-m host_alone`). On the workers, the
+tests of a module with a module-scoped fixture go to one worker together (the fixture
+is set up once), and so
 do the tests of tests/fairplay (one session of hostile tournaments). A `host_alone`
 test checks a defence that holds only while no other test's `cfarena` process plays
 on the host (the page-cache reset between a tournament's phases,
@@ -78,8 +79,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A `host_alone` test on an xdist worker fails before its fixtures start anything."""
     if item.get_closest_marker("host_alone") and os.environ.get("PYTEST_XDIST_WORKER"):
         pytest.fail("this test needs the host without the run's other tests: run it in a "
-                    "serial step, `pytest -m host_alone` without -n (README.md's test "
-                    "command), and the rest with -m 'not host_alone'", pytrace=False)
+                    "serial step, `pytest -m host_alone` without -n, and the rest with "
+                    "-m 'not host_alone' (docs/ARCHITECTURE.md, the test suite)",
+                    pytrace=False)
 
 
 @pytest.fixture(scope="session")
