@@ -74,7 +74,7 @@ from cfarena.server.storage.arena_fleet import ArenaBeat
 from cfarena.server.storage.match_writer import MatchWriter, dump_unsaved, is_outage, to_stored
 
 STOP_GRACE_S = 5.0  # running matches get this long to finish on SIGINT/SIGTERM
-IDLE_POLL_S = 0.1  # no table to start: look again after this long (or when a match ends)
+IDLE_POLL_S = 0.1  # no table to start: look again after this long
 SCHEDULE_RETRY_S = (0.5, 5.0)  # scheduling failed: first retry, then doubling to
 SEED_BITS = 62
 
@@ -422,9 +422,8 @@ class Arena:
                     await pause(IDLE_POLL_S)
                     continue
                 table = pick_table(self.entrants(), config.players, self._rng, config.ladder)
-                if table is None:  # look again when a match ends (its seats free up)
-                    await asyncio.wait({*running, stopping}, timeout=IDLE_POLL_S,
-                                       return_when=asyncio.FIRST_COMPLETED)
+                if table is None:
+                    await pause(IDLE_POLL_S)
                     continue
                 key = f"serve-{uuid.uuid4().hex[:12]}"
                 conns = self._reserve(key, table)  # no await since the pick: all free
