@@ -94,12 +94,13 @@ def _check_bot_named(db: Database, bot: str, tournament: int | None) -> None:
     `tournament`'s entrants), saying where that name is: an empty table would say
     "no matches" of a bot that is not there."""
     scope = "ladder bot" if tournament is None else f"entrant of tournament {tournament}"
-    if (db.bot_by_name(bot) if tournament is None
+    ladder_bot = db.bot_by_name(bot) is not None
+    if (ladder_bot if tournament is None
             else bot in db.tournament_bots(tournament).values()):
         return  # there is such a bot: it has no match (of that status) yet
     entered = [t for t in db.entered_tournaments(bot) if t != tournament]
     elsewhere = ((" (the ladder's `--bot` has it without --tournament)"
-                  if tournament is not None and db.bot_by_name(bot) else "")
+                  if tournament is not None and ladder_bot else "")
                  + (f"; tournament{'s' * (len(entered) > 1)} "
                     f"{', '.join(map(str, entered))} {'have' if len(entered) > 1 else 'has'}"
                     " an entrant of that name: add --tournament ID" if entered else ""))
