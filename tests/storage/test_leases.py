@@ -69,6 +69,30 @@ def test_a_revoked_lease_stores_nothing_and_a_fresh_start_plays_it(db: Database)
     assert db.record_match(_played(mid, again, [1, 5]))
 
 
+def test_a_replay_after_the_referees_own_stall_renews_only_a_lease_still_held(
+        db: Database) -> None:
+    """A worker whose referee stalled plays the match again from its seed under the
+    lease it held (`mark_running(held=...)`). If that lease was revoked, or taken by
+    another worker that now plays the match, it is `LeaseLost`: the other worker's
+    lease stays, and so does its copy (the replay must not take the match back)."""
+    a, b = bots(db, "a", "b")
+    [mid] = db.schedule_matches(None, [plan("m", [a, b])])
+    first = db.mark_running(mid)
+    renewed = db.mark_running(mid, held=first)  # still held: the replay plays it
+    assert renewed != first
+    with pytest.raises(LeaseLost, match="held by another process"):
+        db.mark_running(mid, held=first)  # the voided attempt's lease is not the match's
+    assert db.revoke_lease(mid)  # put back in the queue: its worker taken for dead
+    with pytest.raises(LeaseLost, match="revoked"):
+        db.mark_running(mid, held=renewed)
+    other = db.mark_running(mid)  # another worker starts it
+    with pytest.raises(LeaseLost, match="held by another process"):
+        db.mark_running(mid, held=renewed)
+    assert db.record_match(_played(mid, other, [2, 6]))  # the other's lease was untouched
+    with pytest.raises(LeaseLost, match="finished"):
+        db.mark_running(mid, held=other)  # a finished match is never started again
+
+
 def test_a_restarted_referee_revokes_its_old_leases(db: Database) -> None:
     """`run-tournament` resumed after a kill marks its running matches aborted, and their
     leases go with them (a referee that was only frozen cannot store them); the replay

@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, select, update
 
 from cfarena.server.storage import match_recording, queries, scheduling
 from cfarena.server.storage.connect import StorageError
@@ -59,16 +59,22 @@ class MatchStore(Sessions):
                 Match.status == MatchStatus.FINISHED.value,
             )))
 
-    def mark_running(self, match_id: str, *, fresh: bool = False) -> str:
+    def mark_running(self, match_id: str, *, fresh: bool = False,
+                     held: str | None = None) -> str:
         """Mark a match that is not finished running, and return its new lease: the
         fencing token its record must carry (`StoredMatch.lease`) to be stored. Any
         earlier holder's lease is void from now on (its copy will not be stored).
 
         `fresh`: only a match still `scheduled` (an arena's own new match); one that
-        another arena aborted meanwhile is `LeaseLost`."""
+        another arena aborted meanwhile is `LeaseLost`.
+        `held`: the lease this process played the match under before (its replay after
+        the referee's own stall): renewed only if the match still holds it, else
+        `LeaseLost` (it was taken for dead meanwhile and the match given to another)."""
         lease = secrets.token_hex(16)
         startable = (Match.status == MatchStatus.SCHEDULED.value if fresh
                      else Match.status != MatchStatus.FINISHED.value)
+        if held is not None:
+            startable = and_(startable, Match.lease == held)
         with self._session(write=True) as s:
             done = s.execute(
                 update(Match)
@@ -80,6 +86,13 @@ class MatchStore(Sessions):
                 if fresh and m is not None and m.status == MatchStatus.ABORTED.value:
                     raise match_recording.LeaseLost(f"match {match_id}: aborted elsewhere before "
                                                     f"it started ({m.reason}); not played")
+                if held is not None and m is not None:
+                    taken = ("revoked" if m.lease is None else "held by another process"
+                             if m.lease != held else "spent")
+                    raise match_recording.LeaseLost(
+                        f"match {match_id}: its lease is {taken} (this process was silent "
+                        f"past the limit; the match is {m.status} elsewhere): not played "
+                        "again here")
                 state = "unknown" if m is None else m.status
                 raise StorageError(f"cannot start match {match_id!r}: {state}")
         return lease

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from cfarena.match.abort_reason import AbortReason
 from cfarena.match.bot_ids import wire_match_id
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
 from cfarena.server.storage import (
+    LeaseLost,
     MatchStatus,
     ScheduledMatch,
     SeatLog,
@@ -50,9 +52,10 @@ class MatchRoom:
         A match the referee's own stall voided (`AbortReason.REFEREE_STALLED`) is played again from
         its seed with fresh processes (up to STALL_REPLAYS times; then stored aborted)."""
         attempt = 1
+        held: str | None = None  # the lease of the voided attempt: the replay renews it
         while True:
             last = attempt >= STALL_REPLAYS
-            record = await self._play_once(match, seat_bots, keep_voided=last)
+            record, held = await self._play_once(match, seat_bots, held, keep_voided=last)
             if last or not _voided(record):
                 return record
             log.warning("match %s: %s; playing it again", match.key, record.reason)
@@ -61,7 +64,8 @@ class MatchRoom:
             attempt += 1
 
     async def _play_once(self, match: ScheduledMatch, seat_bots: list[str],
-                         keep_voided: bool) -> MatchRecord:
+                         held: str | None, keep_voided: bool) -> tuple[MatchRecord, str]:
+        """One attempt; its record and the lease it was played under."""
         pool = self.pool
         # all seats at once: each waits for its process to be forked (or started) and
         # to connect
@@ -78,14 +82,22 @@ class MatchRoom:
         for name in set(seat_bots):
             pool.begin(name, match.seed)
         try:
-            return await self._run_seated(match, seat_bots, warms, keep_voided)
+            return await self._run_seated(match, seat_bots, warms, held, keep_voided)
         finally:
             for name in set(seat_bots):
                 pool.end(name, match.seed)
 
     async def _run_seated(self, match: ScheduledMatch, seat_bots: list[str],
-                          warms: list[WarmBot], keep_voided: bool) -> MatchRecord:
-        lease = await _mark_running(self.writer, match.id)
+                          warms: list[WarmBot], held: str | None,
+                          keep_voided: bool) -> tuple[MatchRecord, str]:
+        try:
+            lease = await _mark_running(self.writer, match.id, held)
+        except BaseException as exc:  # not played here (its lease was taken): stopped unused
+            if isinstance(exc, LeaseLost):
+                self.writer.say(str(exc))
+            await asyncio.gather(*(self.pool.release(w) for w in warms),
+                                 return_exceptions=True)
+            raise
         handed: list[MatchRecord] = []
         wire_id = wire_match_id(match.seed, match.key)
         try:
@@ -112,7 +124,7 @@ class MatchRoom:
         finally:  # a Ctrl-C now still stores the match: it is played
             if keep_voided or not _voided(record):
                 self._store(record, warms, lease)
-        return record
+        return record, lease
 
     def _store(self, record: MatchRecord, warms: Sequence[WarmBot], lease: str) -> None:
         """Queue the match, with each seat's captured output, for storing under `lease`
@@ -176,7 +188,7 @@ def _voided(record: MatchRecord) -> bool:
         record.reason)
 
 
-async def _mark_running(writer: MatchWriter, match_id: str) -> str:
+async def _mark_running(writer: MatchWriter, match_id: str, held: str | None) -> str:
     """Mark the match running in a worker thread, retried with back-off while the database
     is away, and return its lease: a database that is locked or away delays this match,
     never the referee's loop, on which the other matches' deadlines run. Interrupted, it
@@ -184,7 +196,8 @@ async def _mark_running(writer: MatchWriter, match_id: str) -> str:
     as aborted."""
     backoff = writer.backoff()
     while True:
-        call = asyncio.ensure_future(writer.call(writer.db.mark_running, match_id))
+        call = asyncio.ensure_future(writer.call(
+            functools.partial(writer.db.mark_running, held=held), match_id))
         try:
             return await asyncio.shield(call)
         except StorageError as exc:
