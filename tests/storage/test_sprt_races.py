@@ -11,6 +11,7 @@ counted."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -87,7 +88,7 @@ def test_a_tournament_match_is_still_started_again_after_its_abort(db: Database)
     [mid] = db.schedule_matches(tid, [plan("m", [a, b])])
     assert db.abort_unplayed(mid, "its job failed")
     db.mark_running(mid)
-    info, ids = _test_with_groups(db, 1, config_hash="d" * 64)
+    _info, ids = _test_with_groups(db, 1, config_hash="d" * 64)
     assert db.abort_unplayed(ids[0], "its job failed")
     db.mark_running(ids[0])
     assert _status(db, mid)[0] == _status(db, ids[0])[0] == "running"
@@ -115,10 +116,8 @@ def test_starts_racing_the_decision_either_precede_it_or_are_refused(db_url: str
                 mine = ids[n::STARTERS]
                 go.wait(30)
                 for mid in mine:
-                    try:
+                    with contextlib.suppress(LeaseLost):
                         started[mid] = stores[n].mark_running(mid)
-                    except LeaseLost:
-                        pass
 
             def decide(info: SprtTestInfo = info, go: threading.Barrier = go) -> int:
                 db = stores[STARTERS]
