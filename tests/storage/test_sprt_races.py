@@ -17,8 +17,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from sqlalchemy import text
 
 from cfarena.server.storage import Database, LeaseLost, MatchStatus, open_database
+from cfarena.server.storage.connect import downgrade, upgrade
 from cfarena.server.storage.models import SprtVerdict
 from cfarena.server.storage.sprt_store import GroupPoint, SprtTestInfo
 from cfarena.server.tournament.schedule import group_key
@@ -172,3 +174,33 @@ def test_two_creates_of_one_test_at_once_make_one_test(db_url: str) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+def test_0009_keeps_the_newest_of_two_tests_of_one_configuration(db_url: str) -> None:
+    """A database where two creates raced before 0009 holds two tests of one hash: the
+    newest (the one `find_sprt_test` found) keeps it, the older keeps its rows under a
+    hash of its own; a downgrade and upgrade again changes nothing more."""
+    db = open_database(db_url)
+    try:
+        first = db.create_sprt_test("sprt a vs b", "a", "b", {}, "e" * 64)
+        downgrade(db.engine, "0008")
+        with db.engine.begin() as conn:  # the racing create of before
+            conn.execute(text("INSERT INTO tournaments (name, config, config_hash, status, "
+                              "created_at) SELECT name, config, config_hash, status, "
+                              "created_at FROM tournaments"))
+            conn.execute(text(
+                "INSERT INTO sprt_tests (tournament_id, new_bot, old_bot, config, "
+                "config_hash, verdict, groups, matches, llr, created_at) SELECT "
+                "(SELECT max(id) FROM tournaments), new_bot, old_bot, config, config_hash, "
+                "verdict, groups, matches, llr, created_at FROM sprt_tests"))
+        upgrade(db.engine)
+        newest = db.find_sprt_test("e" * 64)
+        assert newest is not None and newest.id > first.id
+        older = db.get_sprt_test(first.id)
+        assert older is not None and older.config_hash != "e" * 64
+        assert count(db, "sprt_tests") == 2
+        downgrade(db.engine, "0008")
+        upgrade(db.engine)
+        assert [t.config_hash for t in db.list_sprt_tests()] == [older.config_hash, "e" * 64]
+    finally:
+        db.close()
