@@ -2,7 +2,9 @@
 killed mid-test and the same `cfarena sprt` command joins as a local worker; the test
 still decides, its verdict is the SPRT's
 over the stored results, and nothing past the decision is counted, queued or played.
-And the test row decides once when processes count at the same moment."""
+And the test row decides once when processes count at the same moment, and a worker
+whose job's test decides between its look at the verdict and the start of the match
+does not play it."""
 
 from __future__ import annotations
 
@@ -13,19 +15,28 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from cfarena.engine import Rules
 from cfarena.server.sprt.deal_group import group_score
-from cfarena.server.sprt.match_results import log_seated_results
-from cfarena.server.sprt.sequential import Verdict
-from cfarena.server.storage import MatchPlan, open_database
+from cfarena.server.sprt.match_results import ScoreKind, log_seated_results
+from cfarena.server.sprt.sequential import SprtBounds, Verdict
+from cfarena.server.storage import Database, LeaseLost, MatchPlan, ScheduledMatch, open_database
 from cfarena.server.storage.models import SprtVerdict
 from cfarena.server.storage.sprt_store import GroupPoint
 from cfarena.server.tournament import job_queue
+from cfarena.server.tournament.config import BotSpec
 from cfarena.server.tournament.schedule import group_key, group_of_key
-from cfarena.server.tournament.sprt_test import DECIDED, advance_queued, stored_sprt_config
+from cfarena.server.tournament.sprt_test import (
+    DECIDED,
+    SprtConfig,
+    advance_queued,
+    stored_sprt_config,
+)
+from cfarena.server.tournament.worker import QueueWorker, WorkerOptions
 from tests.cli.helpers import CFARENA, run_json
 from tests.harness.postgres import PgCluster
 from tests.tournament.test_workers import _err, _out, _query, _start_worker, _stop, _wait
@@ -183,3 +194,62 @@ def test_a_batch_counted_but_never_queued_gets_its_jobs_from_the_next_count(
         asyncio.run(count_again())
     assert _query(url, "select count(*) from procrastinate_jobs where status = 'todo'") == [
         (4,)]
+
+
+class _DecidedMeanwhile:
+    """A worker's player whose match's test is decided by another worker just before it
+    starts the match (the start is `mark_running`, as `MatchRoom` does first)."""
+
+    def __init__(self, db: Database, decide: Callable[[], None]) -> None:
+        self.phases: dict[str, int] = {}
+        self.db = db
+        self.decide = decide
+        self.started: list[str] = []
+        self.store_s = 0.0
+
+    async def enter_phase(self, phase: int) -> None:
+        pass
+
+    async def play(self, match: ScheduledMatch) -> None:
+        self.decide()
+        self.db.mark_running(match.id)
+        self.started.append(match.id)  # past this: the match is played after the verdict
+
+
+@pytest.mark.postgres
+def test_a_job_whose_test_decides_before_its_match_starts_is_not_played(
+        pg_cluster: PgCluster) -> None:
+    """Worker A took a job and saw the test undecided; worker B counts the deciding group
+    and aborts what is not begun; A then starts its match: refused, A skips the job
+    (acknowledged, not retried) and the match stays aborted "the test decided"."""
+    url = pg_cluster.create_database("sprt_late_start")
+    with open_database(url) as db:
+        a, b = (db.register_bot(name, digit * 64, "bundled:" + name).bot_id
+                for name, digit in (("a", "1"), ("b", "2")))
+        info = db.create_sprt_test("sprt a vs b", "a", "b", {}, "l" * 64)
+        plans = [MatchPlan(key=group_key(g, s), seed=g, rules={"preset": "standard"},
+                           players=2, seat_bot_ids=[a, b] if s == 0 else [b, a])
+                 for g in range(2) for s in range(2)]
+        assert db.count_sprt_groups(info.id, 0, [], 0, SprtVerdict.CONTINUE, plans)
+        late = f"T{info.tournament_id}-{group_key(1, 0)}"
+
+        def decide() -> None:  # worker B, between A's look and A's start
+            assert db.count_sprt_groups(info.id, 0, [GroupPoint(0, 1.0, 3.0)], 2,
+                                        SprtVerdict.H1)
+            db.abort_unheld(info.tournament_id, DECIDED)
+
+        worker = QueueWorker(db, WorkerOptions())
+        worker.tests[info.tournament_id] = (info.id, SprtConfig(
+            BotSpec("a"), BotSpec("b"), (), Rules.preset("standard"), 2, SprtBounds(0, 5),
+            ScoreKind.RAW, 100, 7))
+        player = _DecidedMeanwhile(db, decide)
+        player.phases = {p.key: 0 for p in plans}
+        worker.players[info.tournament_id] = player  # type: ignore[assignment]
+        asyncio.run(worker._play_job(info.tournament_id, late))
+        assert player.started == [] and worker.stats.skipped == 1
+        assert worker.stats.played == 0
+        detail = db.get_match(late)
+        assert detail is not None
+        assert (detail.match.status.value, detail.match.reason) == ("aborted", DECIDED)
+        with pytest.raises(LeaseLost):  # nor does a retry of its job start it
+            db.mark_running(late)

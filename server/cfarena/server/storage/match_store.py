@@ -8,12 +8,13 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, or_, select, update
+from sqlalchemy.orm import Session
 
 from cfarena.server.storage import match_recording, queries, scheduling
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.encoding import storable_text, utc_now
-from cfarena.server.storage.models import Match, MatchStatus
+from cfarena.server.storage.models import Match, MatchStatus, SprtTest, SprtVerdict
 from cfarena.server.storage.scheduling import same_tournament
 from cfarena.server.storage.sessions import Sessions
 from cfarena.server.storage.values import MatchPlan, ScheduledMatch, StoredMatch
@@ -69,13 +70,23 @@ class MatchStore(Sessions):
         another arena aborted meanwhile is `LeaseLost`.
         `held`: the lease this process played the match under before (its replay after
         the referee's own stall): renewed only if the match still holds it, else
-        `LeaseLost` (it was taken for dead meanwhile and the match given to another)."""
+        `LeaseLost` (it was taken for dead meanwhile and the match given to another).
+
+        A match of a bot test that has decided is not started (`LeaseLost`), unless it
+        renews the lease it `held`: the match was in play at the decision and may
+        finish. The test row is read under a share lock, so a start and the decision
+        (`count_sprt_groups`, which holds the row's lock) happen one after the other:
+        a start that comes first leaves its match running, which the decided aborts
+        (`abort_unheld`) leave alone."""
         lease = secrets.token_hex(16)
         startable = (Match.status == MatchStatus.SCHEDULED.value if fresh
                      else Match.status != MatchStatus.FINISHED.value)
         if held is not None:
             startable = and_(startable, Match.lease == held)
         with self._session(write=True) as s:
+            if held is None and _decided_test(s, match_id):
+                raise match_recording.LeaseLost(f"match {match_id}: its bot test has decided: "
+                                                "not played")
             done = s.execute(
                 update(Match)
                 .where(Match.id == match_id, startable)
@@ -130,6 +141,25 @@ class MatchStore(Sessions):
             )
             return int(getattr(done, "rowcount", 0) or 0)
 
+    def abort_unheld(self, tournament_id: int, reason: str, match_id: str | None = None
+                     ) -> int:
+        """Mark the tournament's matches that no process holds `aborted` with `reason`
+        (of a decided bot test: nothing will play them): scheduled ones, and running
+        ones whose lease was revoked (their player taken for dead); only `match_id`, if
+        given. A match in play under a lease is left to finish. How many."""
+        unheld = or_(Match.status == MatchStatus.SCHEDULED.value,
+                     and_(Match.status == MatchStatus.RUNNING.value, Match.lease.is_(None)))
+        which = Match.tournament_id == tournament_id
+        if match_id is not None:
+            which = and_(which, Match.id == match_id)
+        with self._session(write=True) as s:
+            done = s.execute(
+                update(Match).where(which, unheld)
+                .values(status=MatchStatus.ABORTED.value, reason=storable_text(reason),
+                        finished_at=utc_now())
+            )
+            return int(getattr(done, "rowcount", 0) or 0)
+
     def abort_unplayed(self, match_id: str, reason: str) -> bool:
         """Mark match `match_id` `aborted` with `reason` if it is scheduled or running
         (its queue job failed for good: nothing will play it until it is queued again);
@@ -164,3 +194,15 @@ class MatchStore(Sessions):
         status = match_recording.recorded_status(record)
         with self._session(write=True) as s:
             return match_recording.record_match(s, record, status)
+
+
+def _decided_test(s: Session, match_id: str) -> bool:
+    """Whether `match_id` is a match of a bot test that has decided (its row read under
+    a share lock: the decision waits for this transaction, or this one for it)."""
+    verdict = s.scalars(
+        select(SprtTest.verdict)
+        .join(Match, Match.tournament_id == SprtTest.tournament_id)
+        .where(Match.id == match_id)
+        .with_for_update(read=True, of=SprtTest)
+    ).one_or_none()
+    return verdict is not None and verdict != SprtVerdict.CONTINUE.value

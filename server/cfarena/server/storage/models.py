@@ -306,7 +306,8 @@ class SprtTest(Base):
     bounds (`config`), and where it stands after its last counted deal group."""
 
     __tablename__ = "sprt_tests"
-    __table_args__ = (CheckConstraint(_in("verdict", SprtVerdict), name="verdict"),)
+    __table_args__ = (CheckConstraint(_in("verdict", SprtVerdict), name="verdict"),
+                      Index("uq_sprt_tests_config_hash", "config_hash", unique=True))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tournament_id: Mapped[int] = mapped_column(
@@ -314,7 +315,7 @@ class SprtTest(Base):
     new_bot: Mapped[str] = mapped_column(String(200))
     old_bot: Mapped[str] = mapped_column(String(200))
     config: Mapped[dict[str, Any]] = mapped_column(Json)
-    config_hash: Mapped[str] = mapped_column(String(64), index=True)
+    config_hash: Mapped[str] = mapped_column(String(64))  # one test each (0009)
     verdict: Mapped[str] = mapped_column(String(16))
     groups: Mapped[int] = mapped_column(Integer)
     matches: Mapped[int] = mapped_column(Integer)

@@ -33,6 +33,7 @@ from cfarena.server.storage.models import (
 )
 from cfarena.server.storage.queries import aware
 from cfarena.server.storage.sessions import Sessions
+from cfarena.server.storage.upsert import insert_or_ignore
 from cfarena.server.storage.values import MatchPlan
 
 
@@ -91,26 +92,32 @@ class SprtStore(Sessions):
     def create_sprt_test(self, name: str, new_bot: str, old_bot: str,
                          config: Mapping[str, Any], config_hash: str) -> SprtTestInfo:
         """A new test and its (running) tournament, in one transaction; found again by
-        `config_hash` (`find_sprt_test`)."""
+        `config_hash` (`find_sprt_test`). The hash is unique: when another process
+        created the same test meanwhile (two `cfarena sprt` at once), nothing is
+        written and that test is returned, so both attach to the one test."""
         now = utc_now()
         with self._session(write=True) as s:
             tournament = Tournament(name=name, config=dict(config), config_hash=config_hash,
                                     status=TournamentStatus.RUNNING.value, created_at=now)
             s.add(tournament)
             s.flush()
-            test = SprtTest(tournament_id=tournament.id, new_bot=new_bot, old_bot=old_bot,
-                            config=dict(config), config_hash=config_hash,
-                            verdict=SprtVerdict.CONTINUE.value, groups=0, matches=0, llr=0.0,
-                            created_at=now)
-            s.add(test)
-            s.flush()
-            return _info(test, tournament)
+            # PostgreSQL: waits for a concurrent creator's transaction, then skips
+            created = insert_or_ignore(s, SprtTest, [dict(
+                tournament_id=tournament.id, new_bot=new_bot, old_bot=old_bot,
+                config=dict(config), config_hash=config_hash,
+                verdict=SprtVerdict.CONTINUE.value, groups=0, matches=0, llr=0.0,
+                created_at=now)], conflict=[SprtTest.config_hash])
+            if not created:
+                s.delete(tournament)
+            row = s.execute(_with_tournament().where(SprtTest.config_hash == config_hash)
+                            ).one()
+            return _info(*row)
 
     def find_sprt_test(self, config_hash: str) -> SprtTestInfo | None:
-        """The newest test with this config hash, finished or not."""
+        """The test with this config hash (one at most), finished or not."""
         with self._session() as s:
             row = s.execute(_with_tournament().where(SprtTest.config_hash == config_hash)
-                            .order_by(SprtTest.id.desc()).limit(1)).one_or_none()
+                            ).one_or_none()
             return None if row is None else _info(*row)
 
     def get_sprt_test(self, test_id: int) -> SprtTestInfo | None:

@@ -156,7 +156,8 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
                    concurrency: int = 2, progress: SprtProgress | None = None,
                    log_dir: Path | None = None) -> SprtRun:
     """Play (or resume) a test until its verdict; see the module docstring. A test
-    another process is playing is refused (TournamentError)."""
+    another process is playing is refused (TournamentError) on SQLite, joined as one
+    more worker on the job queue."""
     sink = progress or _Quiet()
     config.rules.resolve(config.players)  # RulesError before anything starts
     started = time.monotonic()
@@ -174,20 +175,19 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
     played = [0]
     try:
         server = await referee.start()
+        queued = referee.worker is not None
         if found is not None:
-            lock_tournament(locks, db, found.tournament_id)
-            locked = True
+            locked = _lock_test(locks, db, found.tournament_id, queued)
         tournament = config.tournament()
         # bots first: one that does not start stops the run before a test is stored
         # (acknowledge: a match is stored before its group is looked at)
         player = TournamentPlayer(server, db, tournament, launch, concurrency, log_dir,
                                   acknowledge=True, host=referee.host_reset())
         await player.start(list(config.seatings) * concurrency)
-        if info is None:
+        if info is None:  # or the one another process created meanwhile
             info = create_test(config, db, launch, concurrency)
-            lock_tournament(locks, db, info.tournament_id)
-            locked = True
-        else:
+            locked = _lock_test(locks, db, info.tournament_id, queued)
+        if locked:
             db.set_tournament_status(info.tournament_id, TournamentStatus.RUNNING)
         ids = entrant_ids(db, info.tournament_id, tournament)
         player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()})
@@ -213,6 +213,21 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
     assert info is not None
     return SprtRun(info.id, info.tournament_id, stored_test(config, db, info).status(),
                    found is not None, played[0], time.monotonic() - started)
+
+
+def _lock_test(locks: contextlib.ExitStack, db: Database, tournament_id: int,
+               queued: bool) -> bool:
+    """Hold the test's tournament lock (its holder sets the tournament's status); whether
+    this run holds it. On the job queue a test another `cfarena sprt` holds is joined
+    as one more worker (two terminals or machines on one database: one test); without
+    it, TournamentError."""
+    try:
+        lock_tournament(locks, db, tournament_id)
+    except TournamentError:
+        if not queued:
+            raise
+        return False
+    return True
 
 
 def _tell(sink: SprtProgress, step: Step) -> None:

@@ -16,9 +16,24 @@ reads again): the local run and any number of queue workers may call it at once,
 the test is counted, decided and scheduled once.
 
 On PostgreSQL (`advance_queued`) the scheduled batch's matches are queued as jobs for
-`cfarena worker`s, and once the test decides its queued jobs are cancelled and its
-matches not begun are aborted ("the test decided"): never played, never stored as
-results. A match in play at that moment is stored when it ends, not counted.
+`cfarena worker`s. What a decision does to the test's matches (as fishtest and
+fastchess: the verdict is the decision's, and work on later pairs is dropped, never
+added to it):
+
+- The verdict is fixed by the group that decided: a decided test counts nothing more
+  (`count_sprt_groups`).
+- No match of the test starts after the decision (`Database.mark_running` refuses it,
+  whichever worker took its job and whenever it checked the verdict), except the
+  replay of a match in play at the decision after its referee's stall (it renews the
+  lease it holds: the same match going on).
+- Its queued jobs are cancelled and the matches no one holds are aborted ("the test
+  decided": `Database.abort_unheld`): those not begun, and those whose player was taken
+  for dead (lease revoked). A match in play finishes and is stored (its log and
+  replay are kept), not counted.
+- So a deal group past the decision is never counted, whole or not: one begun before
+  it keeps the rotations played (stored, shown, rated in the test's own pool like any
+  of its matches) and has the others aborted; one not begun has every rotation
+  aborted. The counted groups are whole, in order, up to the deciding one.
 """
 
 from __future__ import annotations
@@ -227,15 +242,15 @@ def advance(db: Database, config: SprtConfig, test_id: int) -> Step:
 async def advance_queued(app: procrastinate.App, db: Database, config: SprtConfig,
                          test_id: int) -> Step:
     """`advance`, and on the job queue what follows from it: a scheduled batch's jobs
-    queued; once the test decides, its queued jobs cancelled and its matches not begun
-    aborted (the app must be open)."""
+    queued; once the test decides, its queued jobs cancelled and the matches no one
+    holds aborted (the app must be open)."""
     step = await asyncio.to_thread(advance, db, config, test_id)
     info = await asyncio.to_thread(db.get_sprt_test, test_id)
     assert info is not None
     tournament_id = info.tournament_id
     if step.decided:
         await job_queue.cancel_queued(app, tournament_id)
-        await asyncio.to_thread(abort_unbegun, db, tournament_id)
+        await asyncio.to_thread(db.abort_unheld, tournament_id, DECIDED)
     else:  # every scheduled match without a job gets one, not only a batch scheduled now:
         # a worker that died between counting a batch and queueing it left its matches
         # without jobs, and its job, played again, finds its match stored and comes here
@@ -249,12 +264,6 @@ async def advance_queued(app: procrastinate.App, db: Database, config: SprtConfi
             phases = await asyncio.to_thread(match_phases, db, tournament_id)
             await job_queue.enqueue(app, db.engine, tournament_id, pending, phases)
     return step
-
-
-def abort_unbegun(db: Database, tournament_id: int) -> int:
-    """Abort the decided test's matches not begun (`DECIDED`); how many."""
-    return sum(db.abort_unplayed(m.id, DECIDED) for m in db.list_matches(
-        tournament_id, status=MatchStatus.SCHEDULED, limit=None))
 
 
 __all__ = ["DECIDED", "SprtConfig", "Step", "advance", "advance_queued", "group_seed",

@@ -36,7 +36,8 @@ match job. The worker:
   after each it stores (or finds stored: its worker died before counting it) counts
   the test's finished deal groups, decides, and queues the next batch
   (`sprt_test.advance_queued`: once, whichever worker gets there first); a job of a
-  decided test is not played (its match is aborted, "the test decided"), and the
+  decided test is not played (`mark_running` refuses it, also when the test decides
+  after the worker looked; its match is aborted, "the test decided"), and the
   phases of a batch scheduled after this worker started on the test are read again;
 - a job that fails for good (`MatchRetry`) leaves its match aborted with the reason
   (a rerun of the tournament queues it again); `unfinished` tells `--until-done` which
@@ -412,8 +413,7 @@ class QueueWorker:
                 await advance_queued(self.app, self.db, test[1], test[0])
             return
         if test is not None and await asyncio.to_thread(self._decided, test[0]):
-            self.stats.skipped += 1
-            await asyncio.to_thread(self.db.abort_unplayed, match.id, DECIDED)
+            await self._skip_decided(tournament_id, match.id)
             return
         player = await self._player(tournament_id)
         phase = player.phases.get(match.key)
@@ -431,7 +431,13 @@ class QueueWorker:
         await player.enter_phase(phase)
         started = time.monotonic()
         stored_before = player.store_s
-        record = await player.play(match)
+        try:
+            record = await player.play(match)
+        except LeaseLost:  # the test decided after the check above: not started
+            if test is None or not await asyncio.to_thread(self._decided, test[0]):
+                raise
+            await self._skip_decided(tournament_id, match.id)
+            return
         self.stats.match_s += time.monotonic() - started
         self.stats.store_s += player.store_s - stored_before
         self.stats.played += 1
@@ -452,6 +458,12 @@ class QueueWorker:
             self.tests[tournament_id] = None if info is None else (
                 info.id, stored_sprt_config(info.config))
         return self.tests[tournament_id]
+
+    async def _skip_decided(self, tournament_id: int, match_id: str) -> None:
+        """A job of a decided test: its match is not played, and aborted unless a
+        worker holds it (in play at the decision: it finishes there)."""
+        self.stats.skipped += 1
+        await asyncio.to_thread(self.db.abort_unheld, tournament_id, DECIDED, match_id)
 
     def _decided(self, test_id: int) -> bool:
         info = self.db.get_sprt_test(test_id)
