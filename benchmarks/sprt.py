@@ -1,9 +1,11 @@
 """Matches to a decision: a fixed-length test vs SPRTs on deal groups, by each way of scoring.
 
-    python benchmarks/sprt.py --groups 400 --pool-dir /tmp/pools  # big and small gap
+    python benchmarks/sprt.py --groups 800 --pool-dir /tmp/pools  # the three pairs
     python benchmarks/sprt.py --pairs big --groups 60 --tests 500
 
-For each pair of bots (big gap: smart vs greedy; small gap: smart vs smart
+For each pair of bots (`PAIRS`: big gap, smart vs greedy; small gap by a
+deterministic change, smart vs smart-greedy-opening, smart but greedy's move
+while it holds more than 6 tiles; small gap by random slips, smart vs smart
 slipping, smart but a random move 10% of the time; `--pairs montecarlo`:
 montecarlo with 32 sampled worlds per decision vs 8, slow) a pool of deal
 groups is played in-process
@@ -102,7 +104,7 @@ class SlippingBot(Bot):
 class GreedyOpeningBot(Bot):
     """Smart from the middle game on, greedy's move while it holds more than
     `OPENING_TILES` tiles: smart without its opening heuristics, deterministic. Against
-    smart a small gap (about 20 logistic Elo of placement: docs/TESTING_BOTS.md) of the
+    smart a small gap (about 14 logistic Elo of placement: docs/TESTING_BOTS.md) of the
     kind a bot author's change makes: one part of the play done better, the bot still
     deterministic, so that a deal group's noise is the game's and the deal's only."""
 
