@@ -63,11 +63,12 @@ PIP_WEIGHT = -0.5588
 STUCK_WEIGHT = 1.5787
 
 
-def _pips(tile: Tile, double_blank: int) -> int:
+def tile_pips(tile: Tile, double_blank: int) -> int:
+    """A tile's pips as they count against a hand (the 0-0 counts `double_blank`)."""
     return double_blank if tile.a == tile.b == 0 else tile.pips
 
 
-def _open_values(state: MatchState) -> frozenset[int]:
+def open_values(state: MatchState) -> frozenset[int]:
     """The values a tile must carry to be played now (the pending double's, if any)."""
     layout = state.layout()
     pending = state.pending
@@ -84,12 +85,12 @@ def draw_features(state: MatchState) -> tuple[tuple[float, float], tuple[float, 
     if not boneyard:
         raise ValueError("no tile to draw")
     blank = state.rules.double_blank
-    fits = _open_values(state)
+    fits = open_values(state)
 
     def features(tile: Tile) -> tuple[float, float]:
         if tile.a in fits or tile.b in fits:
             return 0.0, 0.0
-        return float(_pips(tile, blank)), 1.0
+        return float(tile_pips(tile, blank)), 1.0
 
     each = [features(t) for t in boneyard]
     mean = (sum(f[0] for f in each) / len(each), sum(f[1] for f in each) / len(each))
