@@ -1,4 +1,5 @@
-"""`cfarena run-tournament` end to end, through the CLI as a subprocess."""
+"""`cfarena run-tournament` end to end, through the CLI as a subprocess (the presets and
+table sizes in-process: Typer's CliRunner, with sandboxed bots)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots
                  "cfarena.bots.random_bot"]
     if len(bots) < players:  # one bot holds several seats of the table: only when asked
         args.append("--fill")
-    data = run_json(*args, cwd=tmp_path)
+    data = run_json(*args, cwd=tmp_path, in_process=True)  # no process behaviour under test
     assert data["status"] == "finished"
     assert data["matches"] == _expected_matches(len(bots), players, 1)
     names = {row["bot"] for row in data["standings"]}
