@@ -87,9 +87,9 @@ def test_postgresql_database(tmp_path: Path, pg_cluster: object) -> None:
     data = run_json(*args, cwd=tmp_path)
     assert data["matches"] == 2 and data["status"] == "finished"
     standings = run_json("standings", "--tournament", str(data["tournament_id"]), "--db", url,
-                         cwd=tmp_path)
+                         cwd=tmp_path, in_process=True)
     assert {r["bot"] for r in standings} == {"random", "greedy"}  # type: ignore[union-attr]
-    listed = run_json("matches", "--db", url, cwd=tmp_path)
+    listed = run_json("matches", "--db", url, cwd=tmp_path, in_process=True)
     assert len(listed) == 2  # type: ignore[arg-type]
 
 
@@ -171,7 +171,7 @@ def test_a_gauntlet_plays_only_new_s_tables_and_an_edited_bot_starts_anew(
     args = ["run-tournament", "--bot", "mine=python -m cfarena.sdk run mine.py:First",
             "--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
             "--rule", "rounds=single", "--gauntlet", "mine", "--json"]
-    first = run_json(*args, cwd=tmp_path)
+    first = run_json(*args, cwd=tmp_path, in_process=True)
     assert (first["status"], first["matches"]) == ("finished", 2 * 2)  # 2 tables, 2 rotations
     with sqlite3.connect(tmp_path / "cfarena.db") as conn:
         seated = conn.execute(
@@ -184,7 +184,7 @@ def test_a_gauntlet_plays_only_new_s_tables_and_an_edited_bot_starts_anew(
     assert column["mine"] is None
     for opponent in ("random", "greedy"):
         assert column[opponent]["new"] == "mine" and column[opponent]["matches"] == 2
-    again = run_json(*args, cwd=tmp_path)
+    again = run_json(*args, cwd=tmp_path, in_process=True)
     assert again["already_finished"] and again["tournament_id"] == first["tournament_id"]
     bot.write_text(bot.read_text() + "# v2\n")
     edited = run_cli(*args, cwd=tmp_path)

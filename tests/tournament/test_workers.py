@@ -224,7 +224,7 @@ def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
     small = _tournament(2)  # 4 matches
     created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path, in_process=True)
     assert created["queued"] is None and created["matches"] == 4
-    data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path)
+    data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path, in_process=True)
     assert data["tournament_id"] == created["tournament_id"] and data["resumed"] is True
     assert data["status"] == "finished" and data["played_now"] == 4
 
