@@ -149,7 +149,7 @@ def test_resume_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
     before = _finished_rows(db)
     assert 3 <= len(before) < total
 
-    data = run_json(*args, cwd=tmp_path)
+    data = run_json(*args, cwd=tmp_path, in_process=True)  # (what was cut: the process)
     assert data["resumed"] is True
     assert data["matches"] == total
     assert data["played_now"] == total - len(before)
