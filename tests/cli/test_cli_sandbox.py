@@ -65,11 +65,11 @@ def test_sandboxed_run_stores_each_seats_output_and_an_unpredictable_seed(tmp_pa
                 assert log.exit.startswith("exited with code 0: "), log.exit
                 assert "the referee closed the stream; stopping" in log.output
     # the same command once more reports the finished tournament, plays nothing
-    again = run_json("run-tournament", *TINY, cwd=tmp_path)
+    again = run_json("run-tournament", *TINY, cwd=tmp_path, in_process=True)
     assert again["tournament_id"] == first["tournament_id"]
     assert again["played_now"] == 0 and again["already_finished"] is True
     # --new plays another, and without --seed its seed is drawn afresh
-    second = run_json("run-tournament", *TINY, "--new", cwd=tmp_path)
+    second = run_json("run-tournament", *TINY, "--new", cwd=tmp_path, in_process=True)
     assert second["tournament_id"] != first["tournament_id"]
     seeds = [_config(db, t["tournament_id"])["seed"] for t in (first, second)]
     assert seeds[0] != seeds[1]
@@ -84,7 +84,7 @@ def test_a_fixed_seed_reproduces_the_deals(tmp_path: Path) -> None:
     for name in ("a", "b"):
         where = tmp_path / name
         where.mkdir()
-        data = run_json("run-tournament", *TINY, "--seed", "42", cwd=where)
+        data = run_json("run-tournament", *TINY, "--seed", "42", cwd=where, in_process=True)
         with sqlite3.connect(where / "cfarena.db") as conn:
             runs.append(conn.execute("select key, seed from matches order by key").fetchall())
         assert _config(where / "cfarena.db", data["tournament_id"])["seed_fixed"] is True
