@@ -96,7 +96,7 @@ def test_a_fixed_seed_reproduces_the_deals(tmp_path: Path) -> None:
 
 
 def test_no_sandbox_says_so_and_records_it(tmp_path: Path) -> None:
-    result = run_cli("run-tournament", *TINY, "--no-sandbox", "--json", cwd=tmp_path)
+    result = run_in_process("run-tournament", *TINY, "--no-sandbox", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "--no-sandbox: bots run unsandboxed" in result.stderr
     with sqlite3.connect(tmp_path / "cfarena.db") as conn:

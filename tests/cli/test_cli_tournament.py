@@ -20,6 +20,7 @@ from .helpers import (
     marker,
     processes_with_marker,
     run_cli,
+    run_in_process,
     run_json,
     wait_no_processes,
 )
@@ -187,7 +188,7 @@ def test_a_gauntlet_plays_only_new_s_tables_and_an_edited_bot_starts_anew(
     again = run_json(*args, cwd=tmp_path, in_process=True)
     assert again["already_finished"] and again["tournament_id"] == first["tournament_id"]
     bot.write_text(bot.read_text() + "# v2\n")
-    edited = run_cli(*args, cwd=tmp_path)
+    edited = run_in_process(*args, cwd=tmp_path)
     assert edited.returncode == 0, edited.stderr[-3000:]
     [note] = [line for line in edited.stderr.splitlines() if "changed since" in line]
     assert note == (f"the files of bot mine (mine.py) changed since tournament "
