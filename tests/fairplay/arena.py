@@ -326,8 +326,9 @@ class Arena:
         assert not unknown, f"unknown scenarios {unknown}"
         if "page_cache" in wanted:
             write_blob(self.blob)
-        # the slow ones first
-        order = ["hunt_files", "cpu_spinner", "steal_seat", "control", "memory_hog"]
+        # the slow ones first (their bots walk the visible filesystem, or burn their
+        # CPU limit, in both matches): the others fill the slots beside them
+        order = ["hunt_files", "steal_seat", "cpu_spinner", "cpu_orphans", "short_children"]
         chosen = sorted(set(wanted), key=lambda n: (order.index(n) if n in order else 99, n))
         self._pool = ThreadPoolExecutor(PARALLEL, thread_name_prefix="fairplay")
         self._futures: dict[str, Future[Outcome]] = {}
