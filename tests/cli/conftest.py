@@ -18,7 +18,7 @@ def played_tournament(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("played")
     data = run_json("run-tournament", "--bot", "random", "--bot", "greedy", "--players", "2",
                     "--rule", "rounds=single", "--db", f"sqlite:///{tmp / 'cfarena.db'}",
-                    cwd=tmp)
+                    cwd=tmp, in_process=True)
     assert data["status"] == "finished"
     return tmp / "cfarena.db"
 

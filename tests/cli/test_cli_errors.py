@@ -188,7 +188,7 @@ def test_rules_file_with_overrides(tmp_path: Path) -> None:
     rules.write_text('preset = "maltese"\nspokes = 6\nrounds = "single"\n')
     data = run_json("run-tournament", "--rules-file", str(rules), "--rule", "double_blank=25",
                     "--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
-                    "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path)
+                    "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path, in_process=True)
     assert data["status"] == "finished"
     listed = run_json("matches", "--db", f"sqlite:///{tmp_path / 'r.db'}", cwd=tmp_path,
                       in_process=True)

@@ -47,7 +47,7 @@ def test_no_sandbox_outlives_a_killed_run(tmp_path: Path) -> None:
             deadline = time.monotonic() + 60
             while len(_processes_in(run_dir)) < 2:  # the run and its first sandbox
                 assert run.poll() is None and time.monotonic() < deadline
-                time.sleep(0.005)
+                time.sleep(0.02)  # (a scan reads every process's cwd: not in a busy loop)
             time.sleep(rng.uniform(0.0, 1.5))
             os.kill(run.pid, signal.SIGKILL)  # the run only, as `kill -9 PID` does
             run.wait(timeout=10)

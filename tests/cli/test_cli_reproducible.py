@@ -25,7 +25,7 @@ def test_the_random_bot_replays_its_choices_under_a_seed(tmp_path: Path) -> None
             "--games", "1", "--rule", "rounds=single", "--seed", "11"]
     runs = []
     for name in ("first", "second"):
-        run_json(*args, "--db", f"sqlite:///{tmp_path / name}.db", cwd=tmp_path)
+        run_json(*args, "--db", f"sqlite:///{tmp_path / name}.db", cwd=tmp_path, in_process=True)
         runs.append(_moves(tmp_path / f"{name}.db"))
     assert len(runs[0]) == 2 and all(runs[0].values())
     assert runs[0] == runs[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 from cfarena.server.storage import open_database
 from tests.harness.sandboxes import run_sandboxes
 
-from .helpers import CFARENA, run_cli, run_json
+from .helpers import CFARENA, run_cli, run_in_process, run_json
 
 TINY = ["--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
         "--rule", "rounds=single"]
@@ -65,11 +65,11 @@ def test_sandboxed_run_stores_each_seats_output_and_an_unpredictable_seed(tmp_pa
                 assert log.exit.startswith("exited with code 0: "), log.exit
                 assert "the referee closed the stream; stopping" in log.output
     # the same command once more reports the finished tournament, plays nothing
-    again = run_json("run-tournament", *TINY, cwd=tmp_path)
+    again = run_json("run-tournament", *TINY, cwd=tmp_path, in_process=True)
     assert again["tournament_id"] == first["tournament_id"]
     assert again["played_now"] == 0 and again["already_finished"] is True
     # --new plays another, and without --seed its seed is drawn afresh
-    second = run_json("run-tournament", *TINY, "--new", cwd=tmp_path)
+    second = run_json("run-tournament", *TINY, "--new", cwd=tmp_path, in_process=True)
     assert second["tournament_id"] != first["tournament_id"]
     seeds = [_config(db, t["tournament_id"])["seed"] for t in (first, second)]
     assert seeds[0] != seeds[1]
@@ -84,7 +84,7 @@ def test_a_fixed_seed_reproduces_the_deals(tmp_path: Path) -> None:
     for name in ("a", "b"):
         where = tmp_path / name
         where.mkdir()
-        data = run_json("run-tournament", *TINY, "--seed", "42", cwd=where)
+        data = run_json("run-tournament", *TINY, "--seed", "42", cwd=where, in_process=True)
         with sqlite3.connect(where / "cfarena.db") as conn:
             runs.append(conn.execute("select key, seed from matches order by key").fetchall())
         assert _config(where / "cfarena.db", data["tournament_id"])["seed_fixed"] is True
@@ -96,7 +96,7 @@ def test_a_fixed_seed_reproduces_the_deals(tmp_path: Path) -> None:
 
 
 def test_no_sandbox_says_so_and_records_it(tmp_path: Path) -> None:
-    result = run_cli("run-tournament", *TINY, "--no-sandbox", "--json", cwd=tmp_path)
+    result = run_in_process("run-tournament", *TINY, "--no-sandbox", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "--no-sandbox: bots run unsandboxed" in result.stderr
     with sqlite3.connect(tmp_path / "cfarena.db") as conn:
@@ -129,7 +129,7 @@ def test_a_second_run_of_a_tournament_being_played_is_refused(tmp_path: Path) ->
                     "    def choose(self, turn):\n        time.sleep(0.05)\n"
                     "        return turn.legal_moves[0]\n")
     args = ["run-tournament", "--bot", f"slow=python -m cfarena.sdk run {slow}", "--bot",
-            "random", "--players", "2", "--games", "3", "--rule", "rounds=2",
+            "random", "--players", "2", "--games", "2", "--rule", "rounds=2",
             "--concurrency", "1", "--seed", "7"]
     db = tmp_path / "cfarena.db"
     first = subprocess.Popen([CFARENA, *args, "--json"], cwd=tmp_path, text=True,
@@ -140,7 +140,7 @@ def test_a_second_run_of_a_tournament_being_played_is_refused(tmp_path: Path) ->
         while time.monotonic() < deadline and not _finished_some(db):
             assert first.poll() is None
             time.sleep(0.1)
-        second = run_cli(*args, cwd=tmp_path)
+        second = run_in_process(*args, cwd=tmp_path)  # refused at once: a usage error
         assert second.returncode == 2
         assert second.stderr.strip().splitlines()[-1] == (
             "error: tournament 1 is being played by another cfarena process; wait for it to "
@@ -152,10 +152,10 @@ def test_a_second_run_of_a_tournament_being_played_is_refused(tmp_path: Path) ->
             first.wait()
     assert first.returncode == 0, err[-2000:]
     data = json.loads(out)
-    assert data["matches"] == 6 and data["played_now"] == 6  # nobody else played any
+    assert data["matches"] == 4 and data["played_now"] == 4  # nobody else played any
     with sqlite3.connect(db) as conn:
         assert conn.execute("select count(*) from matches where status = 'finished'"
-                            ).fetchone()[0] == 6
+                            ).fetchone()[0] == 4
 
 
 def _finished_some(db: Path) -> bool:

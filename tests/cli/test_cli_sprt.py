@@ -1,6 +1,6 @@
-"""`cfarena sprt` and `cfarena sprt-tests`: usage errors in-process; real tests through
-the CLI as a subprocess with sandboxed bots (decides, resumes after Ctrl-C, a bot
-against itself does not accept H1)."""
+"""`cfarena sprt` and `cfarena sprt-tests`: usage errors in-process; real tests with
+sandboxed bots (decides, resumes after a Ctrl-C of the CLI as a subprocess, a bot
+against itself does not accept H1), in-process where no process behaviour is tested."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from .helpers import (
     cli_process,
     marker,
     processes_with_marker,
-    run_cli,
     run_in_process,
     wait_no_processes,
 )
@@ -102,7 +101,7 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
     before = _finished(db)
     assert len(before) >= 5
 
-    resumed = run_cli(*args, cwd=tmp_path)
+    resumed = run_in_process(*args, cwd=tmp_path)  # (the Ctrl-C was the process's)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     data = json.loads(resumed.stdout)
     assert data["resumed"] is True
@@ -138,17 +137,17 @@ def test_a_bot_against_itself_does_not_accept_h1_and_a_cap_is_inconclusive(tmp_p
     greedy = " ".join(bundled_command("greedy"))
     # (greedy plays the same moves in the same position: every group scores 1/2, and
     # [0, 150] accepts H0 after 6 groups, one batch of --concurrency 6)
-    result = run_cli("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
-                     "--elo1", "150", "--concurrency", "6", "--max-matches", "60", "--json",
-                     "--db", f"sqlite:///{tmp_path / 'c.db'}", cwd=tmp_path, timeout=300)
+    result = run_in_process("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
+                            "--elo1", "150", "--concurrency", "6", "--max-matches", "60",
+                            "--json", "--db", f"sqlite:///{tmp_path / 'c.db'}", cwd=tmp_path)
     data = json.loads(result.stdout)
     assert data["verdict"] in ("H0", "inconclusive"), data
     assert result.returncode == EXIT[data["verdict"]]
     assert data["matches"] <= 60
 
     # a cap that is not a whole number of groups is rounded down to one: inconclusive
-    capped = run_cli("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
-                     "--max-matches", "5", "--json", "--db", f"sqlite:///{tmp_path / 'c.db'}",
-                     cwd=tmp_path, timeout=300)
+    capped = run_in_process("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
+                            "--max-matches", "5", "--json", "--db",
+                            f"sqlite:///{tmp_path / 'c.db'}", cwd=tmp_path)
     data = json.loads(capped.stdout)
     assert (capped.returncode, data["verdict"], data["matches"]) == (3, "inconclusive", 4)

@@ -1,4 +1,5 @@
-"""`cfarena run-tournament` end to end, through the CLI as a subprocess."""
+"""`cfarena run-tournament` end to end, through the CLI as a subprocess (the presets and
+table sizes in-process: Typer's CliRunner, with sandboxed bots)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .helpers import (
     marker,
     processes_with_marker,
     run_cli,
+    run_in_process,
     run_json,
     wait_no_processes,
 )
@@ -65,7 +67,7 @@ def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots
                  "cfarena.bots.random_bot"]
     if len(bots) < players:  # one bot holds several seats of the table: only when asked
         args.append("--fill")
-    data = run_json(*args, cwd=tmp_path)
+    data = run_json(*args, cwd=tmp_path, in_process=True)  # no process behaviour under test
     assert data["status"] == "finished"
     assert data["matches"] == _expected_matches(len(bots), players, 1)
     names = {row["bot"] for row in data["standings"]}
@@ -86,9 +88,9 @@ def test_postgresql_database(tmp_path: Path, pg_cluster: object) -> None:
     data = run_json(*args, cwd=tmp_path)
     assert data["matches"] == 2 and data["status"] == "finished"
     standings = run_json("standings", "--tournament", str(data["tournament_id"]), "--db", url,
-                         cwd=tmp_path)
+                         cwd=tmp_path, in_process=True)
     assert {r["bot"] for r in standings} == {"random", "greedy"}  # type: ignore[union-attr]
-    listed = run_json("matches", "--db", url, cwd=tmp_path)
+    listed = run_json("matches", "--db", url, cwd=tmp_path, in_process=True)
     assert len(listed) == 2  # type: ignore[arg-type]
 
 
@@ -148,7 +150,7 @@ def test_resume_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
     before = _finished_rows(db)
     assert 3 <= len(before) < total
 
-    data = run_json(*args, cwd=tmp_path)
+    data = run_json(*args, cwd=tmp_path, in_process=True)  # (what was cut: the process)
     assert data["resumed"] is True
     assert data["matches"] == total
     assert data["played_now"] == total - len(before)
@@ -170,7 +172,7 @@ def test_a_gauntlet_plays_only_new_s_tables_and_an_edited_bot_starts_anew(
     args = ["run-tournament", "--bot", "mine=python -m cfarena.sdk run mine.py:First",
             "--bot", "random", "--bot", "greedy", "--players", "2", "--games", "1",
             "--rule", "rounds=single", "--gauntlet", "mine", "--json"]
-    first = run_json(*args, cwd=tmp_path)
+    first = run_json(*args, cwd=tmp_path, in_process=True)
     assert (first["status"], first["matches"]) == ("finished", 2 * 2)  # 2 tables, 2 rotations
     with sqlite3.connect(tmp_path / "cfarena.db") as conn:
         seated = conn.execute(
@@ -183,10 +185,10 @@ def test_a_gauntlet_plays_only_new_s_tables_and_an_edited_bot_starts_anew(
     assert column["mine"] is None
     for opponent in ("random", "greedy"):
         assert column[opponent]["new"] == "mine" and column[opponent]["matches"] == 2
-    again = run_json(*args, cwd=tmp_path)
+    again = run_json(*args, cwd=tmp_path, in_process=True)
     assert again["already_finished"] and again["tournament_id"] == first["tournament_id"]
     bot.write_text(bot.read_text() + "# v2\n")
-    edited = run_cli(*args, cwd=tmp_path)
+    edited = run_in_process(*args, cwd=tmp_path)
     assert edited.returncode == 0, edited.stderr[-3000:]
     [note] = [line for line in edited.stderr.splitlines() if "changed since" in line]
     assert note == (f"the files of bot mine (mine.py) changed since tournament "

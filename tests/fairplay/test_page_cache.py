@@ -145,7 +145,8 @@ def test_one_bot_is_not_given_two_seats_of_a_table_unless_asked(tmp_path: Path) 
             assert db.list_tournaments() == []  # nothing was scheduled
         finally:
             db.close()
-    created = run_json("tournaments", "create", *three, "--fill", cwd=tmp_path)
+    created = run_json("tournaments", "create", *three, "--fill", cwd=tmp_path,
+                       in_process=True)
     db = open_database(f"sqlite:///{tmp_path / 'cfarena.db'}")
     try:
         info = db.get_tournament(created["tournament_id"])
@@ -164,7 +165,8 @@ def test_a_worker_on_postgresql_resets_the_host_between_phases(
     created = run_json("tournaments", "create", "--bot", bot("evil", "page_cache.py",
                                                              f"--name={blob}"),
                        "--bot", "random", "--players", "2", "--games", "1",
-                       "--rule", "rounds=1", "--timeout-ms", "20000", "--db", url, cwd=tmp_path)
+                       "--rule", "rounds=1", "--timeout-ms", "20000", "--db", url, cwd=tmp_path,
+                       in_process=True)
     evict(blob)
     worker = subprocess.run([CFARENA, "worker", "--db", url, "--until-done", "--json",
                              "--concurrency", "2"], cwd=tmp_path, capture_output=True,

@@ -55,7 +55,8 @@ def test_a_worker_frozen_past_the_stall_limit_stores_nothing(pg_cluster: PgClust
                                                              tmp_path: Path) -> None:
     url = pg_cluster.create_database("fenced_worker")
     alone = f"sqlite:///{tmp_path / 'alone.db'}"
-    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path)
+    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url, cwd=tmp_path,
+                       in_process=True)
     assert created["matches"] == 2
     frozen = _start_worker(url, tmp_path / "frozen")
     procs = [frozen]

@@ -86,7 +86,8 @@ class Victim:
     def __init__(self, pg: PgCluster, name: str, tmp: Path) -> None:
         self.url = pg.create_database(name)
         self.tmp = tmp
-        created = run_json("tournaments", "create", *TOURNAMENT, "--db", self.url, cwd=tmp)
+        created = run_json("tournaments", "create", *TOURNAMENT, "--db", self.url, cwd=tmp,
+                           in_process=True)
         self.tournament_id, self.total = created["tournament_id"], created["matches"]
         assert self.total == 2
         self.mark = marker()

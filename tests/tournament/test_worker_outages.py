@@ -51,12 +51,17 @@ def _until_finished(url: str, count: int, workers: list[subprocess.Popen[str]]) 
     return done
 
 
-def test_workers_play_on_through_database_restarts(own_pg: PgCluster, tmp_path: Path
-                                                    ) -> None:
+def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster: PgCluster,
+                                                    tmp_path: Path) -> None:
     url = own_pg.create_database("restarts")
     created = run_json("tournaments", "create", *TOURNAMENT, "--db", url,
                        cwd=tmp_path, in_process=True)
     tid, total = created["tournament_id"], created["matches"]
+    # the same tournament played meanwhile with its database up throughout (in the
+    # session's cluster, which is never stopped): the results to compare with
+    clean = pg_cluster.create_database("restarts_clean")
+    run_json("tournaments", "create", *TOURNAMENT, "--db", clean, cwd=tmp_path, in_process=True)
+    alone = _start_worker(clean, tmp_path / "alone", "--concurrency", "2")
     workers = [_start_worker(url, tmp_path / f"w{i}") for i in (1, 2)]
     try:
         done = _until_finished(url, 1, workers)
@@ -67,9 +72,9 @@ def test_workers_play_on_through_database_restarts(own_pg: PgCluster, tmp_path: 
             own_pg.start()
             # progress once it is back (not after a long back-off)
             done = _until_finished(url, min(done + 1, total), workers)
-        _wait_exit(workers, 120)
+        _wait_exit([*workers, alone], 120)
     finally:
-        _kill(workers)
+        _kill([*workers, alone])
     errs = [_err(w) for w in workers]
     for worker, err in zip(workers, errs, strict=True):
         assert worker.returncode == 0, err[-3000:]
@@ -89,14 +94,7 @@ def test_workers_play_on_through_database_restarts(own_pg: PgCluster, tmp_path: 
         == [("succeeded", total)]
     assert _query(url, "select status from tournaments") == [("finished",)]
 
-    # the same tournament played with the database up throughout: the same results
-    clean = own_pg.create_database("clean")
-    run_json("tournaments", "create", *TOURNAMENT, "--db", clean, cwd=tmp_path, in_process=True)
-    alone = _start_worker(clean, tmp_path / "alone", "--concurrency", "2")
-    try:
-        _wait_exit([alone], 120)
-    finally:
-        _kill([alone])
+    # the same results as the run with the database up throughout
     assert alone.returncode == 0, _err(alone)[-3000:]
     assert _results(clean, 1) == results
 

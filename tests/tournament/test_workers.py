@@ -105,10 +105,15 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     assert len(jobs) == total
     assert not any(seed in " ".join(job) for seed in seeds for job in jobs)
 
+    # the same tournament, one worker, another database, played meanwhile: the results
+    # to compare with
+    alone = pg_cluster.create_database("workers_alone")
+    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path, in_process=True)
+    single = _start_worker(alone, tmp_path / "alone", "--concurrency", "2")
     mark = marker()
     victim = _start_worker(url, tmp_path / "w1", mark=mark)
     workers = [victim, *(_start_worker(url, tmp_path / f"w{i}") for i in (2, 3))]
-    procs = list(workers)
+    procs = [*workers, single]
     try:
         # kill a worker while all three are in the middle of a match
         deadline = time.monotonic() + 60
@@ -126,7 +131,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         assert wait_no_processes(mark, tmp_path / "w1") == []
         late = _start_worker(url, tmp_path / "w4")
         procs.append(late)
-        _wait([workers[1], workers[2], late], 150)
+        _wait([workers[1], workers[2], late, single], 150)
     finally:
         _stop(procs)
     outputs = [json.loads(_out(p)) for p in (workers[1], workers[2], late)]
@@ -160,14 +165,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     assert status[0]["status"] == "finished"  # type: ignore[index]
     assert status[0]["finished"] == total  # type: ignore[index]
 
-    # the same tournament, one worker, another database: the same results
-    alone = pg_cluster.create_database("workers_alone")
-    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path, in_process=True)
-    single = _start_worker(alone, tmp_path / "alone", "--concurrency", "2")
-    try:
-        _wait([single], 90)
-    finally:
-        _stop([single])
+    # the same results as one worker's
     assert single.returncode == 0, _err(single)
     assert _results(alone, 1) == results
     rating_rows = "select count(*) from rating_history"
@@ -226,7 +224,7 @@ def test_sqlite_schedule_then_run_tournament_plays_it(tmp_path: Path) -> None:
     small = _tournament(2)  # 4 matches
     created = run_json("tournaments", "create", *small, "--db", url, cwd=tmp_path, in_process=True)
     assert created["queued"] is None and created["matches"] == 4
-    data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path)
+    data = run_json("run-tournament", *small, "--db", url, cwd=tmp_path, in_process=True)
     assert data["tournament_id"] == created["tournament_id"] and data["resumed"] is True
     assert data["status"] == "finished" and data["played_now"] == 4
 

@@ -51,7 +51,7 @@ SPRT = ["smart", "random", "--players", "2", "--rule", "rounds=single", "--elo-m
 def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     url = pg_cluster.create_database("sprt_workers")
-    queued = run_json("sprt", *SPRT, "--queue-only", "--db", url, cwd=tmp_path)
+    queued = run_json("sprt", *SPRT, "--queue-only", "--db", url, cwd=tmp_path, in_process=True)
     assert queued["verdict"] == "continue" and queued["queued"] == 4  # one batch
     test_id, tid = queued["test_id"], queued["tournament_id"]
 
@@ -177,7 +177,7 @@ def test_a_batch_counted_but_never_queued_gets_its_jobs_from_the_next_count(
     batch's matches have no job. Its own job, played again, finds its match stored and
     counts again (`advance_queued`): every scheduled match without a job gets one."""
     url = pg_cluster.create_database("sprt_lost_jobs")
-    queued = run_json("sprt", *SPRT, "--queue-only", "--db", url, cwd=tmp_path)
+    queued = run_json("sprt", *SPRT, "--queue-only", "--db", url, cwd=tmp_path, in_process=True)
     assert queued["queued"] == 4
     _query(url, "delete from procrastinate_jobs returning id")  # never made it to the queue
     assert _query(url, "select count(*) from procrastinate_jobs") == [(0,)]
