@@ -2,7 +2,8 @@
 `GAMES_PAGE` games, oldest first, each naming the next (`Link: ...; rel="next"`,
 `?after=ID&limit=N`), only the page's logs re-simulated, streamed; one download per
 bot at a time (another meanwhile: 429, one line), also once a download is cut off.
-Served in-process over real HTTP from a real SQLite file."""
+A match's page shows how the seat's process ended without the arena's hint (the
+organiser's paths). Served in-process over real HTTP from a real SQLite file."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ from tests.web.visitor import Visitor
 
 KEY = "alpha-web-key-for-the-download-test-0123"
 MORE = 5  # matches of alpha's beside the stored tournament's
+# how the seats' processes of those ended: the bot's line, then the arena's hint for
+# the organiser (it names the organiser's paths)
+ENDED = ("exited with code 1: bot> weights.bin: No such file or directory\n"
+         "hint: the sandbox shows only the system directories, Python's and "
+         "/home/organiser/bots/alpha; name more with --sandbox-bind DIR")
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +50,7 @@ def served(tmp_path_factory: pytest.TempPathFactory
                  for i in range(MORE)]
         more = db.schedule_matches(t.id, plans)
         for match_id, plan in zip(more, plans, strict=True):
-            play(db, match_id, plan.key, t.id, plan.seed, ["gamma", "alpha"])
+            play(db, match_id, plan.key, t.id, plan.seed, ["gamma", "alpha"], exit=ENDED)
             t.keys[match_id] = plan.key
         db.rotate_token("alpha", hash_token(KEY), t.id)
     with served_site(url) as (port, _site, _loop):
@@ -153,3 +159,12 @@ def test_one_download_at_a_time_per_bot(served: tuple[int, Tournament, list[str]
             and time.monotonic() < deadline:
         time.sleep(0.05)
     assert status == 200
+
+
+def test_an_entrant_sees_how_its_process_ended_without_the_organisers_hint(
+        served: tuple[int, Tournament, list[str]]) -> None:
+    port, _t, logged = served
+    status, page = _signed_in(port).get(f"/me/matches/{logged[-1]}")
+    assert status == 200
+    assert "exited with code 1: bot&gt; weights.bin: No such file or directory" in page
+    assert "hint:" not in page and "/home/organiser" not in page

@@ -7,17 +7,20 @@ exist), another seat's output is never read, and a seat's turns and record come 
 `seat_view` (what that seat saw). The seed is added only once the match's deal is
 over everywhere (`disclosure.deal_revealed`), as on the public pages; the seat's own
 view (its hands, its turns, its output) is shown once the match is stored, which is
-when its output and log are.
+when its output and log are. How its process ended is shown without the arena's hint
+for a missing path (it names the organiser's paths: `failure_lines.without_hint`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cfarena.match.bot_ids import bot_match_id
+from cfarena.server.sandbox.failure_lines import without_hint
 from cfarena.server.storage import Database, MatchInfo, StorageError
 from cfarena.server.web.data import NotFound, match_summary
 from cfarena.server.web.disclosure import deal_revealed
@@ -64,7 +67,9 @@ def match(db: Database, bot_id: int, given: str) -> dict[str, Any]:
     if detail is None or not seats:
         raise NotFound(f"none of your matches has the id {given!r}")
     m = detail.match
-    outputs = {x.seat: x for x in db.seat_logs(m.id) if x.seat in seats}
+    # the arena's hint for a missing path names the organiser's paths: not shown here
+    outputs = {x.seat: dataclasses.replace(x, exit=x.exit and without_hint(x.exit))
+               for x in db.seat_logs(m.id) if x.seat in seats}
     revealed = deal_revealed(db.same_deal(m.id))
     problem = None
     try:
