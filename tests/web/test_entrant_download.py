@@ -101,7 +101,7 @@ def test_a_page_asked_for_wrongly_is_refused_in_one_line(
     port, t, _logged = served
     alpha = _signed_in(port)
     for query in ("limit=0", f"limit={entrant_data.GAMES_PAGE + 1}", "limit=x",
-                  "limit=-1", "after="):
+                  "limit=-1", "limit=" + "9" * 5000, "limit=%C2%B2", "after="):
         status, _headers, text = alpha.send("GET", f"/me/games.jsonl?{query}")
         assert status == 400 and text.count("\n") == 1, (query, text)
     assert f"from 1 to {entrant_data.GAMES_PAGE}" in alpha.send(

@@ -144,12 +144,13 @@ class MatchRoom:
 
 
 def seat_end(record: MatchRecord, seat: int, warm: WarmBot) -> str:
-    """How a seat's process ended, in one line: why its bot was given up, the limit it
-    breached, the fault that forfeited the seat ("timeout at turn 5: ..."; not what the
-    process printed afterwards; "; stopped after the match" if it had to be), how it
-    exited by itself, or "stopped after the match". A disconnect whose process exited by
-    itself keeps the hint its exit gave (a line of its own), which the fault's public
-    detail goes without (`_settle`)."""
+    """How a seat's process ended, in one line (then the arena's hint, a line of its
+    own, where one was given): why its bot was given up, the limit it breached, the
+    fault that forfeited the seat ("timeout at turn 5: ..."; not what the process
+    printed afterwards; "; stopped after the match" if it had to be), how it exited by
+    itself, or "stopped after the match". A disconnect whose process exited by itself
+    keeps the hint its exit gave, which the fault's public detail goes without
+    (`_settle`)."""
     if warm.written_off:
         return warm.written_off
     if warm.process.breach:

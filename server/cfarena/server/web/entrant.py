@@ -176,7 +176,8 @@ def _page_asked(after: str | None, limit: str | None) -> tuple[str | None, int] 
         return "after must be the id of one of your matches"
     if limit is None:
         return after, entrant_data.GAMES_PAGE
-    if not (limit.isascii() and limit.isdigit() and 1 <= int(limit) <= entrant_data.GAMES_PAGE):
+    if not (limit.isascii() and limit.isdigit() and len(limit) <= 6
+            and 1 <= int(limit) <= entrant_data.GAMES_PAGE):
         return f"limit must be a whole number from 1 to {entrant_data.GAMES_PAGE}"
     return after, int(limit)
 
