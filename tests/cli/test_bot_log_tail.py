@@ -20,12 +20,13 @@ def test_the_exit_line_quotes_the_bot_not_grpcs_exit_chatter() -> None:
         "\n"
     )
     assert exit_summary(None, 0, out) == (
-        "exited with code 0: python -m cfarena.sdk: error: no such bot module: no_such_module")
+        "exited with code 0: bot> python -m cfarena.sdk: error: no such bot module: no_such_module")
 
 
 def test_the_exit_line_of_output_with_only_grpc_lines_or_nothing() -> None:
     only_grpc = "W1202 20:34:01.1 1 a.cc:2] something\n"
-    assert exit_summary(None, 0, _captured(only_grpc)) == f"exited with code 0: {only_grpc.strip()}"
+    assert exit_summary(None, 0, _captured(only_grpc)) == \
+        f"exited with code 0: bot> {only_grpc.strip()}"
     assert exit_summary(None, -9, _captured("")) == "killed by SIGKILL"
 
 
@@ -42,4 +43,4 @@ def test_a_flood_keeps_its_start_and_its_end_and_counts_the_rest() -> None:
     assert len(text) < 1200
     dropped = out.total - len(out.head) - len(out.tail)
     assert f"[... {dropped} bytes not kept ...]" in text
-    assert exit_summary(None, 0, out) == "exited with code 0: LAST WORDS"
+    assert exit_summary(None, 0, out) == "exited with code 0: bot> LAST WORDS"

@@ -40,12 +40,12 @@ def test_a_missing_module_is_quoted_with_the_sandbox_bind_hint(tmp_path: Path) -
                      "random", "--players", "2", "--log-dir", str(logs),
                      "--db", f"sqlite:///{tmp_path / 'js.db'}", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
-    line = result.stderr.strip().splitlines()[-1]
+    line, hint = result.stderr.strip().splitlines()[-2:]  # the hint: a line of its own
     assert line.startswith("error: bot 'js' exited with code 1 before connecting: "
-                           "Error: Cannot find module '@grpc/grpc-js' | "
-                           f"at Object.<anonymous> ({node_home / 'bot.js'}:1:"), line
-    assert f"sandbox shows only the system directories, Python's and {node_home / 'bot.js'}"\
-        in line and HINT in line
+                           "bot> Error: Cannot find module '@grpc/grpc-js' | "
+                           f"bot> at Object.<anonymous> ({node_home / 'bot.js'}:1:"), line
+    assert hint.startswith("hint: the sandbox shows only the system directories, Python's "
+                           f"and {node_home / 'bot.js'}") and HINT in hint, hint
     assert "Node.js v" not in line
     started = (logs / "start-js.log").read_text()  # no match to store it with
     assert "Require stack:" in started and "Node.js v" in started
@@ -66,8 +66,11 @@ def test_a_missing_module_is_quoted_with_the_sandbox_bind_hint(tmp_path: Path) -
     err = result.stderr
     assert result.returncode == 0, err[-3000:]
     missing = "ModuleNotFoundError: No module named 'helper'"
-    warned = [ln for ln in err.splitlines() if "before connecting" in ln]
-    assert warned and all(missing in ln and HINT in ln for ln in warned), err[-3000:]
+    lines = err.splitlines()
+    warned = [i for i, ln in enumerate(lines) if "before connecting" in ln]
+    assert warned and all("bot> " in lines[i] and missing in lines[i]
+                          and lines[i + 1].startswith("hint: ")
+                          and HINT in lines[i + 1] for i in warned), err[-3000:]
     with open_database(f"sqlite:///{db}") as database:
         seats = [(m.id, log) for m in database.list_matches()
                  for log in database.seat_logs(m.id)
@@ -75,6 +78,9 @@ def test_a_missing_module_is_quoted_with_the_sandbox_bind_hint(tmp_path: Path) -
         assert seats, [(m.id, database.seat_logs(m.id)) for m in database.list_matches()]
         for match_id, log in seats:
             assert missing in log.exit and HINT in log.exit and str(home) in log.exit
+            detail = database.get_match(match_id)  # public: the fault goes without the hint
+            assert detail and all(HINT not in f.detail and "hint: " not in f.detail
+                                  for f in detail.faults if f.seat == log.seat)
             assert missing in log.output  # what its last process printed
             assert missing in next(logs.glob(f"{match_id}-seat{log.seat}-lazy.log")).read_text()
     assert run_sandboxes(tmp_path, zombies=False) == []

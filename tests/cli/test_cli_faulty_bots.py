@@ -19,7 +19,8 @@ from cfarena.sdk.cli import run_main
 
 class Crash(Bot):
     def choose(self, turn):
-        print("segfault in my evaluation function", file=sys.stderr, flush=True)
+        print("eval.so: cannot open shared object file: No such file or directory",
+              file=sys.stderr, flush=True)
         os._exit(4)  # as a native crash would: no Python clean-up
 
 raise SystemExit(run_main(Crash))
@@ -60,9 +61,20 @@ def test_a_bot_crashing_in_every_match_forfeits_each_and_the_tournament_finishes
     assert data["status"] == "finished" and data["matches"] == 4
     faults = _faults(tmp_path / "cfarena.db")
     assert len(faults) == 4  # one per match, none of an earlier attempt
+    said = "eval.so: cannot open shared object file: No such file or directory"
     for name, kind, detail in faults:
         assert (name, kind) == ("crash", "disconnect")
-        assert detail == "bot process exited with code 4: segfault in my evaluation function"
+        # public (the web page shows it): no hint, none of the organiser's paths
+        assert detail == f"bot process exited with code 4: bot> {said}"
+    with open_database(f"sqlite:///{tmp_path / 'cfarena.db'}") as database:
+        ends = [log.exit for m in database.list_matches() for log in database.seat_logs(m.id)
+                if log.exit and log.exit.startswith("disconnect")]
+    # the seat's log (the organiser's and the entrant's) has the hint, on a line of its own
+    assert len(ends) == 4 and all(end.split("\n") == [
+        f"disconnect at turn 1: bot process exited with code 4: bot> {said}",
+        f"hint: the sandbox shows only the system directories, Python's and {bot}; name more "
+        "with --sandbox-bind DIR (keep the bot and what it needs, node_modules or a venv, in "
+        "a directory of its own, away from the database)"] for end in ends), ends
     rows = {row["bot"]: row for row in data["standings"]}
     assert rows["crash"]["forfeits"] == 4 and rows["random"]["forfeits"] == 0
     assert run_sandboxes(tmp_path, zombies=False) == []
@@ -88,7 +100,7 @@ def test_a_bot_that_stops_starting_is_written_off_and_the_rest_is_played(tmp_pat
     written_off = [f for f in _faults(db) if f[2].startswith("not connected:")]
     assert written_off, _faults(db)
     assert all(f == ("flaky", "disconnect", "not connected: bot 'flaky' exited with code 5 "
-                     "before connecting: poisoned: cannot load my model") for f in written_off)
+                     "before connecting: bot> poisoned: cannot load my model") for f in written_off)
     assert run_sandboxes(tmp_path, zombies=False) == []
 
 

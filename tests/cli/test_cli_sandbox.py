@@ -113,7 +113,7 @@ def test_a_bot_that_dies_at_start_is_quoted_from_its_sandbox(tmp_path: Path) -> 
                      "--players", "2", cwd=tmp_path, env={"PATH": os.environ["PATH"]})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: bot 'dies' exited with code 3 before connecting: cannot find my weights file")
+        "error: bot 'dies' exited with code 3 before connecting: bot> cannot find my weights file")
     assert not (tmp_path / "cfarena.db").exists() or _no_matches(tmp_path / "cfarena.db")
 
 

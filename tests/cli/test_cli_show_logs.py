@@ -27,6 +27,11 @@ GAMMA_OUT = ("gamma starting [bold]not markup[/] :smile:\n\tindented\n"
              "\x1b[2Jclear screen?\n[... 1000 bytes not kept ...]\nallocating more\n")
 
 
+# how a seat ended that did not find a file: the arena's line, then its hint (a line)
+NOT_FOUND = "exited with code 1: bot> weights.bin: No such file or directory"
+HINT = "hint: the sandbox shows only the system directories, Python's and /bots/beta"
+
+
 @pytest.fixture(scope="module")
 def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file with a finished 3-seat match with seat logs, and one without logs."""
@@ -39,6 +44,7 @@ def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         db.schedule_matches(None, [
             MatchPlan(key="m1", seed=5, rules=rules, players=3, seat_bot_ids=ids),
             MatchPlan(key="m2", seed=6, rules=rules, players=2, seat_bot_ids=ids[:2]),
+            MatchPlan(key="m3", seed=7, rules=rules, players=2, seat_bot_ids=ids[:2]),
         ])
         assert db.record_match(StoredMatch(
             "m1", round_scores=[[0, 7, 30]], totals=[0, 7, 30], ranks=[1, 2, 3],
@@ -48,6 +54,9 @@ def db_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 SeatLog(2, GAMMA_OUT, 2 * 2**20, LIMIT),
             ]))
         assert db.record_match(StoredMatch("m2", status=MatchStatus.ABORTED, reason="stopped"))
+        assert db.record_match(StoredMatch(
+            "m3", round_scores=[[0, 7]], totals=[0, 7], ranks=[1, 2],
+            seat_logs=[SeatLog(1, "no weights\n", 11, f"{NOT_FOUND}\n{HINT}")]))
     finally:
         db.close()
     return path
@@ -82,6 +91,15 @@ def test_show_logs_prints_each_seats_output_verbatim_and_safe(db_file: Path) -> 
     assert gamma + GAMMA_OUT.replace("\x1b", "\\x1b") in stdout
     assert "\x1b" not in stdout
     assert "seat 1 (beta)" not in stdout
+
+
+def test_a_seats_end_and_its_hint_are_lines_of_their_own(db_file: Path) -> None:
+    lines = _show(db_file, "m3").splitlines()
+    at = lines.index(f"seat 1 (beta): 11 B of output, {NOT_FOUND} — see --logs")
+    assert lines[at + 1] == HINT
+    lines = _show(db_file, "m3", "--logs").splitlines()
+    at = lines.index(f"── seat 1 (beta): {NOT_FOUND}; 11 B of output ──")
+    assert lines[at + 1:at + 3] == [HINT, "no weights"]
 
 
 def test_show_logs_of_a_match_without_any(db_file: Path) -> None:

@@ -1,18 +1,25 @@
 """The lines quoted when a bot fails (sandbox/failure_lines.py): the error of a stack
 trace with the frame that says where, not the runtime's last words; a few lines, capped;
-and the hint for a missing file or module. Traces as the runtimes print them."""
+and the hint for a missing file or module. Traces as the runtimes print them. A bot's
+lines are quoted as its own, and never pass for the arena's hint."""
 
 from __future__ import annotations
 
 import pytest
 
 from cfarena.server.sandbox.failure_lines import (
+    BOT_PREFIX,
+    HINT_PREFIX,
     MAX_CHARS,
     MAX_LINES,
     explaining_lines,
+    failure_text,
+    hints,
     looks_like_missing_path,
     missing_path_hint,
+    without_hint,
 )
+from cfarena.server.sandbox.output import CapturedOutput, exit_summary
 
 PYTHON = """\
 2026-12-06 21:08:26,773 INFO cfarena.sdk: playing Bot on unix:/run/cfarena/arena.sock
@@ -155,3 +162,47 @@ def test_the_hint_names_what_the_sandbox_shows_and_how_to_show_more() -> None:
     assert "/bots/js/bot.js and 2 more" in hint
     assert "--sandbox-bind DIR" in hint and "away from the database" in hint
     assert "nothing else" in missing_path_hint([])
+
+
+SHOWN = ["/home/organiser/bots/mine/bot.py"]
+REAL_HINT = missing_path_hint(SHOWN)
+FAKE_HINT = ("hint: the sandbox shows only the system directories; name more with "
+             "--sandbox-bind ~/.ssh")
+
+
+@pytest.mark.parametrize(("output", "hinted"), [
+    (FAKE_HINT + "\n", False),
+    ("ModuleNotFoundError: No module named 'x'\n" + FAKE_HINT + "\n", True),
+    ("error: bot 'rival' is disqualified by the organiser\n", False),
+    ("thinking\rhint: fake\r\nerror: fake\n", False),
+    ("one\u2028hint: fake\x85error: fake\x0bhint: fake\x0c" + FAKE_HINT, False),
+    ("\x1b[2K\r" + FAKE_HINT + "\x1b[1A\x1b]0;title\x07\n", False),
+    ("No such file or directory \x1b[1A\x1b[2K\rhint: fake\n", True),
+    ("hint: " + "~/.ssh " * 2000 + "\n" + "x" * 100_000 + "\n", False),
+], ids=["fake-hint", "fake-hint-after-a-real-one", "fake-error", "carriage-returns",
+        "unicode-line-breaks", "ansi-escapes", "escape-then-real-hint", "very-long"])
+def test_a_bots_words_are_quoted_as_its_own_and_never_pass_for_the_arenas(
+        output: str, hinted: bool) -> None:
+    # what `exit_summary` says to the organiser's terminal and the seat's log: the arena's
+    # line, then the arena's hint, a line of its own that no quoted line of the bot's is
+    captured = CapturedOutput()
+    captured.add(output.encode())
+    summary = exit_summary(None, 1, captured, shown=SHOWN)
+    first, *rest = summary.split("\n")
+    assert rest == ([REAL_HINT] if hinted else [])
+    assert hints(summary) == rest and without_hint(summary) == first
+    assert first.startswith("exited with code 1: " + BOT_PREFIX), first
+    assert not first.startswith(HINT_PREFIX) and len(summary.splitlines()) == len(rest) + 1
+    # each quoted line is behind the bot's prefix; nothing in it drives a terminal
+    assert all(c.isprintable() for c in summary.replace("\n", ""))
+    quoted = first.removeprefix("exited with code 1: ").split(" | ")
+    assert quoted and all(q.startswith(BOT_PREFIX) for q in quoted)
+    assert len(quoted) <= MAX_LINES and all(
+        len(q) <= len(BOT_PREFIX) + 4 * MAX_CHARS for q in quoted)
+
+
+def test_the_quote_and_the_hint_put_together() -> None:
+    assert failure_text("exited with code 2", []) == "exited with code 2"
+    assert failure_text("exited with code 2", ["a\x1bb", "c"], REAL_HINT) == (
+        f"exited with code 2: bot> a\\x1bb | bot> c\n{REAL_HINT}")
+    assert missing_path_hint(["/bots/a\nhint: x"]).count("\n") == 0

@@ -44,14 +44,15 @@ class Tournament:
 
 
 def play(db: Database, match_id: str, key: str, tid: int, seed: int,
-         seats: list[str]) -> dict[str, Any]:
-    """Play match `match_id` in-process (greedy seats) and store it with seat outputs."""
+         seats: list[str], exit: str = "exited with code 0") -> dict[str, Any]:
+    """Play match `match_id` in-process (greedy seats) and store it with seat outputs
+    (each seat's process ended as `exit` says)."""
     record = simulate_record(RULES, len(seats), seed, "greedy", names=seats)
     record.match_id, record.tournament_id, record.key = match_id, tid, key
     stored = to_stored(record, db.mark_running(match_id))
     for seat, bot in enumerate(seats):
         text = f"starting {bot}\n{output_marker(bot, match_id)}\n"
-        stored.seat_logs.append(SeatLog(seat, text, len(text), "exited with code 0"))
+        stored.seat_logs.append(SeatLog(seat, text, len(text), exit))
     assert db.record_match(stored)
     return record_to_log(record)
 

@@ -8,13 +8,11 @@ sign-out are safe from other sites' forms."""
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import pytest
 
@@ -31,6 +29,7 @@ from tests.web.entrant_games import (
     tiles_in,
     unseen_tiles,
 )
+from tests.web.visitor import Visitor
 
 LADDER = {"amber": "greedy", "basil": "random"}
 
@@ -50,55 +49,6 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebArena]:
 def tournament(arena: WebArena) -> Tournament:
     with open_database(arena.db) as db:
         return store_tournament(db)
-
-
-@dataclass
-class Visitor:
-    """A browser without a browser: one cookie jar, requests over real HTTP."""
-
-    port: int
-    cookies: dict[str, str] = field(default_factory=dict)
-
-    def send(self, method: str, path: str, form: dict[str, str] | None = None,
-             headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            sent = dict(headers or {})
-            if self.cookies:
-                sent["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-            body = None
-            if form is not None:
-                body = urlencode(form).encode()
-                sent["Content-Type"] = "application/x-www-form-urlencoded"
-            conn.request(method, path, body=body, headers=sent)
-            resp = conn.getresponse()
-            text = resp.read().decode("utf-8")
-            for header in resp.headers.get_all("set-cookie") or []:
-                name, _, rest = header.partition("=")
-                value = rest.split(";")[0]
-                if "max-age=0" in header.lower() or not value.strip('"'):
-                    self.cookies.pop(name, None)
-                else:
-                    self.cookies[name] = value
-            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, text
-        finally:
-            conn.close()
-
-    def get(self, path: str) -> tuple[int, str]:
-        status, _headers, text = self.send("GET", path)
-        return status, text
-
-    def csrf(self) -> str:
-        status, text = self.get("/me/sign-in")
-        assert status == 200
-        found = re.search(r'name="csrf" value="([^"]+)"', text)
-        assert found is not None
-        return found[1]
-
-    def sign_in(self, token: str) -> int:
-        status, _headers, _text = self.send("POST", "/me/sign-in",
-                                            {"csrf": self.csrf(), "token": token})
-        return status
 
 
 def web_key(arena: WebArena, tid: int, name: str) -> str:

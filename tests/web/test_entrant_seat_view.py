@@ -3,7 +3,8 @@ the match law sent that seat: for every Turn a bot was sent in an in-process mat
 (the referee's law, `cfarena.sdk.local.play_match`), the seat view has the same turn id,
 hand, drawn tile and offered moves in the same order, and the move applied; a
 timed-out decision shows the fallback and its fault; nothing of another hand or of the
-boneyard is in the seat's record, and its seed only when revealed."""
+boneyard is in the seat's record, and its seed only when revealed; `replay --seat`
+shows the same offers."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from cfarena.engine import Rules
 from cfarena.match.log_format import record_to_log
 from cfarena.sdk import TimeControl, Turn
 from cfarena.sdk.local import play_match
+from cfarena.server.replay.frames import build_frames
 from cfarena.server.web.seat_view import seat_record, seat_view
 from tests.web.entrant_games import tiles_in, unseen_tiles
 
@@ -48,6 +50,10 @@ def test_each_turn_is_what_the_seat_was_sent(preset: str) -> None:
             assert turn.chosen in turn.offered and not turn.fallback and turn.ms is not None
             assert turn.round == was.observation.round_index
         assert [t.chosen for t in view.turns if not t.fallback] == played.chosen[seat]
+        # `cfarena replay --seat` shows the same offers (one re-simulation rule for both)
+        frames = build_frames(log, seat)
+        assert [(f.move, f.offered) for f in frames if f.decided and f.actor == seat] == [
+            (t.chosen, t.offered) for t in view.turns]
     assert sum(t.fallback for s in range(3) for t in seat_view(log, s).turns) == 2
 
 

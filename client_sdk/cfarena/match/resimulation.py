@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,34 +67,58 @@ def start_match(log: Mapping[str, Any]) -> MatchState:
         raise LogError(f"rules/players/seed: cannot start the match: {exc}") from exc
 
 
+@dataclass(frozen=True, slots=True)
+class LoggedMove:
+    """One action of a log as its re-simulation meets it, before its move is applied."""
+
+    index: int  # in the log's "actions"
+    action: Mapping[str, Any]
+    move: Move
+    offered: tuple[Move, ...]  # the legal moves there, in the order a Turn offers them
+
+
+def logged_moves(log: Mapping[str, Any], state: MatchState) -> Iterator[LoggedMove]:
+    """The actions of `log`, each checked against `state` as it stands when it is met
+    (the seat to move; a move that parses and is legal there) and yielded with the
+    moves offered there: what a seat was asked at a decision (the match law offers
+    `legal_moves`). The caller applies each move (`apply_move(state, step.move)`)
+    before asking for the next; a state halted at a round's end (`halt_at_round_end`)
+    has its next round started first. LogError, naming the JSON path, at the first
+    action that cannot be replayed."""
+    actions = log.get("actions", [])
+    for i, action in enumerate(actions if isinstance(actions, list) else []):
+        path = f"actions[{i}]"
+        if state.round_over and not state.is_over:
+            state.start_next_round()
+        if state.is_over:
+            raise LogError(f"{path}: the match was already over (an action was added?)")
+        seat = action.get("seat") if isinstance(action, dict) else None
+        if seat != state.current_seat:
+            raise LogError(
+                f"{path}.seat: seat {seat} acted but seat {state.current_seat} was to move")
+        offered = legal_moves(state)
+        try:
+            move = Move.parse(str(action.get("move")))
+        except ValueError as exc:
+            raise LogError(f"{path}.move: {exc}") from exc
+        if move not in offered:
+            illegal = IllegalMoveError(move, f"{move.key} is not legal here")
+            raise LogError(f"{path}.move: {illegal}")
+        yield LoggedMove(i, action, move, offered)
+
+
 def replay_moves(log: Mapping[str, Any]) -> tuple[Resimulation, LogError | None]:
     """Re-simulate as far as the actions allow; the (partial) result and the error, if any."""
     state = start_match(log)
     spans: list[tuple[int, int]] = []
     error: LogError | None = None
-    actions = log.get("actions", [])
-    for i, action in enumerate(actions if isinstance(actions, list) else []):
-        path = f"actions[{i}]"
-        if state.is_over:
-            error = LogError(f"{path}: the match was already over (an action was added?)")
-            break
-        seat = action.get("seat") if isinstance(action, dict) else None
-        if seat != state.current_seat:
-            error = LogError(
-                f"{path}.seat: seat {seat} acted but seat {state.current_seat} was to move"
-            )
-            break
-        moves = legal_moves(state)
-        try:
-            move = Move.parse(str(action.get("move")))
-            if move not in moves:
-                raise IllegalMoveError(move, f"{move.key} is not legal here")
+    try:
+        for step in logged_moves(log, state):
             start = len(state.events)
-            apply_move(state, move)
-        except (ValueError, IllegalMoveError) as exc:
-            error = LogError(f"{path}.move: {exc}")
-            break
-        spans.append((start, len(state.events)))
+            apply_move(state, step.move)
+            spans.append((start, len(state.events)))
+    except LogError as exc:
+        error = exc
     result_doc = log.get("result")
     forfeited = list(result_doc.get("forfeited", [])) if isinstance(result_doc, dict) else []
     round_scores = [list(r.scores) for r in state.round_outcomes]

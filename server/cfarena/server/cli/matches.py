@@ -192,10 +192,13 @@ def show_cmd(
     names = {s.seat: s.bot_name for s in m.seats}
     if not logs:
         for x in seat_logs:
-            exit_line = f", {printable(x.exit)}" if x.exit else ""
+            ended, hints = _seat_end(x)
+            exit_line = f", {ended}" if ended else ""
             out.print(Text(f"seat {x.seat} ({names.get(x.seat, '?')}): "
                            f"{human_bytes(x.output_bytes)} of output{exit_line} — see --logs"),
                       soft_wrap=True)
+            for hint in hints:
+                out.print(Text(hint), soft_wrap=True)
         return
     if not seat_logs:
         out.print("no seat output stored for this match")
@@ -314,11 +317,13 @@ def luck_table(seats: Sequence[SeatInfo], log: Mapping[str, Any]) -> Table | Tex
 
 def _print_seat_log(log: SeatLog, bot: str) -> None:
     """A heading (seat, bot, how the process ended, how much it printed), then the output."""
-    ended = printable(log.exit) if log.exit else "end not recorded"
+    ended, hints = _seat_end(log)
     out.print()
-    out.print(Text(f"── seat {log.seat} ({bot}): {ended}; "
+    out.print(Text(f"── seat {log.seat} ({bot}): {ended or 'end not recorded'}; "
                    f"{human_bytes(log.output_bytes)} of output ──", style="bold"),
               soft_wrap=True)
+    for hint in hints:
+        out.print(Text(hint), soft_wrap=True)
     text = printable(log.output.replace("\r\n", "\n"), keep="\n\t")
     if not text:
         out.print(Text("(no output)", style="dim"))
@@ -329,6 +334,14 @@ def _print_seat_log(log: SeatLog, bot: str) -> None:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _seat_end(log: SeatLog) -> tuple[str, list[str]]:
+    """How a seat's process ended, as stored (`match_room.seat_end`): its first line
+    (the arena's, quoting the bot's words behind `bot> `) and the lines after it (the
+    arena's hints, each a line of its own), with control characters shown."""
+    first, *hints = (log.exit or "").split("\n")
+    return printable(first), [printable(hint) for hint in hints]
 
 
 def printable(text: str, keep: str = "") -> str:

@@ -20,17 +20,15 @@ from typing import Any
 from cfarena.engine import (
     Event,
     EventKind,
-    Move,
     PlacedTile,
     RoundOutcome,
     Tile,
     apply_move,
-    legal_moves,
     observe,
     visible_events,
 )
 from cfarena.engine.state import MatchState
-from cfarena.match.resimulation import LogError, start_match
+from cfarena.match.resimulation import logged_moves, start_match
 
 
 class StepKind(enum.Enum):
@@ -87,35 +85,18 @@ def _steps(log: Mapping[str, Any], state: MatchState) -> Iterator[_Step]:
     """Drive `state` through the log, yielding after every step (state is then current)."""
     state.halt_at_round_end = True
     yield from _split(state, 0, None)
-    actions = log.get("actions", [])
-    for i, action in enumerate(actions if isinstance(actions, list) else []):
-        if state.round_over and not state.is_over:
-            yield from _split(state, len(state.events), None, start_round=True)
-        path = f"actions[{i}]"
-        if state.is_over:
-            raise LogError(f"{path}: the match was already over")
-        if not isinstance(action, dict) or action.get("seat") != state.current_seat:
-            seat = action.get("seat") if isinstance(action, dict) else None
-            raise LogError(f"{path}.seat: seat {seat} acted but seat {state.current_seat} "
-                           "was to move")
-        try:
-            move = Move.parse(str(action.get("move")))
-        except ValueError as exc:
-            raise LogError(f"{path}.move: {exc}") from exc
-        offered = legal_moves(state)
-        if move not in offered:
-            raise LogError(f"{path}.move: {move.key} is not legal here")
+    split = len(state.events)  # the events yielded so far
+    for step in logged_moves(log, state):  # it starts each round after the first
+        if len(state.events) > split:
+            yield from _split(state, split, None)
         start = len(state.events)
-        apply_move(state, move)
-        yield from _split(state, start, i, tuple(m.key for m in offered))
+        apply_move(state, step.move)
+        yield from _split(state, start, step.index, tuple(m.key for m in step.offered))
+        split = len(state.events)
 
 
-def _split(
-    state: MatchState, start: int, action: int | None, offered: tuple[str, ...] = (),
-    start_round: bool = False
-) -> Iterator[_Step]:
-    if start_round:
-        state.start_next_round()
+def _split(state: MatchState, start: int, action: int | None, offered: tuple[str, ...] = ()
+           ) -> Iterator[_Step]:
     events = state.events
     end = next((j for j in range(start, len(events))
                 if events[j].kind is EventKind.ROUND_END), None)
@@ -143,7 +124,8 @@ def build_views(
 ) -> dict[int | None, list[Frame]]:
     """Frames for each viewer (default: all-seeing and every seat), in one re-simulation.
 
-    Raises `LogError` (naming the JSON path) if the log's moves cannot be replayed.
+    Raises `LogError` (naming the JSON path; `match.resimulation.logged_moves`) if the
+    log's moves cannot be replayed.
     """
     state = start_match(log)
     players = state.players

@@ -7,6 +7,12 @@ their panic, then frames and notes. `explaining_lines` picks the few lines that
 explain it (pure: text in, lines out); `looks_like_missing_path` says whether they
 read like a file or module that was not found, which in a sandbox usually means a
 path it was not shown (`missing_path_hint`).
+
+`failure_text` puts them together so that the bot's words cannot pass for the
+arena's: every line the bot printed is quoted behind BOT_PREFIX, escaped (no line
+breaks, no terminal escapes), on the arena's own line; the arena's hint is a line of
+its own that starts with HINT_PREFIX, which no quoted line can (`without_hint` drops it
+where the text is public).
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ MAX_LINES = 4  # lines quoted at most
 MAX_CHARS = 200  # characters of one line quoted at most
 WINDOW = 60  # a trace counts only if it ends among the last lines of the output
 PLAIN_LINES = 3  # lines quoted of output that is no trace we know
+
+BOT_PREFIX = "bot> "  # before each line of a bot's output the arena quotes
+HINT_PREFIX = "hint: "  # the arena's advice: a line of its own, never a bot's
 
 # (index of the line that names the error, the lines quoted) or None
 _Found = tuple[int, list[str]] | None
@@ -121,6 +130,12 @@ def explaining_lines(output: str, ignore: Callable[[str], bool] = lambda _line: 
     return [ln.strip()[:MAX_CHARS] for ln in picked[:MAX_LINES]]
 
 
+def printable(text: str) -> str:
+    """`text` with control characters (line breaks and terminal escapes among them)
+    shown as \\xNN: a bot's words are quoted to the organiser's terminal and stored."""
+    return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in text)
+
+
 def looks_like_missing_path(lines: Sequence[str]) -> bool:
     """Whether `lines` read like a file, module or program that was not found."""
     return any(_MISSING.search(ln) for ln in lines)
@@ -130,10 +145,33 @@ def missing_path_hint(named: Sequence[str], more: int = 0) -> str:
     """What to tell the author of a sandboxed bot that did not find a file: what its
     sandbox shows (`named`: the paths besides the system's and Python's, the first
     few of them, and `more` not listed) and how to show more."""
-    listed = ", ".join(named) if named else "nothing else"
+    listed = ", ".join(printable(p) for p in named) if named else "nothing else"
     if more:
         listed += f" and {more} more"
-    return ("hint: the sandbox shows only the system directories, Python's and "
+    return (f"{HINT_PREFIX}the sandbox shows only the system directories, Python's and "
             f"{listed}; name more with --sandbox-bind DIR (keep the bot and what it "
             "needs, node_modules or a venv, in a directory of its own, away from the "
             "database)")
+
+
+def failure_text(what: str, lines: Sequence[str], hint: str | None = None) -> str:
+    """The arena's one line `what` (e.g. "exited with code 1"), then the bot's `lines`,
+    each escaped (`printable`) behind BOT_PREFIX and joined by " | " on that same line;
+    then `hint` (which starts with HINT_PREFIX) on a line of its own. Whatever the bot
+    printed, the text has no line but the first and the hint's, and no quoted line of
+    the bot's starts a line."""
+    text = what
+    if lines:
+        text += ": " + " | ".join(BOT_PREFIX + printable(ln) for ln in lines)
+    return text if hint is None else f"{text}\n{hint}"
+
+
+def hints(text: str) -> list[str]:
+    """The arena's hint lines in `text` (a `failure_text`, or a text quoting one)."""
+    return [ln for ln in text.split("\n") if ln.startswith(HINT_PREFIX)]
+
+
+def without_hint(text: str) -> str:
+    """`text` (a `failure_text`, or a text quoting one) without the arena's hint, for
+    where it is public: the hint names the organiser's paths."""
+    return "\n".join(ln for ln in text.split("\n") if not ln.startswith(HINT_PREFIX))

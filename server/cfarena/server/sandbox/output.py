@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from cfarena.server.sandbox.failure_lines import (
     explaining_lines,
+    failure_text,
     looks_like_missing_path,
     missing_path_hint,
 )
@@ -43,12 +44,6 @@ class CapturedOutput:
                 + bytes(self.tail).decode(errors="replace"))
 
 
-def printable(text: str) -> str:
-    """`text` with control characters (terminal escapes among them) shown as \\xNN:
-    a bot's words are quoted to the organiser's terminal and stored."""
-    return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in text)
-
-
 def _is_runtime_log(line: str) -> bool:
     head = line[:16]
     return (len(head) > 5 and head[0] in "IWEF" and head[1:5].isdigit() and head[5] == " ") \
@@ -57,22 +52,22 @@ def _is_runtime_log(line: str) -> bool:
 
 def exit_summary(breach: str | None, code: int | None, output: CapturedOutput, *,
                  when: str = "", shown: Sequence[str] | None = None) -> str:
-    """One line: "exited with code 3<when>: <the lines that explain it>" (joined by " | ",
-    see `failure_lines.explaining_lines`; after code 0 only the last line) / "killed by
-    SIGKILL<when>" / the breach.
+    """One line: "exited with code 3<when>: bot> <the lines that explain it>" (quoted by
+    `failure_lines.failure_text`, picked by `failure_lines.explaining_lines`; after code 0
+    only the last line) / "killed by SIGKILL<when>" / the breach.
     `shown`: what the bot's sandbox showed besides the system's and Python's paths (None:
-    no sandbox); when the lines read like a missing file or module, a hint naming them
-    and `--sandbox-bind` follows."""
+    no sandbox); when the lines read like a missing file or module, a second line, the
+    hint, names them and `--sandbox-bind`."""
     if breach:
         return breach
     if code is None:
         return "still running"
     what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-    lines = [printable(ln) for ln in explaining_lines(output.text(), _is_runtime_log)]
+    lines = explaining_lines(output.text(), _is_runtime_log)
     if code == 0:
         lines = lines[-1:]  # it ended as it meant to: its last words
-    summary = f"{what}{when}: {' | '.join(lines)}" if lines else what + when
+    hint = None
     if shown is not None and looks_like_missing_path(lines):
-        named = [printable(p) for p in shown[:HINT_PATHS]]
-        summary += "; " + missing_path_hint(named, len(shown) - len(named))
-    return summary
+        named = shown[:HINT_PATHS]
+        hint = missing_path_hint(named, len(shown) - len(named))
+    return failure_text(what + when, lines, hint)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from cfarena.server.rating.elo import elo_update
@@ -218,6 +218,25 @@ def list_matches(s: Session, tournament_id: int | None, bot: str | int | None,
     if limit is not None:
         query = query.limit(limit)
     matches = list(s.scalars(query))
+    seats = _seat_infos(s, [m.id for m in matches])
+    return [_match_info(m, seats.get(m.id, ())) for m in matches]
+
+
+def logged_matches_after(s: Session, bot_id: int, after: str | None, limit: int
+                         ) -> list[MatchInfo] | None:
+    """Bot `bot_id`'s matches with a stored game log, oldest first (`list_matches`' order
+    reversed), those after its match `after` (None: from the first), at most `limit`;
+    None if `after` is not one of its matches."""
+    order = (func.coalesce(Match.started_at, Match.created_at), Match.created_at,
+             Match.ordinal, Match.id)
+    own = Match.id.in_(select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id))
+    query = select(Match).join(GameLog, GameLog.match_id == Match.id).where(own)
+    if after is not None:
+        cursor = s.execute(select(*order).where(own, Match.id == after)).first()
+        if cursor is None:
+            return None
+        query = query.where(tuple_(*order) > tuple(cursor))
+    matches = list(s.scalars(query.order_by(*order).limit(limit)))
     seats = _seat_infos(s, [m.id for m in matches])
     return [_match_info(m, seats.get(m.id, ())) for m in matches]
 

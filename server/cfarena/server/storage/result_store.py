@@ -49,6 +49,14 @@ class ResultStore(Sessions):
             return queries.list_matches(
                 s, tournament_id, bot, None if status is None else MatchStatus(status), limit)
 
+    def logged_matches_after(self, bot_id: int, after: str | None, limit: int
+                             ) -> list[MatchInfo] | None:
+        """A page of bot `bot_id`'s matches with a stored game log, oldest first: those
+        after its match `after` (None: from the first), at most `limit`; None if `after`
+        is not one of its matches (a page's end is the next one's start)."""
+        with self._session() as s:
+            return queries.logged_matches_after(s, bot_id, after, limit)
+
     def seeds_of(self, statuses: tuple[MatchStatus, ...]) -> set[int]:
         """The seeds of every match in one of `statuses` (one column read: what a
         disclosure check needs, without the matches' seats)."""

@@ -16,6 +16,7 @@ from cfarena.engine import Rules
 from cfarena.match.abort_reason import AbortReason
 from cfarena.match.bot_ids import wire_match_id
 from cfarena.server.referee import FaultKind, MatchRecord, RefereeServer, TimeControl
+from cfarena.server.sandbox.failure_lines import hints, without_hint
 from cfarena.server.storage import (
     LeaseLost,
     MatchStatus,
@@ -143,10 +144,13 @@ class MatchRoom:
 
 
 def seat_end(record: MatchRecord, seat: int, warm: WarmBot) -> str:
-    """How a seat's process ended, in one line: why its bot was given up, the limit it
-    breached, the fault that forfeited the seat ("timeout at turn 5: ..."; not what the
-    process printed afterwards; "; stopped after the match" if it had to be), how it
-    exited by itself, or "stopped after the match"."""
+    """How a seat's process ended, in one line (then the arena's hint, a line of its
+    own, where one was given): why its bot was given up, the limit it breached, the
+    fault that forfeited the seat ("timeout at turn 5: ..."; not what the process
+    printed afterwards; "; stopped after the match" if it had to be), how it exited by
+    itself, or "stopped after the match". A disconnect whose process exited by itself
+    keeps the hint its exit gave, which the fault's public detail goes without
+    (`_settle`)."""
     if warm.written_off:
         return warm.written_off
     if warm.process.breach:
@@ -156,7 +160,9 @@ def seat_end(record: MatchRecord, seat: int, warm: WarmBot) -> str:
         fault = ended[0]
         when = f"at turn {fault.turn_id}" if fault.turn_id else "before its first turn"
         stopped = "" if warm.process.exited_by_itself else "; stopped after the match"
-        return f"{fault.kind.value} {when}: {fault.detail}{stopped}"
+        told = hints(warm.process.exit_summary()) \
+            if fault.kind is FaultKind.DISCONNECT and warm.process.exited_by_itself else []
+        return "\n".join([f"{fault.kind.value} {when}: {fault.detail}{stopped}", *told])
     if warm.process.exited_by_itself:
         return warm.process.exit_summary()
     return "stopped after the match"
@@ -222,7 +228,10 @@ def _not_started(match_id: str) -> StoredMatch:
 
 
 async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
-    """Give the processes of disconnected seats a moment to exit, then say why they did."""
+    """Give the processes of disconnected seats a moment to exit, then say why they did.
+    A disconnect's detail is public (the web page shows it): it goes without the arena's
+    hint for a missing path, which names the organiser's paths (the seat's log, `seat_end`,
+    and the terminal keep it)."""
     lost = {f.seat for f in record.faults if f.kind is FaultKind.DISCONNECT}
     for seat in lost:
         process = warms[seat].process
@@ -232,11 +241,13 @@ async def _settle(warms: Sequence[WarmBot], record: MatchRecord) -> None:
     for index, fault in enumerate(record.faults):
         warm = warms[fault.seat]
         process = warm.process
-        if fault.kind is not FaultKind.DISCONNECT or process.breach or warm.written_off:
+        if fault.kind is not FaultKind.DISCONNECT:
             continue
-        if process.returncode is not None and fault.detail in _GENERIC_DISCONNECTS:
-            record.faults[index] = dataclasses.replace(
-                fault, detail=f"bot process {process.exit_summary(hint=False)}")
+        detail = fault.detail  # a written-off seat's: why its bot was given up
+        if not process.breach and not warm.written_off and process.returncode is not None \
+                and detail in _GENERIC_DISCONNECTS:
+            detail = f"bot process {process.exit_summary(hint=False)}"
+        record.faults[index] = dataclasses.replace(fault, detail=without_hint(detail))
 
 
 async def _let_exit(warms: Sequence[WarmBot]) -> None:

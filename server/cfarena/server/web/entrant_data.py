@@ -7,22 +7,36 @@ exist), another seat's output is never read, and a seat's turns and record come 
 `seat_view` (what that seat saw). The seed is added only once the match's deal is
 over everywhere (`disclosure.deal_revealed`), as on the public pages; the seat's own
 view (its hands, its turns, its output) is shown once the match is stored, which is
-when its output and log are.
+when its output and log are. How its process ended is shown without the arena's hint
+for a missing path (it names the organiser's paths: `failure_lines.without_hint`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cfarena.match.bot_ids import bot_match_id
+from cfarena.server.sandbox.failure_lines import without_hint
 from cfarena.server.storage import Database, MatchInfo, StorageError
 from cfarena.server.web.data import NotFound, match_summary
 from cfarena.server.web.disclosure import deal_revealed
 from cfarena.server.web.seat_view import seat_record, seat_view
 
-MATCHES_SHOWN = 200  # on the entrant's page, newest first (the download has them all)
+MATCHES_SHOWN = 200  # on the entrant's page, newest first (the download pages through all)
+GAMES_PAGE = 100  # games in one download at most (`?limit=`, its default too)
+
+
+@dataclass(frozen=True, slots=True)
+class GamesPage:
+    """One file of an entrant's download: its lines (made lazily) and where the next
+    page starts."""
+
+    lines: Iterator[str]
+    last: str | None  # the id of this page's last match, if another page follows
 
 
 def own_seats(m: MatchInfo, bot_id: int) -> list[int]:
@@ -53,7 +67,9 @@ def match(db: Database, bot_id: int, given: str) -> dict[str, Any]:
     if detail is None or not seats:
         raise NotFound(f"none of your matches has the id {given!r}")
     m = detail.match
-    outputs = {x.seat: x for x in db.seat_logs(m.id) if x.seat in seats}
+    # the arena's hint for a missing path names the organiser's paths: not shown here
+    outputs = {x.seat: dataclasses.replace(x, exit=x.exit and without_hint(x.exit))
+               for x in db.seat_logs(m.id) if x.seat in seats}
     revealed = deal_revealed(db.same_deal(m.id))
     problem = None
     try:
@@ -71,12 +87,23 @@ def match(db: Database, bot_id: int, given: str) -> dict[str, Any]:
     }
 
 
-def games(db: Database, bot_id: int) -> Iterator[str]:
-    """JSON Lines: `seat_view.seat_record` of every stored game log of the bot's matches,
-    oldest first (each line its own seats' views; the seed only once revealed). Read
-    lazily, a match at a time."""
-    listed = db.list_matches(bot=bot_id, limit=None)
-    for m in reversed(listed):
+def games(db: Database, bot_id: int, after: str | None = None, limit: int = GAMES_PAGE
+          ) -> GamesPage:
+    """A page of the bot's games as JSON Lines: `seat_view.seat_record` of each stored
+    game log of its matches, oldest first, those after its match `after` (None: from
+    the first), at most `limit` (each line its own seats' views; the seed only once
+    revealed). The page's logs are read and re-simulated lazily, a match at a time.
+    NotFound if `after` is not one of the bot's matches."""
+    listed = db.logged_matches_after(bot_id, after, limit + 1)
+    if listed is None:
+        raise NotFound(f"none of your matches has the id {after!r}")
+    page = listed[:limit]
+    return GamesPage(_game_lines(db, bot_id, page),
+                     page[-1].id if len(listed) > limit else None)
+
+
+def _game_lines(db: Database, bot_id: int, page: Sequence[MatchInfo]) -> Iterator[str]:
+    for m in page:
         try:
             log = db.get_log(m.id)
         except StorageError as exc:

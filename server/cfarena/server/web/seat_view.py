@@ -2,9 +2,10 @@
 was asked (its hand, the moves it was offered, the one it chose, the time it took),
 and the seat's game record that an entrant downloads (`seat_record`).
 
-Everything here is made by re-simulating the log with the engine and reading only
-`observe(state, seat)`, `legal_moves(state)` at the seat's own decisions (the moves
-the referee offered: the match law asks with the same list) and
+Everything here is made by re-simulating the log with the engine
+(`match.resimulation.logged_moves`, as `cfarena replay --seat` does) and reading only
+`observe(state, seat)`, the legal moves at the seat's own decisions (the moves the
+referee offered: the match law asks with the same list) and
 `visible_events(state, seat)`: no other hand, no boneyard order, no tile another seat
 drew reaches it. The seed is never part of a seat's view: `seat_record` adds it only
 when the caller says the deal is revealed (`disclosure.deal_revealed`).
@@ -16,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cfarena.engine import Move, apply_move, legal_moves, observe, visible_events
+from cfarena.engine import apply_move, observe, visible_events
 from cfarena.match.log_format import event_to_dict, log_seed
-from cfarena.match.resimulation import LogError, start_match
+from cfarena.match.resimulation import LogError, logged_moves, start_match
 
 # what of a log's top level a seat's record copies (public: who played, the rules, the
 # time control, how it ended); never "seed", "deals", "events", "actions", "key"
@@ -84,39 +85,28 @@ def seat_view(log: Mapping[str, Any], seat: int) -> SeatView:
     except LogError as exc:
         return SeatView(seat, (), (), (), tuple(own_faults), str(exc))
     seen_until: int | None = None  # events the seat saw: all, or up to its forfeit
-    actions = log.get("actions")
-    for i, action in enumerate(actions if isinstance(actions, list) else []):
-        if not state.is_over and state.round_index not in hands:
-            hands[state.round_index] = tuple(str(t) for t in observe(state, seat).hand)
-        if not isinstance(action, dict) or state.is_over \
-                or action.get("seat") != state.current_seat:
-            error = f"actions[{i}]: not the seat to move, or the match was over"
-            break
-        offered = legal_moves(state)
-        try:
-            move = Move.parse(str(action.get("move")))
-        except ValueError as exc:
-            error = f"actions[{i}].move: {exc}"
-            break
-        if move not in offered:
-            error = f"actions[{i}].move: {move.key} is not legal here"
-            break
-        turn_id = action.get("turn_id")
-        if action.get("seat") == seat and isinstance(turn_id, int):
-            seen = observe(state, seat)
-            ms = action.get("ms")
-            turns.append(SeatTurn(
-                turn_id=turn_id, round=state.round_index,
-                hand=tuple(str(t) for t in seen.hand),
-                drawn_tile=None if seen.drawn_tile is None else str(seen.drawn_tile),
-                offered=tuple(m.key for m in offered), chosen=move.key,
-                ms=float(ms) if isinstance(ms, int | float) else None,
-                fallback=bool(action.get("fallback")),
-                faults=tuple(by_turn.get(turn_id, ()))))
-            if turn_id == forfeit_turn:
-                seen_until = len(state.events)
-                break
-        apply_move(state, move)
+    try:
+        for step in logged_moves(log, state):
+            if state.round_index not in hands:
+                hands[state.round_index] = tuple(str(t) for t in observe(state, seat).hand)
+            turn_id = step.action.get("turn_id")
+            if step.action.get("seat") == seat and isinstance(turn_id, int):
+                seen = observe(state, seat)
+                ms = step.action.get("ms")
+                turns.append(SeatTurn(
+                    turn_id=turn_id, round=state.round_index,
+                    hand=tuple(str(t) for t in seen.hand),
+                    drawn_tile=None if seen.drawn_tile is None else str(seen.drawn_tile),
+                    offered=tuple(m.key for m in step.offered), chosen=step.move.key,
+                    ms=float(ms) if isinstance(ms, int | float) else None,
+                    fallback=bool(step.action.get("fallback")),
+                    faults=tuple(by_turn.get(turn_id, ()))))
+                if turn_id == forfeit_turn:
+                    seen_until = len(state.events)
+                    break
+            apply_move(state, step.move)
+    except LogError as exc:
+        error = str(exc)
     events = tuple(event_to_dict(e) for e in visible_events(state, seat)[:seen_until])
     return SeatView(seat, tuple(sorted(hands.items())), tuple(turns), events,
                     tuple(own_faults), error)
