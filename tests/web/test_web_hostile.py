@@ -21,6 +21,7 @@ import pytest
 
 from cfarena.server.storage import open_database
 from cfarena.server.web.hub import MAX_VIEWERS
+from tests.harness.serve import lost
 from tests.web.arena import WebArena, web_arena
 
 BOTS = {"jade": "greedy", "onyx": "random"}
@@ -150,8 +151,8 @@ def test_a_match_of_a_silent_arena_still_in_play_shows_no_seed(tmp_path: Path) -
             f"/api/matches/{match_id}/log", f"/matches/{match_id}/replay"]}
         detail = answers[f"/api/matches/{match_id}"].json()
         os.killpg(serve.pid, signal.SIGCONT)  # a runs again
-        a.wait("a finds the match lost",
-               lambda: "another arena aborted its match" in a.err(), 60)
+        said_lost = lost(match_id)
+        a.wait("a finds the match lost", lambda: bool(said_lost.search(a.err())), 60)
         after = {path: b.get(path) for path in answers}
         with open_database(db) as store:
             stored = store.get_match(match_id)
