@@ -1,6 +1,7 @@
 """The competition arena end to end: a real `cfarena serve` on a real PostgreSQL, dial-in
 bot processes (the four samples; greedy in two versions at once, montecarlo upgraded
-from version 1 to 2 mid-run), a bot registered while it runs, a token revoked mid-run
+from version 1 to 2 mid-run; each connection plays up to CAPACITY matches at once, so
+several tables play together), a bot registered while it runs, a token revoked mid-run
 (its connection closed, a later connection refused), a PostgreSQL restart mid-run
 (the ladder keeps playing, every finished match stored and rated exactly once), the
 games shared evenly, and the ratings ordering the samples."""
@@ -26,6 +27,9 @@ from tests.harness.serve import SAMPLES, Arena
 PLAYERS = "4"
 POOL = "standard/4p"
 TOTAL = 280  # matches in the run
+# matches a connection plays at once: with one, the 6 entrants (5 bots) fill one
+# 4-seat table at a time and the run waits on each match's every turn in turn
+CAPACITY = "2"
 
 
 class Procs(Arena):
@@ -38,7 +42,8 @@ class Procs(Arena):
     def bot(self, name: str, bot: str, token: str, *args: str,
             env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         return self.dial_in(name, bot, f"127.0.0.1:{self.port}", token, "--retries", "50",
-                            "-q", *args, env={"CFARENA_MC_BUDGET_MS": "2", **(env or {})})
+                            "--capacity", CAPACITY, "-q", *args,
+                            env={"CFARENA_MC_BUDGET_MS": "2", **(env or {})})
 
 
 @pytest.fixture

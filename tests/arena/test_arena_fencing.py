@@ -8,7 +8,6 @@ stops it and plays on with new matches, with no traceback."""
 
 from __future__ import annotations
 
-import re
 import signal
 import time
 from collections.abc import Iterator
@@ -19,9 +18,9 @@ from sqlalchemy import text
 
 from cfarena.server.storage import open_database
 from tests.arena.test_arenas_e2e import ARENA_ID, DEAD_AFTER_S, Fleet
-from tests.cli.helpers import run_cli
+from tests.cli.helpers import run_in_process
 from tests.harness.postgres import PgCluster
-from tests.harness.serve import FINISHED
+from tests.harness.serve import FINISHED, lost
 
 BOTS = {"greedy": "cfarena.bots.greedy", "smart": "cfarena.bots.smart"}
 
@@ -58,7 +57,7 @@ def _stored(fleet: Fleet, match_id: str) -> tuple[str, str, int, int, int]:
 def test_an_arena_frozen_past_the_stale_limit_stores_nothing(fleet: Fleet) -> None:
     tokens = {}
     for name in BOTS:
-        added = run_cli("bots", "add", name, "--db", fleet.db, cwd=fleet.dir)
+        added = run_in_process("bots", "add", name, "--db", fleet.db, cwd=fleet.dir)
         assert added.returncode == 0, added.stderr
         tokens[name] = added.stdout.strip().splitlines()[-1]
     ports = {name: fleet.arena(name, "--players", "2", "--rule", "rounds=3",
@@ -87,9 +86,8 @@ def test_an_arena_frozen_past_the_stale_limit_stores_nothing(fleet: Fleet) -> No
         fleet.procs["a"].send_signal(signal.SIGCONT)
     # a wakes: it learns it lost the match (its next beat, or its refused store), and
     # plays on with a new match
-    lost = re.compile(rf"(another arena aborted its match {match_id}|match {match_id}: its "
-                      "lease is revoked)")
-    fleet.wait("a to notice it lost the match", lambda: bool(lost.search(fleet.err("a")))
+    said_lost = lost(match_id)
+    fleet.wait("a to notice it lost the match", lambda: bool(said_lost.search(fleet.err("a")))
                or _stored(fleet, match_id)[0] != "aborted", 15, ("a", "b"))
     woke = len(fleet.err("a"))
     fleet.wait("a new match on a", lambda: bool(FINISHED.search(fleet.err("a")[woke:])),
@@ -103,7 +101,7 @@ def test_an_arena_frozen_past_the_stale_limit_stores_nothing(fleet: Fleet) -> No
     assert (status, logs, faults, rated) == ("aborted", 0, 0, 0), fleet.err("a")[-3000:]
     assert f"arena {ids['a']} (127.0.0.1:{ports['a']}) died" in reason
     err_a = fleet.err("a")
-    assert lost.search(err_a), err_a[-3000:]
+    assert said_lost.search(err_a), err_a[-3000:]
     assert "Traceback" not in err_a + fleet.err("b")
     # rated: exactly the finished matches
     with open_database(fleet.db, create=False) as db, db.engine.connect() as conn:

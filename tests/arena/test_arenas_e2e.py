@@ -83,7 +83,7 @@ def test_two_arenas_one_killed(fleet: Fleet) -> None:
     servers = ",".join(f"127.0.0.1:{p}" for p in ports.values())
     for name, module in BOTS.items():
         fleet.dial_in(name, module, servers, tokens[name], "--capacity", str(CAPACITY),
-                      "--retries", "-1", "-q", env={"CFARENA_MC_BUDGET_MS": "15"})
+                      "--retries", "-1", "-q", env={"CFARENA_MC_BUDGET_MS": "2"})
     fleet.wait(f"{EACH} matches on each arena",
                lambda: min(len(fleet.finished(n)) for n in ports) >= EACH, 60, ("a", "b"))
     warm = time.monotonic() - t0

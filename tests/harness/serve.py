@@ -24,6 +24,15 @@ SAMPLES = {"random": "cfarena.bots.random_bot", "greedy": "cfarena.bots.greedy",
            "smart": "cfarena.bots.smart", "montecarlo": "cfarena.bots.montecarlo"}
 
 
+def lost(match_id: str) -> re.Pattern[str]:
+    """What a woken arena says of `match_id` when another arena aborted it while it was
+    silent (its lease revoked): at its next beat, or, if the match ended first (the woken
+    referee charges the seats in play for the freeze: a forfeit may end it at once),
+    when the store of its copy is refused. Either way nothing of it is stored."""
+    return re.compile(rf"(another arena aborted its match {match_id}|"
+                      rf"match {match_id}: its lease is revoked)")
+
+
 @dataclass(frozen=True)
 class Ports:
     """The ports one serve bound: its bots' and its HTTP server's (None: not asked)."""

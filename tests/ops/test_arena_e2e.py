@@ -59,7 +59,8 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
                           capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr
     # `serve` as the compose runs it, on ports 0 (the ones bound read back from its log),
-    # on the test's database; matches shortened to one round so a few finish in time
+    # on the test's database; matches shortened to one round (and montecarlo's thinking
+    # below) so a few finish in time
     serve_argv = found["referee"]["command"]
     assert serve_argv[0] == "serve", serve_argv
     arena = Arena(tmp_path, db)
@@ -70,9 +71,9 @@ def test_compose_services_as_processes(tmp_path: Path, pg_cluster: PgCluster) ->
         bound = arena.listening("serve", http=True, timeout=120)  # after four `bots add`
         port, http_port = bound.bots, bound.http
         bots = {name: s for name, s in found.items() if name.startswith("bot-")}
-        for name, service in bots.items():
+        for name, service in bots.items():  # montecarlo thinks 2 ms a decision, not 50
             arena.start(name, ["sh", str(ENTRYPOINT), *service["command"]],
-                        {**env, **service["environment"],
+                        {**env, **service["environment"], "CFARENA_MC_BUDGET_MS": "2",
                          "CFARENA_SERVER": f"127.0.0.1:{port}"})
         # the compose healthcheck, pointed at this referee
         health = found["referee"]["healthcheck"]["test"][-1].replace(

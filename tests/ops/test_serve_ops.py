@@ -13,6 +13,9 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from cfarena.sdk.cli import main as sdk_main
 from tests.cli.helpers import run_in_process
 from tests.harness.ports import busy_port
 from tests.harness.serve import Arena
@@ -156,16 +159,21 @@ def test_tls_and_http_option_errors_are_one_line(tmp_path: Path) -> None:
                         f"cannot listen on 127.0.0.1:{used}: address already in use")
 
 
-def test_sdk_tls_ca_errors_are_usage_errors(tmp_path: Path) -> None:
+def test_sdk_tls_ca_errors_are_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """In process (`cfarena.sdk.cli.main`): a usage error is refused before any
+    connection, no process behaviour is under test."""
     (tmp_path / "junk.pem").write_text("junk\n")
     for args, env, needle in [
         (["--tls-ca", str(tmp_path / "nope.pem")], {}, "--tls-ca"),
         (["--tls-ca", str(tmp_path / "junk.pem")], {}, "not a PEM certificate"),
         ([], {"CFARENA_TLS_CA": str(tmp_path / "nope.pem")}, "CFARENA_TLS_CA"),
     ]:
-        result = subprocess.run(
-            _sdk("cfarena.bots.random_bot", "--server", "127.0.0.1:1", "--token", "t", *args),
-            cwd=tmp_path, capture_output=True, text=True, timeout=60,
-            env={**os.environ, **env})
-        assert result.returncode == 2, result.stderr
-        assert needle in result.stderr and result.stderr.count("\n") == 1, result.stderr
+        with monkeypatch.context() as patched:
+            for name, value in env.items():
+                patched.setenv(name, value)
+            status = sdk_main(["run", "cfarena.bots.random_bot", "--server", "127.0.0.1:1",
+                               "--token", "t", *args])
+        stderr = capsys.readouterr().err
+        assert status == 2, stderr
+        assert needle in stderr and stderr.count("\n") == 1, stderr

@@ -37,10 +37,10 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from cfarena.server.sprt.llr import (
     NELO_PER_T,
@@ -48,7 +48,10 @@ from cfarena.server.sprt.llr import (
     llr_normalized,
 )
 
-Z95 = float(norm.ppf(0.975))
+# the standard normal from the standard library: importing scipy.stats would add a
+# second of CPU to the start of every process that loads this module (serve, worker)
+STANDARD_NORMAL = NormalDist()
+Z95 = STANDARD_NORMAL.inv_cdf(0.975)
 
 
 class EloModel(enum.StrEnum):
@@ -171,7 +174,7 @@ def estimate(scores: Iterable[float], matches_per_group: int) -> Estimate:
     se = sd / math.sqrt(n)
     low, high = mu - Z95 * se, mu + Z95 * se
     if se > 0:
-        los = float(norm.cdf((mu - 0.5) / se))
+        los = STANDARD_NORMAL.cdf((mu - 0.5) / se)
         per_match_sd = sd * math.sqrt(matches_per_group)
         nelo, nelo_low, nelo_high = (NELO_PER_T * (m - 0.5) / per_match_sd
                                      for m in (mu, low, high))
