@@ -63,8 +63,8 @@ def rated_games(db: Database, name: str, pool: str) -> dict[str, int]:
 def rating_history(db: Database, name: str, pool: str,
                    last: int | None = None) -> list[dict[str, Any]]:
     """The version and the online rating (Elo-like, as on the ladder) of bot `name`
-    after each of its rated matches in `pool`, oldest first, each with its `match`
-    number among them (1: its first rated match); with `last`, only the latest
+    after each of its rated matches in `pool`, oldest first, each numbered
+    among them (`number`, 1: its first rated match); with `last`, only the latest
     `last` points."""
-    return [{"match": number, "version": version, "rating": round(skill.elo, 1)}
+    return [{"number": number, "version": version, "rating": round(skill.elo, 1)}
             for number, version, skill in db.skill_history(name, pool, last)]

@@ -115,7 +115,7 @@ def make_router() -> APIRouter:
         info = await site.read(site.data.bot, name, pool or site.pool)
         history = info["rating_history"]
         chart = rating_chart([p["rating"] for p in history],
-                             [f"match {p['match']}, version {p['version'] or '-'}"
+                             [f"match {p['number']}, version {p['version'] or '-'}"
                               for p in history],
                              marks=[(i, f"version {p['version'] or '-'}")
                                     for i, p in enumerate(history)

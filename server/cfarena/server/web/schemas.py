@@ -134,7 +134,7 @@ class BotFault(BaseModel):
 
 
 class RatingPoint(BaseModel):
-    match: int = Field(description="which of the bot's rated matches in the pool this "
+    number: int = Field(description="which of the bot's rated matches in the pool this "
                        "point follows (1: its first)")
     version: str
     rating: float = Field(description="the online rating (Elo-like, as on the leaderboard) "
