@@ -4,8 +4,8 @@
     python benchmarks/soak.py [--matches 1000] [--warmup 100] [--players 2]
                               [--bots 4] [--concurrency 4] [--rounds 1]
                               [--viewers [--no-live | --no-pages]] [--chaos]
-                              [--no-web] [--probe [--trace NFRAMES]] [--keep DIR]
-                              [--baseline PATH/TO/cfarena]
+                              [--minutes M] [--no-web] [--probe [--trace NFRAMES]]
+                              [--keep DIR] [--baseline PATH/TO/cfarena [--together]]
 
 A real `cfarena serve --http-port` (the web page and API on; `--no-web`: without
 --http-port) on a SQLite file, with `--bots` sample bots (random and greedy, which
@@ -31,7 +31,9 @@ warm-up, which a few allocator steps move much less than end minus start does, a
 the same slope over the first and the second half of those samples (growth that levels
 off, caches filling to their size, has a second half near zero).
 With `--baseline CFARENA` (e.g. another checkout's .venv/bin/cfarena) the same soak
-runs on it too, first, and both are printed. With `--probe`, serve runs under
+runs on it too, first (`--together`: at the same time, under the same load), and
+both are printed. `--minutes M` plays for M minutes after the warm-up instead of
+`--matches` (a loaded machine plays fewer matches a minute). With `--probe`, serve runs under
 benchmarks/serve_probe.py, which samples its memory from inside: the same slopes are
 printed for RSS by kind (the main malloc arena, the other arenas, Python's own arenas,
 files), Python's allocated blocks, the stalls the referee's loop keeps, SQLite's
@@ -282,9 +284,12 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
              concurrency: int = 4, rounds: int = 1, viewers: bool = False,
              live: bool = True, pages: bool = True,
              web: bool = True, chaos: bool = False, every: float = 0.5, cfarena: str = CFARENA,
-             timeout_s: float = 600.0, probe: bool = False, trace_frames: int = 0) -> Soak:
+             timeout_s: float = 600.0, probe: bool = False, trace_frames: int = 0,
+             minutes: float | None = None, stop: threading.Event | None = None) -> Soak:
     """Play `warmup` + `matches` matches on a fresh serve in `tmp` (see the module doc);
-    AssertionError (with serve's log) if serve dies or stops making progress."""
+    with `minutes`, play for that long after the warm-up instead, however many
+    matches that is; `stop` set ends it early. AssertionError (with serve's log) if
+    serve dies or stops making progress."""
     tmp.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{tmp / 'soak.db'}"
     env = dict(os.environ)
@@ -350,7 +355,9 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
                 last, moved = ended, now
             elif now - moved > (stall_s if ended else 180):  # serve and the bots start first
                 raise failed(f"no match ended for {now - moved:.0f} s (at {ended})")
-            if now > deadline:
+            if stop is not None and stop.is_set():
+                raise failed(f"stopped at {ended} matches")
+            if minutes is None and now > deadline:
                 raise failed(f"only {ended} of {warmup + matches} matches in {timeout_s:g} s")
             if chaos and now >= chaos_at:  # a bot frozen past its timeout, or killed
                 victim = names[chaos_n % len(names)]
@@ -371,7 +378,8 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
                 if not samples:
                     began = now
                 samples.append((ended, rss_kib(serve.pid)))
-                if ended - samples[0][0] >= matches:
+                if (ended - samples[0][0] >= matches if minutes is None
+                        else now - began >= minutes * 60):
                     break
             time.sleep(every)
         seconds = time.monotonic() - began
@@ -430,6 +438,9 @@ def main() -> None:
     ap.add_argument("--bots", type=int, default=4)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--minutes", type=float,
+                    help="play this long after the warm-up instead of --matches (a "
+                         "loaded machine plays fewer matches a minute)")
     ap.add_argument("--every", type=float, default=0.5, help="seconds between samples")
     ap.add_argument("--viewers", action="store_true",
                     help="a spectator on /api/events and every live match")
@@ -451,6 +462,9 @@ def main() -> None:
                          "instead of a temporary directory")
     ap.add_argument("--baseline", metavar="CFARENA",
                     help="another cfarena executable to soak first, for comparison")
+    ap.add_argument("--together", action="store_true",
+                    help="with --baseline: both soaks at the same time (the same load on "
+                         "a shared machine; each gets half of it)")
     args = ap.parse_args()
     # SIGTERM ends the soak as Ctrl-C does: its serve and bots are stopped too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -463,21 +477,43 @@ def main() -> None:
           f"{args.warmup} matches of warm-up; {os.cpu_count()} cpus", flush=True)
     runs = [("baseline", args.baseline)] if args.baseline else []
     runs.append(("this", CFARENA))
-    for label, exe in runs:
+    stop = threading.Event()
+
+    def soak(label: str, exe: str) -> None:
         with contextlib.ExitStack() as stack:
             tmp = (Path(args.keep) / label if args.keep else
                    Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cfarena-soak-"))))
-            soak = run_soak(tmp, matches=args.matches, warmup=args.warmup,
-                            players=args.players, bots=args.bots,
-                            concurrency=args.concurrency, rounds=args.rounds,
-                            viewers=args.viewers, live=not args.no_live,
-                            pages=not args.no_pages, web=not args.no_web, chaos=args.chaos,
-                            every=args.every,
-                            cfarena=exe, timeout_s=max(600.0, (args.warmup + args.matches)
-                            * args.rounds * args.players * 0.5) * (4 if args.trace else 1),
-                            probe=args.probe or bool(args.trace), trace_frames=args.trace)
-        _report(f"{label} ({exe})", soak)
+            try:
+                result = run_soak(
+                    tmp, matches=args.matches, warmup=args.warmup, players=args.players,
+                    bots=args.bots, concurrency=args.concurrency, rounds=args.rounds,
+                    viewers=args.viewers, live=not args.no_live, pages=not args.no_pages,
+                    web=not args.no_web, chaos=args.chaos, every=args.every, cfarena=exe,
+                    timeout_s=max(600.0, (args.warmup + args.matches) * args.rounds
+                                  * args.players * 0.5) * (4 if args.trace else 1)
+                    * (2 if args.together else 1),
+                    probe=args.probe or bool(args.trace), trace_frames=args.trace,
+                    minutes=args.minutes, stop=stop)
+            except AssertionError as exc:
+                print(f"{label} ({exe}): {exc}", flush=True)
+                return
+        _report(f"{label} ({exe})", result)
 
+    if not (args.together and args.baseline):
+        for label, exe in runs:
+            soak(label, exe)
+        return
+    threads = [threading.Thread(target=soak, args=run, daemon=True) for run in runs]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(1.0)
+    finally:  # Ctrl-C or SIGTERM: each soak stops its serve and bots
+        stop.set()
+        for thread in threads:
+            thread.join(120)
 
 if __name__ == "__main__":
     main()

@@ -151,6 +151,27 @@ def test_fit_is_order_independent() -> None:
         {k: v.elo for k, v in backward.items()})
 
 
+def test_distinct_results_with_counts_fit_as_the_matches_they_stand_for() -> None:
+    """The ladder's check keeps its history as distinct results with counts: the same
+    point estimates, intervals and match counts as the matches themselves, listed in
+    the same order (the bootstrap draws the same matches)."""
+    results = _simulate({"a": 0.5, "b": 0.0, "c": -0.2}, 200, 2, seed=4, tie_rate=0.1)
+    counts: dict[tuple[tuple[str, int], ...], int] = {}
+    for match in results:
+        key = tuple(match)
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) < 20  # far fewer than the matches
+    grouped = fit_ratings([list(r) for r in counts], bootstrap=50, seed=5,
+                          counts=list(counts.values()))
+    expanded = fit_ratings([list(r) for r, k in counts.items() for _ in range(k)],
+                           bootstrap=50, seed=5)
+    assert grouped.keys() == expanded.keys()
+    for bot, estimate in expanded.items():
+        assert grouped[bot].matches == estimate.matches
+        assert (grouped[bot].elo, grouped[bot].low, grouped[bot].high) == pytest.approx(
+            (estimate.elo, estimate.low, estimate.high))
+
+
 def test_fit_speed_1000_matches_200_resamples() -> None:
     strength = {f"bot{i}": i * 0.2 for i in range(8)}
     results = _simulate(strength, 1000, 4, seed=1)

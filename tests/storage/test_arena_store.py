@@ -48,7 +48,7 @@ def test_each_version_is_rated_separately_and_once(db: Database) -> None:
     assert not db.record_match(result("m1", [[0, 5, 5]], [1, 2, 2]))
     assert db.skill_standings("standard/3p") == before
     assert db.results_by_version("standard/3p") == [
-        [((alice, "1"), 1), ((bob, ""), 2), ((carol, "x"), 2)]]
+        ((((alice, "1"), 1), ((bob, ""), 2), ((carol, "x"), 2)), 1)]
     assert [(h.version, h.matches) for h in db.bot_versions("alice")] == [("1", 1), ("2", 1)]
 
 
@@ -144,16 +144,25 @@ def test_the_rating_after_each_match_is_kept_with_its_update(db: Database) -> No
         expected += [(v, s) for (name, v), s in zip(seats, after, strict=True) if name == "alice"]
     for pool in ("standard/3p", "global"):
         kept = db.skill_history("alice", pool)
-        assert [v for v, _ in kept] == ["1", "2", "2"]
-        assert [s.mu for _, s in kept] == pytest.approx([s.mu for _, s in expected])
-        assert [s.sigma for _, s in kept] == pytest.approx([s.sigma for _, s in expected])
+        assert [(n, v) for n, v, _ in kept] == [(1, "1"), (2, "2"), (3, "2")]
+        assert [s.mu for _, _, s in kept] == pytest.approx([s.mu for _, s in expected])
+        assert [s.sigma for _, _, s in kept] == pytest.approx([s.sigma for _, s in expected])
+        assert db.skill_history("alice", pool, last=2) == kept[1:]  # numbered as in all
+        assert db.skill_history("alice", pool, last=5) == kept
         # the last point is the rating the ladder shows
         latest = next(x for x in db.skill_standings(pool) if (x.name, x.version) == ("alice", "2"))
-        assert kept[-1][1].elo == pytest.approx(latest.elo)
+        assert kept[-1][2].elo == pytest.approx(latest.elo)
     assert not db.record_match(result("m3", [[5, 5, 15]], [1, 1, 3]))  # once per match
     assert len(db.skill_history("alice", "global")) == 3
     assert db.skill_history("alice", "standard/4p") == []
     assert db.skill_history("nobody", "global") == []
+    # the Bradley-Terry check's input: each distinct result once, with its count
+    db.schedule_matches(None, [_plan("m4", [alice, bob, carol], ["1", "", "x"], seed=10)])
+    assert db.record_match(result("m4", [[5, 10, 10]], [1, 2, 2]))  # as m1 ended
+    assert db.results_by_version("global") == [
+        ((((alice, "1"), 1), ((bob, ""), 2), ((carol, "x"), 2)), 2),
+        ((((bob, ""), 3), ((alice, "2"), 1), ((carol, "x"), 2)), 1),
+        ((((carol, "x"), 1), ((bob, ""), 1), ((alice, "2"), 3)), 1)]
 
 
 def test_a_bot_was_last_seen_when_its_latest_match_ended(db: Database) -> None:

@@ -9,9 +9,10 @@ the count of ended matches; after a warm-up (imports, caches and the allocator's
 first pools) the growth per match is the slope of a least-squares line through the
 samples. The audit that filed the issue measured 600-1000 KiB per match (bot pages
 decoding 200 whole game logs at once); serve now shows 20-50 KiB/match over these
-first matches on a loaded 2-core machine (SQLite's page caches filling, the
-allocator's fragmentation), so the limit, 150 KiB/match, is three times that and a
-quarter of the audit's growth.
+first matches on a loaded 2-core machine (the allocator's first pools, SQLite's page
+caches filling to their size; over a thousand matches it levels off to a few KiB per
+match, benchmarks/soak.py, docs/OPERATIONS.md), so the limit, 150 KiB/match, is
+three times that and a quarter of the audit's growth.
 """
 
 from __future__ import annotations

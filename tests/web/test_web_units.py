@@ -1,6 +1,6 @@
 """The web page's pure pieces, one at a time: what of a match may be shown, the live
 hub (bounded queues, slow viewers dropped, a viewer cap, messages only when watched),
-the rating chart and the admin token file."""
+the rating chart, a bot page's rating points and the admin token file."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from cfarena.match.record import MatchRecord, TimeControl
 from cfarena.server.credentials import AdminTokenError, hash_token, read_admin_token
 from cfarena.server.storage import MatchStatus, StoredMatch, open_database
 from cfarena.server.web import LiveHub
+from cfarena.server.web import data as web_data
 from cfarena.server.web.chart import rating_chart
 from cfarena.server.web.data import WebData
 from cfarena.server.web.disclosure import deal_revealed, is_over
 from cfarena.server.web.hub import TooManyFromClient, client_key
+
+from .leaderboard_data import POOL, fill
 
 F, R, A, S = (MatchStatus.FINISHED, MatchStatus.RUNNING, MatchStatus.ABORTED,
               MatchStatus.SCHEDULED)
@@ -284,3 +287,19 @@ def test_made_up_pools_are_not_kept(tmp_path: Path) -> None:
         # nothing kept per pool (the rating history is read from the database)
         assert data._leaderboard == {}
         assert [v for v in vars(data).values() if isinstance(v, dict) and v] == []
+
+
+def test_a_bots_page_shows_its_latest_rating_points_numbered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bot page reads only the latest `RATING_POINTS` points of its rating history
+    (a page's work and memory do not grow with the matches played), each numbered
+    among all of the bot's rated matches."""
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    fill(url)  # alice: three matches as version 1, then three as version 2
+    with open_database(url) as db:
+        data = WebData(db)
+        everything = data.bot("alice", POOL)["rating_history"]
+        assert [(p["number"], p["version"]) for p in everything] == [
+            (1, "1"), (2, "1"), (3, "1"), (4, "2"), (5, "2"), (6, "2")]
+        monkeypatch.setattr(web_data, "RATING_POINTS", 4)
+        assert data.bot("alice", POOL)["rating_history"] == everything[2:]

@@ -7,6 +7,7 @@ scale (mean 1500), with a 95% confidence interval from a bootstrap over matches.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Sequence
@@ -145,11 +146,29 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+RESAMPLE_CHUNK = 4096  # matches drawn at a time in a bootstrap resample
+
+
+def _resample(rng: random.Random, cumulative: Sequence[int], count: int) -> list[int]:
+    """How often each result is drawn when `count` matches are drawn with replacement,
+    result m standing for `cumulative[m] - cumulative[m - 1]` of them (the same draws
+    as `rng.choices(range(count), k=count)` over the matches one by one), drawn
+    `RESAMPLE_CHUNK` at a time."""
+    weights = [0] * len(cumulative)
+    population = range(len(cumulative))
+    for start in range(0, count, RESAMPLE_CHUNK):
+        k = min(RESAMPLE_CHUNK, count - start)
+        for m in rng.choices(population, cum_weights=cumulative, k=k):
+            weights[m] += 1
+    return weights
+
+
 def fit_ratings(
     results: Sequence[MatchRanks[B]],
     bootstrap: int = 200,
     seed: int = 0,
     prior: float = 1.0,
+    counts: Sequence[int] | None = None,
 ) -> dict[B, RatingEstimate]:
     """Bradley-Terry ratings of every bot in `results`, Elo scale anchored at mean 1500.
 
@@ -159,6 +178,10 @@ def fit_ratings(
     each refit is centred on the bots it contains. With `bootstrap=0` the
     interval is the point estimate. Bots that never met another bot get 1500
     plus whatever the anchoring gives them.
+
+    With `counts`, `results[m]` stands for `counts[m]` matches with the same seats
+    and ranks (a ladder's history, kept in memory as its distinct results): the same
+    fit and the same bootstrap, with memory that does not grow with the matches.
     """
     index: dict[B, int] = {}
     for match in results:
@@ -167,27 +190,27 @@ def fit_ratings(
     n = len(index)
     if n == 0:
         return {}
+    times = [1] * len(results) if counts is None else list(counts)
     matches = [0] * n
     contribs: list[_Contrib] = []
-    for match in results:
+    for match, k in zip(results, times, strict=True):
         for i in {index[bot] for bot, _ in match}:
-            matches[i] += 1
+            matches[i] += k
         contrib: _Contrib = []
         for a, b, score in pairwise_games(match):
             i, j = index[a], index[b]
             contrib.append((i * n + j, score) if i < j else (j * n + i, 1.0 - score))
         contribs.append(contrib)
 
-    theta = _bt_fit(n, _aggregate(n, contribs, None), prior)
+    theta = _bt_fit(n, _aggregate(n, contribs, None if counts is None else times), prior)
     point = _to_elo(theta, range(n))
 
     samples: list[list[float]] = [[] for _ in range(n)]
     rng = random.Random(seed)
-    count = len(contribs)
+    cumulative = list(itertools.accumulate(times))
+    count = cumulative[-1] if cumulative else 0
     for _ in range(bootstrap if count else 0):
-        weights = [0] * count
-        for m in rng.choices(range(count), k=count):
-            weights[m] += 1
+        weights = _resample(rng, cumulative, count)
         present = sorted(
             {index[bot] for m, w in enumerate(weights) if w for bot, _ in results[m]}
         )

@@ -60,8 +60,11 @@ def rated_games(db: Database, name: str, pool: str) -> dict[str, int]:
     return {x.version: x.games for x in db.skill_standings(pool) if x.name == name}
 
 
-def rating_history(db: Database, name: str, pool: str) -> list[dict[str, Any]]:
+def rating_history(db: Database, name: str, pool: str,
+                   last: int | None = None) -> list[dict[str, Any]]:
     """The version and the online rating (Elo-like, as on the ladder) of bot `name`
-    after each of its rated matches in `pool`, oldest first."""
-    return [{"version": version, "rating": round(skill.elo, 1)}
-            for version, skill in db.skill_history(name, pool)]
+    after each of its rated matches in `pool`, oldest first, each numbered
+    among them (`number`, 1: its first rated match); with `last`, only the latest
+    `last` points."""
+    return [{"number": number, "version": version, "rating": round(skill.elo, 1)}
+            for number, version, skill in db.skill_history(name, pool, last)]

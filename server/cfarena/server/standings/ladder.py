@@ -16,7 +16,9 @@ def ladder_rows(db: Database, pool: str, all_versions: bool = False) -> list[dic
     `all_versions`), ranked by the online rating's conservative score (mu - 3 sigma),
     with the batch Bradley-Terry estimate of the same (bot, version) as the check."""
     standings = db.skill_standings(pool)
-    fit = fit_ratings(db.results_by_version(pool), bootstrap=BOOTSTRAP, seed=0)
+    results = db.results_by_version(pool)  # distinct results, each with its count
+    fit = fit_ratings([r for r, _ in results], bootstrap=BOOTSTRAP, seed=0,
+                      counts=[k for _, k in results])
     versions: dict[str, int] = {}
     for x in standings:
         versions[x.name] = versions.get(x.name, 0) + 1

@@ -4,6 +4,7 @@ shown of a match, and what a bot's owner may see (versions, faults, decision tim
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +35,9 @@ Entrant = tuple[int, str]  # (bot id, version)
 # (a scheduled match never started: when it was scheduled)
 _SEEN_AT = func.coalesce(Match.finished_at, Match.started_at, Match.created_at)
 LOGS_AT_ONCE = 1  # game logs decoded at a time (`decision_times`)
+RESULTS_AT_ONCE = 1000  # rows read at a time (`results_by_version`)
+# a ladder match's result: ((bot id, version), rank) per seat, in seat order
+LadderResult = tuple[tuple[Entrant, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,35 +92,47 @@ class ArenaStore(Sessions):
             out.sort(key=lambda x: (-x.conservative, x.name, x.version))
             return out
 
-    def results_by_version(self, pool: str) -> list[list[tuple[Entrant, int]]]:
-        """((bot id, version), rank) per seat of every finished ladder match (outside
-        tournaments) of `pool`, in finishing order: what the batch Bradley-Terry check
-        is fitted on."""
+    def results_by_version(self, pool: str) -> list[tuple[LadderResult, int]]:
+        """The distinct results of the finished ladder matches (outside tournaments)
+        of `pool`, each with how many matches ended so: ((bot id, version), rank) per
+        seat, in seat order; in the order each was first seen (by finishing time).
+        What the batch Bradley-Terry check is fitted on (`fit_ratings`' `counts`).
+        The matches are read `RESULTS_AT_ONCE` at a time: memory grows with the
+        distinct results (entrants, seatings, ranks), not with the matches played."""
         with self._session() as s:
             query = (select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.bot_version,
                             MatchSeat.rank)
                      .join(Match, Match.id == MatchSeat.match_id)
                      .where(Match.status == MatchStatus.FINISHED.value,
                             Match.tournament_id.is_(None))
-                     .order_by(Match.finished_at, Match.id, MatchSeat.seat))
+                     .order_by(Match.finished_at, Match.id, MatchSeat.seat)
+                     .execution_options(yield_per=RESULTS_AT_ONCE))
             if pool != "global":
                 query = query.where(Match.pool == pool)
-            out: dict[str, list[tuple[Entrant, int]]] = {}
-            for match_id, bot_id, version, rank in s.execute(query):
-                out.setdefault(match_id, []).append(((bot_id, version), int(rank or 0)))
-            return list(out.values())
+            counts: dict[LadderResult, int] = {}
+            for _match_id, seats in itertools.groupby(s.execute(query), key=lambda r: r[0]):
+                result = tuple(((bot_id, version), int(rank or 0))
+                               for _m, bot_id, version, rank in seats)
+                counts[result] = counts.get(result, 0) + 1
+            return list(counts.items())
 
-    def skill_history(self, name: str, pool: str) -> list[tuple[str, Skill]]:
-        """(version, online rating) of ladder bot `name` in `pool` after each of its
-        rated matches, oldest first ([] if there is no such bot)."""
+    def skill_history(self, name: str, pool: str, last: int | None = None
+                      ) -> list[tuple[int, str, Skill]]:
+        """(number, version, online rating) of ladder bot `name` in `pool` after each
+        of its rated matches, oldest first, numbered from 1 (its first rated match);
+        with `last`, only the latest `last` of them ([] if there is no such bot)."""
         with self._session() as s:
-            rows = s.execute(
-                select(SkillHistory.version, SkillHistory.mu, SkillHistory.sigma)
-                .join(Bot, Bot.id == SkillHistory.bot_id)
-                .where(Bot.name == name, Bot.tournament_id.is_(None),
-                       SkillHistory.pool == pool)
-                .order_by(SkillHistory.id))
-            return [(version, Skill(mu, sigma)) for version, mu, sigma in rows]
+            query = (select(SkillHistory.version, SkillHistory.mu, SkillHistory.sigma)
+                     .join(Bot, Bot.id == SkillHistory.bot_id)
+                     .where(Bot.name == name, Bot.tournament_id.is_(None),
+                            SkillHistory.pool == pool))
+            skipped = 0
+            if last is not None:
+                total = s.scalar(select(func.count()).select_from(query.subquery())) or 0
+                skipped = max(total - last, 0)
+            rows = s.execute(query.order_by(SkillHistory.id).offset(skipped))
+            return [(skipped + i, version, Skill(mu, sigma))
+                    for i, (version, mu, sigma) in enumerate(rows, 1)]
 
     # -- what may be shown of a match (the web page) -----------------------------
 

@@ -19,6 +19,11 @@ from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_S = 30.0
+# each SQLite connection's page cache, in KiB (SQLite's default: 2000). A cache fills as
+# the file grows and a long-running `serve` holds up to 15 pooled connections: at the
+# default their caches alone grew serve by ~2 KiB per match over thousands of matches
+# (benchmarks/soak.py --probe); the pages not cached come from the system's file cache
+SQLITE_CACHE_KIB = 512
 PG_CONNECT_TIMEOUT_S = 10
 # execution option naming the SQLite BEGIN mode ("IMMEDIATE" for writers)
 SQLITE_BEGIN = "cfarena_sqlite_begin"
@@ -99,6 +104,7 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
         cursor = dbapi_conn.cursor()
         try:
             cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
             if not read_only:  # the journal mode is written into the file
                 cursor.execute("PRAGMA journal_mode=WAL")
                 cursor.execute("PRAGMA synchronous=NORMAL")

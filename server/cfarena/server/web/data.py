@@ -37,6 +37,9 @@ from cfarena.server.web.disclosure import deal_revealed
 LEADERBOARD_TTL_S = 2.0  # the Bradley-Terry bootstrap is costly: at most this often
 RECENT_MATCHES = 20
 FAULTS_SHOWN = 50
+# points of a bot's rating history shown (its latest): a page's work and memory stay
+# the same however many matches the bot has played
+RATING_POINTS = 500
 REPLAYS_KEPT = 32  # rendered replay pages kept (LRU)
 LUCK_KEPT = 256  # matches' luck kept (LRU; a few hundred bytes each)
 
@@ -187,8 +190,9 @@ class WebData:
 
     # ------------------------------------------------------------------- bots
     def bot(self, name: str, pool: str) -> dict[str, Any]:
-        """A bot's page: versions (ratings, latency), its rating after each match,
-        recent matches and faults. NotFound if there is no such bot."""
+        """A bot's page: versions (ratings, latency), its rating after each of its
+        latest `RATING_POINTS` rated matches, recent matches and faults. NotFound if
+        there is no such bot."""
         if self.db.bot_by_name(name) is None:
             raise NotFound(f"no bot named {name!r}")
         try:
@@ -201,7 +205,7 @@ class WebData:
         recent = [match_summary(m) for m in self.db.list_matches(bot=name, limit=RECENT_MATCHES)]
         return {"bot": name, "pool": pool, "versions": report["versions"],
                 "faults": report["faults"],
-                "rating_history": rating_history(self.db, name, pool),
+                "rating_history": rating_history(self.db, name, pool, RATING_POINTS),
                 "recent_matches": recent}
 
     # ---------------------------------------------------------------- matches

@@ -115,8 +115,8 @@ def make_router() -> APIRouter:
         info = await site.read(site.data.bot, name, pool or site.pool)
         history = info["rating_history"]
         chart = rating_chart([p["rating"] for p in history],
-                             [f"match {i}, version {p['version'] or '-'}"
-                              for i, p in enumerate(history, 1)],
+                             [f"match {p['number']}, version {p['version'] or '-'}"
+                              for p in history],
                              marks=[(i, f"version {p['version'] or '-'}")
                                     for i, p in enumerate(history)
                                     if i == 0 or p["version"] != history[i - 1]["version"]])

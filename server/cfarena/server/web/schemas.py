@@ -11,6 +11,7 @@ from cfarena.server.bot_names import (
     MAX_BOT_NAME,
     bot_name_problem,
 )
+from cfarena.server.web.data import RATING_POINTS
 
 
 class LastError(BaseModel):
@@ -133,6 +134,8 @@ class BotFault(BaseModel):
 
 
 class RatingPoint(BaseModel):
+    number: int = Field(description="which of the bot's rated matches in the pool this "
+                       "point follows (1: its first)")
     version: str
     rating: float = Field(description="the online rating (Elo-like, as on the leaderboard) "
                           "of that version after this match")
@@ -143,7 +146,9 @@ class Bot(BaseModel):
     pool: str
     versions: list[BotVersion]
     faults: list[BotFault]
-    rating_history: list[RatingPoint]
+    rating_history: list[RatingPoint] = Field(
+        description=f"the rating after each of the bot's latest {RATING_POINTS} rated "
+        "matches in the pool, oldest first")
     recent_matches: list[MatchSummary]
 
 
