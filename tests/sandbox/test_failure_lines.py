@@ -12,6 +12,7 @@ from cfarena.server.sandbox.failure_lines import (
     HINT_PREFIX,
     MAX_CHARS,
     MAX_LINES,
+    around,
     explaining_lines,
     failure_text,
     hints,
@@ -206,3 +207,28 @@ def test_the_quote_and_the_hint_put_together() -> None:
     assert failure_text("exited with code 2", ["a\x1bb", "c"], REAL_HINT) == (
         f"exited with code 2: bot> a\\x1bb | bot> c\n{REAL_HINT}")
     assert missing_path_hint(["/bots/a\nhint: x"]).count("\n") == 0
+
+
+def test_words_added_around_a_failure_keep_the_hint_last_and_whole() -> None:
+    """What the arena adds to a failure's text (a start failure excused by a referee
+    freeze, a connection lost before the match) goes around its words, never after
+    the hint: dropping the hint for the public drops nothing else."""
+    text = failure_text("exited with code 1", ["x: No such file"], REAL_HINT)
+    said = around(text, "lost its connection before its match (", ")")
+    assert said == (f"lost its connection before its match (exited with code 1: bot> "
+                    f"x: No such file)\n{REAL_HINT}")
+    assert without_hint(said) == ("lost its connection before its match (exited with "
+                                  "code 1: bot> x: No such file)")
+    assert around("exited with code 1", after=" (excused)") == "exited with code 1 (excused)"
+
+
+def test_a_hint_stored_by_an_older_version_inline_is_cut_too() -> None:
+    old = ("not connected: bot 'x' exited with code 1: weights.bin: No such file; "
+           "hint: the sandbox shows only the system directories and /home/org/bots/x; "
+           "name more with --sandbox-bind DIR")
+    assert without_hint(old) == ("not connected: bot 'x' exited with code 1: "
+                                 "weights.bin: No such file")
+    # a bot's quoted line that reads like a hint stays the bot's (the arena's old hint
+    # followed "; ")
+    assert without_hint("exited: bot> hint: the sandbox shows only /x") == \
+        "exited: bot> hint: the sandbox shows only /x"

@@ -1,5 +1,5 @@
 """An entrant's download of its games (`/me/games.jsonl`) is bounded: pages of at most
-`GAMES_PAGE` games, oldest first, each naming the next (`Link: ...; rel="next"`,
+`GAMES_PAGE` games, in the order they ended, each naming the next (`Link: ...; rel="next"`,
 `?after=ID&limit=N`), only the page's logs re-simulated, streamed; one download per
 bot at a time (another meanwhile: 429, one line), also once a download is cut off.
 A match's page shows how the seat's process ended without the arena's hint (the
@@ -79,7 +79,7 @@ def test_a_bot_with_more_games_than_a_page_gets_them_all_in_pages_none_twice(
     status, headers, text = alpha.send("GET", "/me/games.jsonl")
     assert status == 200 and _next(headers) is None  # fewer than a whole page
     whole = [json.loads(line) for line in text.splitlines()]
-    assert [r["match_id"] for r in whole] == logged  # oldest first
+    assert [r["match_id"] for r in whole] == logged  # in the order they ended
     # the deal of t.first is dealt again by a match not over: its seed is left out
     assert [r["seed"] is None for r in whole] == [True] + [False] * MORE
     for limit in (2, 4):
@@ -116,17 +116,26 @@ def test_one_download_at_a_time_per_bot(served: tuple[int, Tournament, list[str]
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     port, _t, logged = served
     go_on = threading.Event()
+    endless = threading.Event()
     real = entrant_data.games
 
     def held(*args: Any) -> entrant_data.GamesPage:
-        """The page, whose lines wait for `go_on` after the first (a slow download)."""
+        """The page, whose lines wait for `go_on` after the first (a slow download);
+        the first asked for once `endless` is set never ends by itself (a line every
+        0.05 s after the page's, for up to 30 s): only its client cutting it off ends it."""
         page = real(*args)
+        forever = endless.is_set()
+        endless.clear()
 
         def lines() -> Iterator[str]:
             for i, line in enumerate(page.lines):
                 if i == 1:
                     assert go_on.wait(30)
                 yield line
+            deadline = time.monotonic() + 30
+            while forever and time.monotonic() < deadline:
+                time.sleep(0.05)
+                yield "{}\n"
         return entrant_data.GamesPage(lines(), page.last)
 
     monkeypatch.setattr(entrant_data, "games", held)
@@ -148,12 +157,12 @@ def test_one_download_at_a_time_per_bot(served: tuple[int, Tournament, list[str]
     go_on.set()
     assert [json.loads(x)["match_id"] for x in first.read().decode().splitlines()] == logged
     first.close()
-    # over: the next one is served (and one cut off by its client frees the bot too)
-    go_on.clear()
+    # over: the next one is served (and one cut off by its client frees the bot too:
+    # that download would never end by itself)
+    endless.set()
     cut = start()
     assert alpha.send("GET", "/me/games.jsonl")[0] == 429
     cut.close()
-    go_on.set()
     deadline = time.monotonic() + 10
     while (status := alpha.send("GET", "/me/games.jsonl")[0]) == 429 \
             and time.monotonic() < deadline:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 import pytest
 
 from cfarena.server.storage import open_database
+from cfarena.server.web import entrant_data
 from tests.web.arena import ADMIN_TOKEN, WebArena, web_arena
 from tests.web.entrant_games import (
     DEAL_SEED,
@@ -96,14 +97,22 @@ def test_a_ladder_entrant_sees_its_own_seat_only(arena: WebArena) -> None:
     turns = [a for a in log["actions"] if a["seat"] == seat and "turn_id" in a]
     assert text.count("<tr data-turn=") == len(turns) > 0
     assert tiles_in(text, seen_tiles(log, seat))  # the check above can see tiles
-    status, lines = amber.get("/me/games.jsonl")
-    assert status == 200
-    for line in lines.splitlines():
-        record = json.loads(line)
-        mine = [v["seat"] for v in record["views"]]
-        assert mine == [record["seats"].index("amber")]
-        if record["match_id"] == match["id"]:
-            assert tiles_in(line, hidden) == set()
+    found = 0
+    after = ""
+    while True:  # every page of the download (it may be more than one)
+        status, lines = amber.get(f"/me/games.jsonl{after}")
+        assert status == 200
+        records = [(json.loads(line), line) for line in lines.splitlines()]
+        for record, line in records:
+            mine = [v["seat"] for v in record["views"]]
+            assert mine == [record["seats"].index("amber")]
+            if record["match_id"] == match["id"]:
+                found += 1
+                assert tiles_in(line, hidden) == set()
+        if len(records) < entrant_data.GAMES_PAGE:
+            break
+        after = f"?after={records[-1][0]['match_id']}"
+    assert found == 1  # the check above ran on the match
 
 
 def test_a_tournament_entrant_reads_nothing_of_another_bot(

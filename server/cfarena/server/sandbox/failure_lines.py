@@ -31,6 +31,8 @@ HINT_PREFIX = "hint: "  # the arena's advice: a line of its own, never a bot's
 # (index of the line that names the error, the lines quoted) or None
 _Found = tuple[int, list[str]] | None
 
+# the hint as stored before it had a line of its own (rows of older versions)
+_OLD_INLINE_HINT = re.compile(r"; hint: the sandbox shows only .*$")
 _PY_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 _CARETS = re.compile(r"^[\s^~]+$")
 _JS_ERROR = re.compile(r'^(?:Uncaught |Exception in thread "[^"]*" )?[\w.$]*(?:Error|Exception)\b')
@@ -173,5 +175,18 @@ def hints(text: str) -> list[str]:
 
 def without_hint(text: str) -> str:
     """`text` (a `failure_text`, or a text quoting one) without the arena's hint, for
-    where it is public: the hint names the organiser's paths."""
-    return "\n".join(ln for ln in text.split("\n") if not ln.startswith(HINT_PREFIX))
+    where it is public: the hint names the organiser's paths. Also cuts the hint of a
+    text stored before the hint had a line of its own ("...; hint: the sandbox ...")."""
+    kept = (_OLD_INLINE_HINT.sub("", ln) for ln in text.split("\n")
+            if not ln.startswith(HINT_PREFIX))
+    return "\n".join(kept)
+
+
+def around(text: str, before: str = "", after: str = "") -> str:
+    """`text` (a `failure_text`) with `before` and `after` around all of it but the
+    hint, which stays a line of its own at the end (and so is still dropped whole by
+    `without_hint`, with nothing of the arena's words after it)."""
+    lines = text.split("\n")
+    told = [ln for ln in lines if ln.startswith(HINT_PREFIX)]
+    said = "\n".join(ln for ln in lines if not ln.startswith(HINT_PREFIX))
+    return "\n".join([before + said + after, *told])

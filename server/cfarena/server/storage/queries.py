@@ -224,11 +224,14 @@ def list_matches(s: Session, tournament_id: int | None, bot: str | int | None,
 
 def logged_matches_after(s: Session, bot_id: int, after: str | None, limit: int
                          ) -> list[MatchInfo] | None:
-    """Bot `bot_id`'s matches with a stored game log, oldest first (`list_matches`' order
-    reversed), those after its match `after` (None: from the first), at most `limit`;
-    None if `after` is not one of its matches."""
-    order = (func.coalesce(Match.started_at, Match.created_at), Match.created_at,
-             Match.ordinal, Match.id)
+    """Bot `bot_id`'s matches with a stored game log in the order they ended (then by
+    id), those after its match `after` (None: from the first), at most `limit`; None if
+    `after` is not one of its matches. By their end, not their start: a match in play
+    when a page is read sorts after it once it ends, so paging on later finds it. (A
+    record stored late, after a storage outage, keeps the time it ended and may sort
+    before a page already read; a match played again after an abort moves to its new
+    end.)"""
+    order = (func.coalesce(Match.finished_at, Match.created_at), Match.id)
     own = Match.id.in_(select(MatchSeat.match_id).where(MatchSeat.bot_id == bot_id))
     query = select(Match).join(GameLog, GameLog.match_id == Match.id).where(own)
     if after is not None:

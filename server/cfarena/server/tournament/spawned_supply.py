@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from cfarena.server.sandbox.failure_lines import around
 from cfarena.server.tournament.process_maker import ProcessMaker
 from cfarena.server.tournament.start_failures import StartFailures
 from cfarena.server.tournament.warm_processes import WarmBot, WarmProcesses
@@ -82,8 +83,8 @@ class SpawnedSupply:
             assert warm.connection is not None
             if not warm.connection.closed and warm.process.returncode is None:
                 return warm
-            await self._failed(warm, f"lost its connection before its match "
-                                     f"({warm.process.exit_summary()})")
+            await self._failed(warm, around(warm.process.exit_summary(),
+                                            "lost its connection before its match (", ")"))
 
     async def _connect(self, warm: WarmBot) -> None:
         """Wait for the process to connect (ready) or die (failed)."""

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.lag import LoopLag
+from cfarena.server.sandbox.failure_lines import around
 
 # consecutive processes of one bot that may fail to start before it is given up
 START_ATTEMPTS = 3
@@ -68,7 +69,8 @@ class StartFailures:
         in a row); `reason`, as it is logged."""
         if excused and self._excused[name] < EXCUSED_IN_A_ROW:
             self._excused[name] += 1
-            return f"{reason} (the referee froze meanwhile: not counted against the bot)"
+            return around(reason, after=" (the referee froze meanwhile: not counted "
+                                        "against the bot)")
         self._counted[name] += 1
         return reason
 

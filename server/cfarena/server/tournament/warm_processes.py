@@ -20,6 +20,7 @@ from cfarena.server.referee import FaultKind, RefereeServer
 from cfarena.server.referee.connection import BotConnection
 from cfarena.server.referee.tokens import SeatPass
 from cfarena.server.sandbox import BotProcess, LimitWatch
+from cfarena.server.sandbox.failure_lines import without_hint
 from cfarena.server.tournament.forks import ForkedProcess, ForkServer
 
 log = logging.getLogger("cfarena.tournament")
@@ -52,10 +53,13 @@ class _NoStream:
 def written_off_seat(name: str, reason: str, output: str = "") -> WarmBot:
     """The seat of a bot given up (for `reason`; its last process printed `output`, which
     is the seat's log): never connected, its match records a disconnect fault quoting
-    why."""
+    why, without the arena's hint (the fault's detail goes to every seat's MatchEnd
+    and the public pages; the hint, naming the organiser's paths, stays in
+    `written_off`: the terminal and the seat's log)."""
     seat_pass = SeatPass(name, "")
     connection = BotConnection(name, 1, _NoStream(), closed=True,
-                               close_reason=(FaultKind.DISCONNECT, f"not connected: {reason}"))
+                               close_reason=(FaultKind.DISCONNECT,
+                                             f"not connected: {without_hint(reason)}"))
     process = BotProcess(f"{name}#-", [], {}, sandbox=False)
     process.output.add(output.encode())
     return WarmBot(name, process, seat_pass, connection, written_off=reason)

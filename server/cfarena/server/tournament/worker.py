@@ -461,8 +461,13 @@ class QueueWorker:
 
     async def _skip_decided(self, tournament_id: int, match_id: str) -> None:
         """A job of a decided test: its match is not played, and aborted unless a
-        worker holds it (in play at the decision: it finishes there)."""
+        worker holds it (in play at the decision: it finishes there). This worker holds
+        the match's job, so a lease on it is no live player's: a start of this worker's
+        whose commit went through unacknowledged (an outage), or a worker taken for
+        dead. It is revoked first, or the match would stay running for good and its
+        tournament never finish."""
         self.stats.skipped += 1
+        await asyncio.to_thread(self.db.revoke_lease, match_id)
         await asyncio.to_thread(self.db.abort_unheld, tournament_id, DECIDED, match_id)
 
     def _decided(self, test_id: int) -> bool:

@@ -90,8 +90,8 @@ def match(db: Database, bot_id: int, given: str) -> dict[str, Any]:
 def games(db: Database, bot_id: int, after: str | None = None, limit: int = GAMES_PAGE
           ) -> GamesPage:
     """A page of the bot's games as JSON Lines: `seat_view.seat_record` of each stored
-    game log of its matches, oldest first, those after its match `after` (None: from
-    the first), at most `limit` (each line its own seats' views; the seed only once
+    game log of its matches, in the order they ended, those after its match `after`
+    (None: from the first), at most `limit` (each line its own seats' views; the seed only once
     revealed). The page's logs are read and re-simulated lazily, a match at a time.
     NotFound if `after` is not one of the bot's matches."""
     listed = db.logged_matches_after(bot_id, after, limit + 1)
