@@ -45,5 +45,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # one way: the superseded tests keep the hashes of their own that upgrade gave them
     op.drop_index("uq_sprt_tests_config_hash", table_name="sprt_tests")
     op.create_index("ix_sprt_tests_config_hash", "sprt_tests", ["config_hash"])
