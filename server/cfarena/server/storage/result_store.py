@@ -51,9 +51,10 @@ class ResultStore(Sessions):
 
     def logged_matches_after(self, bot_id: int, after: str | None, limit: int
                              ) -> list[MatchInfo] | None:
-        """A page of bot `bot_id`'s matches with a stored game log, oldest first: those
-        after its match `after` (None: from the first), at most `limit`; None if `after`
-        is not one of its matches (a page's end is the next one's start)."""
+        """A page of bot `bot_id`'s matches with a stored game log, in the order they
+        ended (`queries.logged_matches_after`): those after its match `after` (None: from
+        the first), at most `limit`; None if `after` is not one of its matches (a page's
+        end is the next one's start)."""
         with self._session() as s:
             return queries.logged_matches_after(s, bot_id, after, limit)
 
@@ -77,7 +78,7 @@ class ResultStore(Sessions):
         tournaments dealt from the same seed give their matches the same bot ids: all
         are returned, by stored id."""
         with self._session() as s:
-            query = select(Match.id, Match.seed, Match.key, Match.tournament_id)
+            query = select(Match.id, Match.seed, Match.key)
             if bot_id is not None:
                 query = query.where(Match.id.in_(select(MatchSeat.match_id).where(
                     MatchSeat.bot_id == bot_id)))
@@ -88,7 +89,7 @@ class ResultStore(Sessions):
                 return []
             rows = s.execute(query.where(Match.tournament_id.is_not(None))
                              .order_by(Match.id).execution_options(yield_per=1000))
-            return [match_id for match_id, seed, key, _t in rows
+            return [match_id for match_id, seed, key in rows
                     if wire_match_id(seed, key) == given]
 
     def get_log(self, match_id: str) -> dict[str, Any] | None:
