@@ -93,6 +93,24 @@ def test_a_replay_after_the_referees_own_stall_renews_only_a_lease_still_held(
         db.mark_running(mid, held=other)  # a finished match is never started again
 
 
+def test_a_match_aborted_unplayed_keeps_no_lease(db: Database) -> None:
+    """A match aborted because its job failed for good or its bot test decided
+    (`abort_unplayed`) takes its lease with it: a copy still played under it (a worker
+    only frozen, or whose start's commit went unacknowledged) is not stored, nor
+    played again by a replay after the referee's own stall."""
+    a, b = bots(db, "a", "b")
+    [mid] = db.schedule_matches(None, [plan("m", [a, b])])
+    lease = db.mark_running(mid)
+    assert db.abort_unplayed(mid, "aborted: the test decided")
+    with pytest.raises(LeaseLost, match="revoked"):
+        db.record_match(_played(mid, lease, [5, 1]))
+    with pytest.raises(LeaseLost, match="revoked"):
+        db.mark_running(mid, held=lease)
+    detail = db.get_match(mid)
+    assert detail is not None and detail.match.status.value == "aborted"
+    assert count(db, "rating_history") == 0
+
+
 def test_a_restarted_referee_revokes_its_old_leases(db: Database) -> None:
     """`run-tournament` resumed after a kill marks its running matches aborted, and their
     leases go with them (a referee that was only frozen cannot store them); the replay

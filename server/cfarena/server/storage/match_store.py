@@ -141,20 +141,16 @@ class MatchStore(Sessions):
             )
             return int(getattr(done, "rowcount", 0) or 0)
 
-    def abort_unheld(self, tournament_id: int, reason: str, match_id: str | None = None
-                     ) -> int:
+    def abort_unheld(self, tournament_id: int, reason: str) -> int:
         """Mark the tournament's matches that no process holds `aborted` with `reason`
         (of a decided bot test: nothing will play them): scheduled ones, and running
-        ones whose lease was revoked (their player taken for dead); only `match_id`, if
-        given. A match in play under a lease is left to finish. How many."""
+        ones whose lease was revoked (their player taken for dead). A match in play
+        under a lease is left to finish. How many."""
         unheld = or_(Match.status == MatchStatus.SCHEDULED.value,
                      and_(Match.status == MatchStatus.RUNNING.value, Match.lease.is_(None)))
-        which = Match.tournament_id == tournament_id
-        if match_id is not None:
-            which = and_(which, Match.id == match_id)
         with self._session(write=True) as s:
             done = s.execute(
-                update(Match).where(which, unheld)
+                update(Match).where(Match.tournament_id == tournament_id, unheld)
                 .values(status=MatchStatus.ABORTED.value, reason=storable_text(reason),
                         finished_at=utc_now())
             )
@@ -162,15 +158,16 @@ class MatchStore(Sessions):
 
     def abort_unplayed(self, match_id: str, reason: str) -> bool:
         """Mark match `match_id` `aborted` with `reason` if it is scheduled or running
-        (its queue job failed for good: nothing will play it until it is queued again);
-        False if it is finished or aborted already."""
+        (its queue job failed for good, or its bot test decided: nothing will play it
+        until it is queued again), its lease revoked with it (a copy played under it is
+        not stored); False if it is finished or aborted already."""
         with self._session(write=True) as s:
             done = s.execute(
                 update(Match)
                 .where(Match.id == match_id, Match.status.in_(
                     [MatchStatus.SCHEDULED.value, MatchStatus.RUNNING.value]))
                 .values(status=MatchStatus.ABORTED.value, reason=storable_text(reason),
-                        finished_at=utc_now())
+                        finished_at=utc_now(), lease=None)
             )
             return bool(getattr(done, "rowcount", 0))
 

@@ -413,7 +413,7 @@ class QueueWorker:
                 await advance_queued(self.app, self.db, test[1], test[0])
             return
         if test is not None and await asyncio.to_thread(self._decided, test[0]):
-            await self._skip_decided(tournament_id, match.id)
+            await self._skip_decided(match.id)
             return
         player = await self._player(tournament_id)
         phase = player.phases.get(match.key)
@@ -436,7 +436,7 @@ class QueueWorker:
         except LeaseLost:  # the test decided after the check above: not started
             if test is None or not await asyncio.to_thread(self._decided, test[0]):
                 raise
-            await self._skip_decided(tournament_id, match.id)
+            await self._skip_decided(match.id)
             return
         self.stats.match_s += time.monotonic() - started
         self.stats.store_s += player.store_s - stored_before
@@ -459,16 +459,14 @@ class QueueWorker:
                 info.id, stored_sprt_config(info.config))
         return self.tests[tournament_id]
 
-    async def _skip_decided(self, tournament_id: int, match_id: str) -> None:
-        """A job of a decided test: its match is not played, and aborted unless a
-        worker holds it (in play at the decision: it finishes there). This worker holds
-        the match's job, so a lease on it is no live player's: a start of this worker's
-        whose commit went through unacknowledged (an outage), or a worker taken for
-        dead. It is revoked first, or the match would stay running for good and its
-        tournament never finish."""
+    async def _skip_decided(self, match_id: str) -> None:
+        """A job of a decided test: its match is not played, and aborted with its lease
+        revoked. This worker holds the match's job, so a lease on it is no live
+        player's (a start of this worker's whose commit went through unacknowledged in
+        an outage, or a worker taken for dead): left alone, the match would stay running
+        for good and its tournament never finish."""
         self.stats.skipped += 1
-        await asyncio.to_thread(self.db.revoke_lease, match_id)
-        await asyncio.to_thread(self.db.abort_unheld, tournament_id, DECIDED, match_id)
+        await asyncio.to_thread(self.db.abort_unplayed, match_id, DECIDED)
 
     def _decided(self, test_id: int) -> bool:
         info = self.db.get_sprt_test(test_id)
