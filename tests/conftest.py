@@ -16,6 +16,13 @@ on the host (the page-cache reset between a tournament's phases,
 around tests can give it the host: it is refused on a worker. `pytest` alone runs
 everything in one process.
 
+The page-cache reset between a tournament's phases (`cfarena.server.sandbox.host_reset`)
+is turned off (`CFARENA_HOST_RESET=off`, set here unless the environment sets it) for
+every test but those of the defence itself (tests/fairplay, which turn it back on for
+their runs, and tests/tournament/test_host_defences.py): each drop empties the host's
+page cache, so every later Python start, of any test or xdist worker, reads its modules
+from disk again, and a run with the reset off records it as not held.
+
 `CFARENA_TEST_USAGE=FILE` records each test's wall time and the machine's CPU time
 (tests/harness/usage.py)."""
 
@@ -29,6 +36,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from cfarena.server.sandbox.host_reset import OFF_ENV as HOST_RESET_ENV
 from tests.browser import browser, page  # noqa: F401  (fixtures: headless Chromium)
 from tests.harness.postgres import PgCluster, postgres_cluster
 from tests.harness.usage import ENV as USAGE_ENV
@@ -38,6 +46,8 @@ from tests.harness.usage import UsageRecorder
 # deadline, which a busy machine would turn into spurious failures.
 settings.register_profile("cfarena", deadline=None)
 settings.load_profile("cfarena")
+
+os.environ.setdefault(HOST_RESET_ENV, "off")  # see the module docstring
 
 _databases = itertools.count()
 TESTS = Path(__file__).resolve().parent

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cfarena.server.sandbox.host_reset import OFF_ENV
 from cfarena.server.storage import open_database
 from cfarena.server.storage.values import FaultInfo, MatchDetail, MatchInfo, SeatLog
 from tests.cli.helpers import marker, processes_with_marker, run_cli
@@ -363,7 +364,8 @@ class Arena:
         started = time.monotonic()
         try:
             result = run_cli(*args, cwd=tmp, timeout=RUN_TIMEOUT,
-                             env={**dict(scenario.env), "CFARENA_TEST_MARK": mark})
+                             env={**dict(scenario.env), "CFARENA_TEST_MARK": mark,
+                                  OFF_ENV: ""})  # the reset on (tests/conftest.py)
         finally:
             if scenario.name == "daemon":
                 time.sleep(1.0)

@@ -12,11 +12,18 @@ from typing import Any
 import pytest
 
 from cfarena.engine import Rules
-from cfarena.server.sandbox.host_reset import HostReset, HostResetError, reset_problem
+from cfarena.server.sandbox.host_reset import OFF_ENV, HostReset, HostResetError, reset_problem
 from cfarena.server.storage import open_database
 from cfarena.server.tournament import BotSpec, TournamentConfig, config
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.tournament_player import TournamentPlayer
+
+
+@pytest.fixture(autouse=True)
+def _reset_not_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check the reset itself: not turned off as for the rest of the suite
+    (tests/conftest.py)."""
+    monkeypatch.delenv(OFF_ENV, raising=False)
 
 
 def test_the_reset_writes_3_to_drop_caches_and_says_when_it_cannot(tmp_path: Path) -> None:
@@ -41,6 +48,21 @@ def test_a_missing_reset_is_announced_and_recorded(monkeypatch: pytest.MonkeyPat
     assert "not root" in line and "page cache" in line
     unsandboxed = config.host_defences(Launch(sandbox=False))
     assert not any(unsandboxed.values()), unsandboxed
+
+
+@pytest.mark.parametrize("value", ["off", "0", "NO", "false"])
+def test_the_reset_turned_off_by_the_environment_is_announced_and_not_claimed(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str) -> None:
+    knob = tmp_path / "drop_caches"
+    knob.write_text("")
+    assert reset_problem(knob) is None
+    monkeypatch.setenv(OFF_ENV, value)
+    assert reset_problem(knob) == f"turned off by {OFF_ENV}"
+    [line] = [line for line in config.missing_defences(Launch()) if "page cache" in line]
+    assert f"turned off by {OFF_ENV}" in line
+    assert config.host_defences(Launch())["page_cache_reset"] is False
+    monkeypatch.setenv(OFF_ENV, "on")
+    assert reset_problem(knob) is None
 
 
 def test_a_defence_stays_held_only_while_every_machine_gave_it(tmp_path: Path) -> None:

@@ -13,6 +13,10 @@ docs/FAIRPLAY.md "Host state").
 
 Only root (of the host, not of a container whose /proc/sys is read-only) can do it;
 `reset_problem` says why it cannot be done here, and a run records whether it held.
+`CFARENA_HOST_RESET=off` in the environment turns it off (said at start and recorded
+as not held, like a machine that cannot): the test suite does so for every test that
+does not test this defence, since each drop makes every later process read its code
+from disk again (tests/conftest.py).
 
 The reset holds only if no other cfarena process plays tournaments on the host (their
 bots are not stopped before the drop). Each process that plays holds the host's
@@ -40,6 +44,7 @@ _PAGE_CACHE_AND_SLAB = "3"
 LOCK_DIRS = (Path("/run/lock"), Path("/run"))
 PLAYERS_LOCK = "cfarena-players.lock"  # held (exclusive) by the one process that claims
 OTHERS_LOCK = "cfarena-players.others"  # held (shared) by every other process that plays
+OFF_ENV = "CFARENA_HOST_RESET"  # "off" (or 0, no, false): never drop
 
 
 class HostResetError(OSError):
@@ -48,6 +53,8 @@ class HostResetError(OSError):
 
 def reset_problem(path: Path = DROP_CACHES) -> str | None:
     """Why the host's caches cannot be dropped here (one line), or None if they can."""
+    if os.environ.get(OFF_ENV, "").lower() in ("0", "off", "no", "false"):
+        return f"turned off by {OFF_ENV}"
     if not path.exists():
         return f"{path} does not exist"
     if os.geteuid() != 0:
