@@ -22,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cfarena.server.cli import app
+from cfarena.server.sandbox.host_reset import OFF_ENV
 from tests.cli.helpers import CFARENA, run_json
 from tests.harness.postgres import PgCluster
 
@@ -47,7 +48,9 @@ def in_system_dir() -> Iterator[dict[str, Path]]:
 
 def _refusal(*args: str, command: tuple[str, ...] = ("run-tournament", *BOTS)) -> str:
     """The command's one line of error (it must exit 2 with nothing else on stderr)."""
-    result = CliRunner().invoke(app, [*command, *args], env={"COLUMNS": "400"})
+    # the page-cache reset on (tests/conftest.py turns it off): a machine that cannot
+    # reset says so in a line of its own before a refusal found when the bots start
+    result = CliRunner().invoke(app, [*command, *args], env={"COLUMNS": "400", OFF_ENV: ""})
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr

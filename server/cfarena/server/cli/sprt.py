@@ -187,6 +187,8 @@ def sprt_cmd(
     if queue_only and not o.db_url.startswith("postgresql"):
         fail("--queue-only needs PostgreSQL (--db postgresql+psycopg://...): workers take "
              "the test's matches from its job queue")
+    for line in missing_defences(launch):  # after every refusal
+        err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     with database(o.db_url, storage_code=STORAGE_FAILED) as db:
         if queue_only:
             _queue(config, db, launch, concurrency, json_out)
@@ -281,8 +283,6 @@ def _config(new: str, old: str, field: list[str] | None, players: int, rules: st
     launch = Launch(sandbox=not no_sandbox,
                     limits=SandboxLimits(memory_mib=memory_mb, cpu_seconds=cpu_seconds),
                     hide=tuple(_sqlite_files(db_url)))
-    for line in missing_defences(launch):
-        err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     return config, launch
 
 

@@ -75,12 +75,6 @@ def worker_cmd(
     for path in sandbox_bind or []:
         if not path.exists():
             fail(f"--sandbox-bind: no such file or directory: {path}")
-    problem = sandbox_problem()
-    if problem is not None:
-        err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
-                  "played here[/]")
-    for line in missing_defences(Launch()):
-        err.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
     if log_dir is not None:
         # what every sandbox is shown, whatever its bot (a bot's own paths: at its job)
         shown = [*python_paths(), *(p.resolve() for p in sandbox_bind or [])]
@@ -91,6 +85,12 @@ def worker_cmd(
                         "Python's and the --sandbox-bind paths"))
         make_log_dir(log_dir)
     check_id("--tournament", tournament)
+    problem = sandbox_problem()
+    if problem is not None:
+        err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
+                  "played here[/]")
+    for line in missing_defences(Launch()):  # after every refusal
+        err.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
     from cfarena.server.tournament.worker import WorkerOptions
 
     options = WorkerOptions(concurrency=concurrency, heartbeat_s=heartbeat_s,
