@@ -62,10 +62,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(UsageRecorder(Path(usage).resolve()), "cfarena-usage")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """xdist groups (see the module docstring): what must run on one worker together.
     A module with a module-scoped fixture goes whole (a worker that ran out of tests
-    tears its fixtures down: sent in parts, the fixture could be set up twice)."""
+    tears its fixtures down: sent in parts, the fixture could be set up twice).
+    First of the hooks: xdist's own (`--dist loadgroup`) reads the groups from the
+    markers, and after it a marker is ignored (the fair-play session was played on
+    each worker)."""
     whole: set[Path] = set()
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
@@ -85,11 +89,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A `host_alone` test on an xdist worker fails before its fixtures start anything."""
-    if item.get_closest_marker("host_alone") and os.environ.get("PYTEST_XDIST_WORKER"):
+    """A `host_alone` test on an xdist worker fails before its fixtures start anything;
+    so does a grouped test whose group pytest-xdist lost (its node id, by which xdist
+    sends tests with `--dist loadgroup`, does not carry it): a module's fixture or the
+    fair-play session would be set up on every worker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if item.get_closest_marker("host_alone") and worker:
         pytest.fail("this test needs the host without the run's other tests: run it in a "
                     "serial step, `pytest -m host_alone` without -n, and the rest with "
                     "-m 'not host_alone' (docs/ARCHITECTURE.md, the test suite)",
+                    pytrace=False)
+    if worker and item.config.getvalue("loadgroup") and "@" not in item.nodeid \
+            and item.get_closest_marker("xdist_group") is not None:
+        pytest.fail("pytest-xdist lost this test's group (with pytest 9.2: "
+                    "pytest-dev/pytest-xdist#1386; pyproject.toml pins pytest below it)",
                     pytrace=False)
 
 
