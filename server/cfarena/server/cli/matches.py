@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from cfarena.server.cli.common import (
     seed_json,
     write_output,
 )
+from cfarena.server.shown_text import printable
 
 if TYPE_CHECKING:
     from cfarena.server.storage import Database, MatchDetail, MatchInfo, SeatInfo, SeatLog
@@ -333,21 +333,12 @@ def _print_seat_log(log: SeatLog, bot: str) -> None:
     out.file.flush()
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def _seat_end(log: SeatLog) -> tuple[str, list[str]]:
     """How a seat's process ended, as stored (`match_room.seat_end`): its first line
     (the arena's, quoting the bot's words behind `bot> `) and the lines after it (the
     arena's hints, each a line of its own), with control characters shown."""
     first, *hints = (log.exit or "").split("\n")
     return printable(first), [printable(hint) for hint in hints]
-
-
-def printable(text: str, keep: str = "") -> str:
-    """`text` with control characters (but those in `keep`) shown as \\xNN, so that
-    a bot's output cannot drive the organiser's terminal (escape sequences)."""
-    return _CONTROL.sub(lambda c: c[0] if c[0] in keep else f"\\x{ord(c[0]):02x}", text)
 
 
 def human_bytes(n: int) -> str:

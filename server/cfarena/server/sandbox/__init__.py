@@ -43,7 +43,6 @@ from cfarena.server.sandbox.bubblewrap import (
     sandbox_problem,
     seccomp_program,
 )
-from cfarena.server.sandbox.failure_lines import printable
 from cfarena.server.sandbox.limit_watch import LimitWatch
 from cfarena.server.sandbox.output import CapturedOutput, exit_summary
 from cfarena.server.sandbox.shown_paths import command_paths, exposed, python_paths, shown_roots
@@ -61,7 +60,6 @@ __all__ = [
     "exit_summary",
     "exposed",
     "pdeathsig_prefix",
-    "printable",
     "python_paths",
     "random_uid",
     "sandbox_problem",

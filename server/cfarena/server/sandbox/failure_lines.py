@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from cfarena.server.shown_text import printable
+
 MAX_LINES = 4  # lines quoted at most
 MAX_CHARS = 200  # characters of one line quoted at most
 WINDOW = 60  # a trace counts only if it ends among the last lines of the output
@@ -130,12 +132,6 @@ def explaining_lines(output: str, ignore: Callable[[str], bool] = lambda _line: 
         best = (len(window), plain[-PLAIN_LINES:])
     picked = best[1]
     return [ln.strip()[:MAX_CHARS] for ln in picked[:MAX_LINES]]
-
-
-def printable(text: str) -> str:
-    """`text` with control characters (line breaks and terminal escapes among them)
-    shown as \\xNN: a bot's words are quoted to the organiser's terminal and stored."""
-    return "".join(c if c.isprintable() or c == "\t" else f"\\x{ord(c):02x}" for c in text)
 
 
 def looks_like_missing_path(lines: Sequence[str]) -> bool:
