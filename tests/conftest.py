@@ -17,8 +17,9 @@ everything in one process.
 
 The page-cache reset between a tournament's phases (`cfarena.server.sandbox.host_reset`)
 is turned off (`CFARENA_HOST_RESET=off`, set here unless the environment sets it) for
-every test but those of the defence itself (tests/fairplay, which turn it back on for
-their runs, and tests/tournament/test_host_defences.py): each drop empties the host's
+every test but those of the defence itself (tests/fairplay/test_page_cache.py and the
+session arena's page-cache runs turn it back on, tests/tournament/test_host_defences.py
+unsets it): each drop empties the host's
 page cache, so every later Python start, of any test or xdist worker, reads its modules
 from disk again, and a run with the reset off records it as not held.
 
@@ -83,6 +84,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("fairplay"))
             if item.get_closest_marker("timeout") is None:  # its first test's setup plays
                 item.add_marker(pytest.mark.timeout(FAIRPLAY_TIMEOUT_S))  # every scenario
+        elif TESTS / "starters" in item.path.parents:  # the kits, built once a session
+            item.add_marker(pytest.mark.xdist_group("starters"))
         elif item.path in whole:
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS).as_posix()))
 
@@ -99,8 +102,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                     "serial step, `pytest -m host_alone` without -n, and the rest with "
                     "-m 'not host_alone' (docs/ARCHITECTURE.md, the test suite)",
                     pytrace=False)
-    if worker and item.config.getvalue("loadgroup") and "@" not in item.nodeid \
-            and item.get_closest_marker("xdist_group") is not None:
+    groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                     for mark in item.iter_markers("xdist_group")})
+    if worker and groups and not item.config.getvalue("loadgroup"):
+        pytest.fail("this test belongs to a group that must run on one worker: run the "
+                    "workers with --dist loadgroup (README.md's test command)", pytrace=False)
+    if worker and groups and not item.nodeid.endswith("@" + "_".join(groups)):
         pytest.fail("pytest-xdist lost this test's group (with pytest 9.2: "
                     "pytest-dev/pytest-xdist#1386; pyproject.toml pins pytest below it)",
                     pytrace=False)

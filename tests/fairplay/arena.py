@@ -365,7 +365,9 @@ class Arena:
         try:
             result = run_cli(*args, cwd=tmp, timeout=RUN_TIMEOUT,
                              env={**dict(scenario.env), "CFARENA_TEST_MARK": mark,
-                                  OFF_ENV: ""})  # the reset on (tests/conftest.py)
+                                  # the page-cache scenarios with the reset on (the
+                                  # suite turns it off: tests/conftest.py)
+                                  **({OFF_ENV: ""} if scenario.evict else {})})
         finally:
             if scenario.name == "daemon":
                 time.sleep(1.0)

@@ -8,15 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from cfarena.server.sandbox import sandbox_problem
-from cfarena.server.sandbox.host_reset import OFF_ENV
 from tests.fairplay.arena import Arena
-
-
-@pytest.fixture(autouse=True)
-def _host_reset_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The page-cache reset, which tests/conftest.py turns off for the rest of the suite,
-    is on for what these tests start (the session arena's runs: arena.py)."""
-    monkeypatch.setenv(OFF_ENV, "")
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from cfarena.server.sandbox.host_reset import HostReset
+from cfarena.server.sandbox.host_reset import OFF_ENV, HostReset
 from cfarena.server.storage import open_database
 from tests.cli.helpers import CFARENA, run_cli, run_in_process, run_json
 from tests.fairplay.arena import (
@@ -47,6 +47,16 @@ SCENARIOS = ("page_cache", "page_cache_usr")
 # the session's arena plays this module's scenarios for any of its tests it runs:
 # the whole module runs in the suite's serial step (tests/conftest.py)
 pytestmark = pytest.mark.host_alone
+
+
+@pytest.fixture(autouse=True)
+def _host_reset_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reset, which tests/conftest.py turns off for the rest of the suite, is on for
+    what these tests start (the session arena's page-cache runs turn it on themselves:
+    arena.py)."""
+    monkeypatch.setenv(OFF_ENV, "")
+
+
 NOT_SUPPORTED = errno.errorcode[errno.EOPNOTSUPP]  # ENOTSUP on Linux: the same number
 REFUSED = {
     "mincore": "ENOSYS", "cachestat": "ENOSYS", "readahead": "ENOSYS",

@@ -55,6 +55,7 @@ def test_the_reset_turned_off_by_the_environment_is_announced_and_not_claimed(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str) -> None:
     knob = tmp_path / "drop_caches"
     knob.write_text("")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # as root, whoever runs the test
     assert reset_problem(knob) is None
     monkeypatch.setenv(OFF_ENV, value)
     assert reset_problem(knob) == f"turned off by {OFF_ENV}"
@@ -114,6 +115,30 @@ def test_a_job_of_a_later_phase_waits_as_long_as_it_takes_and_failures_are_count
     decisions = [strategy.get_retry_decision(exception=RuntimeError("x"), job=job)
                  for _ in range(4)]
     assert [d is not None for d in decisions] == [True, True, True, False]  # 3 retries
+
+
+def test_a_process_that_cannot_drop_still_takes_the_players_lock(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A process with the reset turned off (or not root) still plays bots on the host: a
+    process that drops the caches must see it and not claim the reset, in either order."""
+    from cfarena.server.sandbox import host_reset
+
+    monkeypatch.setenv(OFF_ENV, "off")
+    off = host_reset.claim_host_reset(lock_dirs=(tmp_path,))
+    assert off.cannot == f"turned off by {OFF_ENV}" and off.sole
+    with pytest.raises(HostResetError, match="turned off"):
+        off.drop()  # it never drops
+    dropper = HostReset(lock_dirs=(tmp_path,))
+    assert dropper.claim() is not None and not dropper.sole  # the off process holds it
+    dropper.release()
+    off.release()
+    assert dropper.claim() is None and not dropper.shared()  # alone
+    # an off process starts while it plays
+    later_off = host_reset.claim_host_reset(lock_dirs=(tmp_path,))
+    assert not later_off.sole and dropper.shared()
+    later_off.release()
+    assert not dropper.shared()
+    dropper.release()
 
 
 def test_only_the_one_process_playing_on_the_host_claims_the_reset(tmp_path: Path) -> None:

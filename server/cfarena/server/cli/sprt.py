@@ -187,9 +187,9 @@ def sprt_cmd(
     if queue_only and not o.db_url.startswith("postgresql"):
         fail("--queue-only needs PostgreSQL (--db postgresql+psycopg://...): workers take "
              "the test's matches from its job queue")
-    for line in missing_defences(launch):  # after every refusal
-        err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
     with database(o.db_url, storage_code=STORAGE_FAILED) as db:
+        for line in missing_defences(launch):  # after every refusal but the bots' own
+            err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
         if queue_only:
             _queue(config, db, launch, concurrency, json_out)
         bar = _SprtProgress(elo_model, max_matches)

@@ -85,12 +85,6 @@ def worker_cmd(
                         "Python's and the --sandbox-bind paths"))
         make_log_dir(log_dir)
     check_id("--tournament", tournament)
-    problem = sandbox_problem()
-    if problem is not None:
-        err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
-                  "played here[/]")
-    for line in missing_defences(Launch()):  # after every refusal
-        err.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
     from cfarena.server.tournament.worker import WorkerOptions
 
     options = WorkerOptions(concurrency=concurrency, heartbeat_s=heartbeat_s,
@@ -103,6 +97,12 @@ def worker_cmd(
                  "SQLite run-tournament plays its matches itself")
         if tournament is not None and db.get_tournament(tournament) is None:
             fail(f"no tournament {tournament}")
+        problem = sandbox_problem()  # what this machine cannot do, after every refusal
+        if problem is not None:
+            err.print(f"[yellow]warning: {problem}; only unsandboxed tournaments can be "
+                      "played here[/]")
+        for line in missing_defences(Launch()):
+            err.print(f"[yellow]warning: {line}[/]", soft_wrap=True)
         install_schema(db.engine)
         stopped_by: list[int] = []
         stats, unsaved, unfinished = asyncio.run(

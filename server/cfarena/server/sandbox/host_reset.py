@@ -70,6 +70,7 @@ class HostReset:
     """Drops the host's clean caches on request and counts what it cost."""
 
     path: Path = DROP_CACHES
+    cannot: str | None = None  # why this process may not drop them (`reset_problem`)
     drops: int = 0
     seconds: float = 0.0
     lock_dirs: tuple[Path, ...] = LOCK_DIRS
@@ -133,7 +134,9 @@ class HostReset:
 
     def drop(self) -> float:
         """Drop the clean page cache, dentries and inodes; the seconds it took.
-        HostResetError if the kernel refused."""
+        HostResetError if the kernel refused, or if this process may not (`cannot`)."""
+        if self.cannot is not None:
+            raise HostResetError(0, f"cannot drop the host's caches: {self.cannot}")
         started = time.monotonic()
         try:
             with open(self.path, "w") as out:
@@ -148,15 +151,15 @@ class HostReset:
         return took
 
 
-def claim_host_reset() -> HostReset | None:
+def claim_host_reset(lock_dirs: tuple[Path, ...] = LOCK_DIRS) -> HostReset:
     """What drops this host's caches for a process about to play tournaments, with the
     host's players' lock taken (one warning line when another process holds it: the
-    reset is then not claimed); None where the caches cannot be dropped here."""
-    if reset_problem() is not None:
-        return None
-    host = HostReset()
+    reset is then not claimed). Where the caches cannot be dropped here (`cannot` says
+    why: not root, turned off) the lock is taken all the same, so that a process that
+    does drop them sees this one play and does not claim the reset either."""
+    host = HostReset(cannot=reset_problem(), lock_dirs=lock_dirs)
     problem = host.claim()
-    if problem is not None:
+    if problem is not None and host.cannot is None:
         log.warning("%s: the host reset between phases is not claimed for this process's "
                     "tournaments", problem)
     return host

@@ -61,8 +61,9 @@ class LocalReferee:
         return self._server
 
     def host_reset(self) -> HostReset | None:
-        """What drops this host's caches between phases (the worker's, if there is
-        one); None where it cannot be done."""
+        """What drops this host's caches between phases and holds the host's players'
+        lock (the worker's, if there is one); where the caches cannot be dropped here it
+        holds the lock only (`HostReset.cannot`)."""
         if self.worker is not None:
             return self.worker.host
         self.host = claim_host_reset()  # released when the run ends

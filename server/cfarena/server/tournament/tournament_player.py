@@ -63,7 +63,7 @@ class TournamentPlayer:
     room: MatchRoom | None = None
     names: dict[int, str] = field(default_factory=dict)  # bot id -> name
     store_s: float = 0.0  # time waited for matches to be stored (with `acknowledge`)
-    host: HostReset | None = None  # drops the host's caches; None where it cannot
+    host: HostReset | None = None  # drops the host's caches (unless it `cannot`)
     phase: int | None = None  # the phase of the matches played now (None: none yet)
     phases: dict[str, int] = field(default_factory=dict)  # match key -> its phase
     # the players of the other tournaments this process plays (a worker's): their
@@ -123,7 +123,7 @@ class TournamentPlayer:
             await self.pool.new_phase()
             others = [p.pool for p in self.neighbours() if p is not self and p.pool is not None]
             await asyncio.gather(*(pool.new_phase(keep_playing=True) for pool in others))
-            if self.host is not None:
+            if self.host is not None and self.host.cannot is None:
                 why = self._reset_defeated(others)
                 try:
                     await asyncio.to_thread(self.host.drop)

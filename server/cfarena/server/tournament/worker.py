@@ -186,7 +186,7 @@ class QueueWorker:
         self.tests: dict[int, tuple[int, SprtConfig] | None] = {}  # tournament -> its test
         self.gave_up: dict[int, str] = {}  # tournament -> why a job of it failed for good
         self._said: set[str] = set()  # failures said once (a bot that does not start...)
-        # drops this host's caches between a tournament's phases (None: it cannot),
+        # drops this host's caches between a tournament's phases (unless it `cannot`),
         # holding the host's players' lock while this worker plays (from `start`)
         self.host: HostReset | None = None
         quiet_queue_logs()
