@@ -29,6 +29,7 @@ import pytest
 
 from cfarena.server.sandbox.host_reset import OFF_ENV, HostReset
 from cfarena.server.storage import open_database
+from cfarena.server.tournament.stored_tournament import match_phases
 from tests.cli.helpers import CFARENA, run_cli, run_in_process, run_json
 from tests.fairplay.arena import (
     Arena,
@@ -224,3 +225,22 @@ def test_a_run_does_not_claim_the_reset_while_another_process_plays_on_the_host(
     assert tournament.config["defences"]["page_cache_reset"] is False
     [line] = [x for x in result.stderr.splitlines() if "another cfarena process" in x]
     assert f"(pid {os.getpid()})" in line and "not claimed" in line, result.stderr
+
+
+def test_a_bot_test_resets_the_host_between_its_phases(tmp_path: Path, arena: Arena) -> None:
+    """`cfarena sprt` plays its deal groups' seatings in phases too: alone on the host,
+    its stored tournament says the reset held (a failed drop would record it not held)."""
+    arena.leftovers()  # the session's scenarios have ended: this test holds the lock
+    result = run_cli("sprt", "random", "greedy", "--players", "2", "--rule", "rounds=1",
+                     "--max-matches", "4", "--db", f"sqlite:///{tmp_path / 'cfarena.db'}",
+                     cwd=tmp_path)
+    assert result.returncode in (0, 1, 3), result.stderr  # a verdict or the cap
+    assert "page cache" not in result.stderr and "Traceback" not in result.stderr
+    db = open_database(f"sqlite:///{tmp_path / 'cfarena.db'}")
+    try:
+        [tournament] = db.list_tournaments()
+        phases = set(match_phases(db, tournament.id).values())
+    finally:
+        db.close()
+    assert len(phases) >= 2, phases  # there was a phase change to reset at
+    assert tournament.config["defences"]["page_cache_reset"] is True

@@ -2,10 +2,10 @@
 character that is not printable, control characters and terminal escapes, line and
 paragraph separators (U+2028, U+2029) and the bidirectional overrides and isolates
 among them, is shown as an escape, so that a bot's text can neither drive a terminal,
-start a line of its own, nor reorder what a reader sees. Spaces other than the ASCII one (a no-break space) and
-invisible format characters (a zero-width joiner inside an emoji) are escaped too: a
-reader sees what the bot wrote, never what it hides. Light to import (`cfarena
-show` and the sandbox's failure lines both use it)."""
+start a line of its own, nor reorder what a reader sees. Spaces other than the ASCII
+one (a no-break space) and invisible format characters (a zero-width joiner inside an
+emoji) are escaped too: a reader sees what the bot wrote, never what it hides. Light to
+import (`cfarena show` and the sandbox's failure lines both use it)."""
 
 from __future__ import annotations
 
