@@ -4,7 +4,9 @@
 `HttpServer.start()` binds the port itself (a port in use is an OSError with one
 line, not uvicorn's log and exit) and runs uvicorn's server as a task of the
 running loop; `stop()` ends it. uvicorn's signal handling is left out: the
-arena's own SIGINT/SIGTERM handlers stop everything.
+arena's own SIGINT/SIGTERM handlers stop everything. A request still running when
+the stop's grace ends (a live view's stream, a replay being drawn) is answered 503
+or its stream ended (`_EndsQuietly`), not a traceback and a 500 from uvicorn.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from cfarena.server.ops.metrics import CONTENT_TYPE, ArenaMetrics
@@ -73,6 +75,42 @@ class _Embedded(uvicorn.Server):
         yield
 
 
+class _EndsQuietly:
+    """ASGI wrapper: uvicorn cancels the requests still running when its graceful
+    shutdown times out, logs each one's traceback and answers 500. While the server
+    stops (`stopping`), a cancelled request is answered 503 "shutting down" instead, or,
+    if its response had started (a stream), that response is ended."""
+
+    def __init__(self, app: ASGIApp, stopping: Callable[[], bool]) -> None:
+        self.app = app
+        self.stopping = stopping
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except asyncio.CancelledError:
+            if not self.stopping():
+                raise
+            body = b"" if started else b"the server is shutting down\n"
+            with contextlib.suppress(Exception):  # the client may be gone
+                if not started:
+                    await send({"type": "http.response.start", "status": 503,
+                                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                            (b"content-length", str(len(body)).encode()),
+                                            (b"connection", b"close")]})
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
 class HttpServer:
     """Serves an ASGI app on HOST:PORT in the running event loop. A request's client
     address is its peer's, unless the peer is one of `trusted_proxies` (addresses or
@@ -95,7 +133,8 @@ class HttpServer:
         self.port = int(sock.getsockname()[1])
         protocol = type("DeadlineH11", (_DeadlineH11,),
                         {"request_deadline_s": self.request_deadline_s})
-        config = uvicorn.Config(self.app, lifespan="off", access_log=False, log_config=None,
+        app = _EndsQuietly(self.app, lambda: server.should_exit)
+        config = uvicorn.Config(app, lifespan="off", access_log=False, log_config=None,
                                 log_level="warning", timeout_graceful_shutdown=1,
                                 http=protocol, limit_concurrency=MAX_CONNECTIONS,
                                 # uvicorn believes X-Forwarded-For from 127.0.0.1 unless
