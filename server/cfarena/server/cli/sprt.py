@@ -32,13 +32,13 @@ from cfarena.server.cli.tournament import (
     parse_bot,
     play_to_end,
     run_tournament_cmd,
+    say_missing_defences,
 )
 from cfarena.server.referee import MatchRecord, TimeControl
 from cfarena.server.sandbox import SandboxLimits
 from cfarena.server.sprt.match_results import ScoreKind
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, SprtStatus, Verdict
 from cfarena.server.storage import Database
-from cfarena.server.tournament.config import missing_defences
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.sprt_runner import SprtRun, queue_sprt, run_sprt
 from cfarena.server.tournament.sprt_test import SprtConfig
@@ -188,8 +188,7 @@ def sprt_cmd(
         fail("--queue-only needs PostgreSQL (--db postgresql+psycopg://...): workers take "
              "the test's matches from its job queue")
     with database(o.db_url, storage_code=STORAGE_FAILED) as db:
-        for line in missing_defences(launch):  # after every refusal but the bots' own
-            err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
+        say_missing_defences(launch)
         if queue_only:
             _queue(config, db, launch, concurrency, json_out)
         bar = _SprtProgress(elo_model, max_matches)

@@ -283,7 +283,7 @@ def _tournament_cmd(schedule_only: bool, *, bot: list[str] | None, players: int,
         _schedule(config, db_url, launch, new, json_out)
         return
     with database(db_url) as db:
-        _say_missing_defences(launch)
+        say_missing_defences(launch)
         _say_files_changed(config, db, launch, new or resume is not None)
         bar = _ProgressBar(enabled=True)
         result = play_to_end(run_tournament(
@@ -325,9 +325,10 @@ def _say_files_changed(config: TournamentConfig, db: Database, launch: Launch,
         err.print(f"[yellow]{escape(note)}[/]", soft_wrap=True)
 
 
-def _say_missing_defences(launch: Launch) -> None:
-    """What this machine cannot defend, one line each: after the refusals of the options
-    and of the database (not those found when the bots start)."""
+def say_missing_defences(launch: Launch) -> None:
+    """What this machine cannot defend, one line each (run-tournament and sprt): after
+    the refusals of the options and of the database (not those found when the bots
+    start)."""
     for line in missing_defences(launch):
         err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True)
 
@@ -335,7 +336,7 @@ def _say_missing_defences(launch: Launch) -> None:
 def _schedule(config: TournamentConfig, db_url: str, launch: Launch, new: bool,
               json_out: bool) -> None:
     with database(db_url) as db:
-        _say_missing_defences(launch)
+        say_missing_defences(launch)
         _say_files_changed(config, db, launch, new)
         try:
             tournament_id, total, queued = asyncio.run(

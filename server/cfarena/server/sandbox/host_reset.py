@@ -51,9 +51,15 @@ class HostResetError(OSError):
     """The host's caches could not be dropped (the message says why)."""
 
 
+def turned_off(variable: str) -> bool:
+    """Whether the environment turns a host defence off: `variable` is off, 0, no or
+    false (any case); anything else leaves it on."""
+    return os.environ.get(variable, "").lower() in ("0", "off", "no", "false")
+
+
 def reset_problem(path: Path = DROP_CACHES) -> str | None:
     """Why the host's caches cannot be dropped here (one line), or None if they can."""
-    if os.environ.get(OFF_ENV, "").lower() in ("0", "off", "no", "false"):
+    if turned_off(OFF_ENV):
         return f"turned off by {OFF_ENV}"
     if not path.exists():
         return f"{path} does not exist"
