@@ -79,16 +79,21 @@ def test_tls_bots_play_plaintext_is_refused_and_metrics_count(tmp_path: Path) ->
         done = threading.Event()
         scraper = threading.Thread(target=_scrape_until, args=(http_port, done, scrapes))
         scraper.start()
-        try:
-            arena.wait("3 stored matches", lambda: _stored_finished(tmp_path / "arena.db") >= 3,
-                       90)
+
+        def during() -> list[tuple[tuple[float, float, float], tuple[float, float, float]]]:
+            """Pairs of scrapes one after the other with a match running, none ended."""
+            return [(a, b) for a, b in itertools.pairwise(list(scrapes))
+                    if a[1] and b[1] and a[0] == b[0]]
+
+        try:  # (a loaded machine scrapes less often: wait for the scrapes too)
+            arena.wait("3 stored matches, 5 scrapes in play",
+                       lambda: _stored_finished(tmp_path / "arena.db") >= 3
+                       and len(during()) >= 5, 90)
         finally:
             done.set()
             scraper.join()
-        during = [(a, b) for a, b in itertools.pairwise(scrapes)
-                  if a[1] and b[1] and a[0] == b[0]]  # one match running, none ended
-        assert len(during) >= 5, sorted(set(scrapes))  # the scrapes saw matches in play
-        assert all(a[2] == b[2] for a, b in during), during
+        assert len(during()) >= 5, sorted(set(scrapes))  # the scrapes saw matches in play
+        assert all(a[2] == b[2] for a, b in during()), during()
 
         # a plaintext client is refused (the TLS handshake never happens): it gives up
         plain = subprocess.run(
