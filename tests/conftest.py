@@ -4,7 +4,7 @@ SQLite and PostgreSQL, and a session headless Chromium (`browser`, `page`:
 tests/browser.py).
 
 README.md's test command runs the suite in two steps: on pytest-xdist workers
-(`-n 2 --dist loadgroup -m "not host_alone"`), then the tests marked `host_alone` in
+(`-n 4 --dist loadgroup -m "not host_alone"`), then the tests marked `host_alone` in
 one process (`-m host_alone`). On the workers, the tests of a module with a
 module-scoped fixture go to one worker together (the fixture is set up once), and so
 do the tests of tests/fairplay (one session of hostile tournaments). A `host_alone`
