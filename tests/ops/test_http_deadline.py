@@ -14,10 +14,15 @@ DEADLINE_S = 0.5
 
 
 async def _closed_after(reader: asyncio.StreamReader, limit_s: float) -> float:
-    """Seconds until the server closed the connection (reads return b"")."""
+    """Seconds until the server closed the connection (reads return b"", or a reset:
+    a server that closes a socket with bytes of the client's still unread, as the
+    trickling client's, resets it)."""
     start = time.monotonic()
     while True:
-        data = await asyncio.wait_for(reader.read(1024), limit_s)
+        try:
+            data = await asyncio.wait_for(reader.read(1024), limit_s)
+        except ConnectionResetError:
+            return time.monotonic() - start
         if data == b"":
             return time.monotonic() - start
 
