@@ -274,7 +274,7 @@ def _probe(directory: Path, trace_at: int, nframes: int, watch: _SQLiteWatch) ->
         last = watch.ended = ended
         if nframes and ended >= trace_at and not tracemalloc.is_tracing():
             tracemalloc.start(nframes)
-        if tracemalloc.is_tracing() and first is None and phase == "a":
+        if tracemalloc.is_tracing() and first is None and phase in ("a", "b"):  # b: a short run
             types = _loop_type_counts()
             gc.collect()
             first, snapped_at = tracemalloc.take_snapshot(), ended
