@@ -39,9 +39,13 @@ printed for RSS by kind (the main malloc arena, the other arenas, Python's own a
 files), Python's allocated blocks, the stalls the referee's loop keeps, SQLite's
 allocated bytes, glibc's malloc bytes in use and held free (growth in use is a leak,
 in Python or in C; free bytes that grow are fragmentation) and the malloc heap's size.
+SQLite's bytes are also split into its connections' page caches, prepared statements
+and schemas, with the distinct SQL texts serve ran (new ones after the warm-up are
+listed in probe/statements.txt) and serve's threads.
 With `--trace NFRAMES` tracemalloc runs from the end of the warm-up, and the
-allocations that grew from a third of the matches to the end are written by traceback
-to probe/tracemalloc.txt in `--keep`'s directory (tracemalloc slows serve several
+allocations that grew from a third of the run (of `--matches`, or of `--minutes`) to
+its end are written by traceback, after the types of objects whose count grew, to
+probe/tracemalloc.txt in `--keep`'s directory (tracemalloc slows serve several
 times and its own tables inflate RSS and malloc's figures: trace in one run, measure
 in another). `--keep DIR` plays in DIR/this (DIR/baseline) and leaves serve's log,
 the database and the probe's files there. The exit status is 0 whatever the result
@@ -324,8 +328,7 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
         if probe:  # serve inside benchmarks/serve_probe.py, on cfarena's interpreter
             probe_dir.mkdir(exist_ok=True)
             runner = [python, str(Path(__file__).with_name("serve_probe.py")),
-                      str(probe_dir), str(warmup), str(warmup + matches // 3),
-                      str(warmup + matches), str(trace_frames), "--"]
+                      str(probe_dir), str(warmup), str(trace_frames), "--"]
         serve = start("serve", [*runner, "serve", "--port", str(port), *web_args,
                                 "--db", db, "--players", str(players), "--rule",
                                 f"rounds={rounds}", "--concurrency", str(concurrency)])
@@ -378,11 +381,20 @@ def run_soak(tmp: Path, *, matches: int, warmup: int, players: int = 2, bots: in
                 if not samples:
                     began = now
                 samples.append((ended, rss_kib(serve.pid)))
-                if (ended - samples[0][0] >= matches if minutes is None
-                        else now - began >= minutes * 60):
+                done = (ended - samples[0][0] if minutes is None else now - began) / (
+                    matches if minutes is None else minutes * 60)
+                if probe and done >= 1 / 3 and not (probe_dir / "snap").exists():
+                    (probe_dir / "snap").write_text("a")  # tracemalloc's first snapshot
+                if done >= 1:
                     break
             time.sleep(every)
         seconds = time.monotonic() - began
+        if trace_frames:  # the second snapshot, and the probe's report, before serve stops
+            (probe_dir / "snap").write_text("b")
+            report = probe_dir / "tracemalloc.txt"
+            waited = time.monotonic() + 600
+            while not report.exists() and serve.poll() is None and time.monotonic() < waited:
+                time.sleep(1.0)
     finally:
         if spectator is not None:
             spectator.close()
@@ -422,6 +434,12 @@ PROBED = (  # serve_probe's columns: (name, its value per unit, the unit, what i
     ("stalls", 1, "stalls", "stalls of the referee's loop kept (referee/lag.py)"),
     ("traced", 1024, "KiB", "bytes traced by tracemalloc"),
     ("sqlite", 1024, "KiB", "SQLite's allocated bytes"),
+    ("sqlite_cache", 1024, "KiB", "SQLite's page caches"),
+    ("sqlite_stmt", 1024, "KiB", "SQLite's prepared statements"),
+    ("sqlite_schema", 1024, "KiB", "SQLite's schemas"),
+    ("sqlite_conns", 1, "connections", "SQLite connections open"),
+    ("statements", 1, "texts", "distinct SQL texts run"),
+    ("threads", 1, "threads", "threads"),
     ("in_use", 1024, "KiB", "malloc bytes in use (heap)"),
     ("mmapped", 1024, "KiB", "malloc bytes in mmapped chunks"),
     ("free", 1024, "KiB", "malloc bytes held free (heap)"),

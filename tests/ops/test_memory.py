@@ -73,3 +73,47 @@ def test_serve_caps_the_malloc_arenas_unless_the_operator_did() -> None:
         done = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
                               capture_output=True, text=True, timeout=60, check=True)
         assert done.stdout.strip() == said, done.stderr
+
+
+_BIG_BLOCK_AFTER_A_BIGGER_ONE = """
+import ctypes, sys
+from cfarena.server.ops.memory import fix_mmap_threshold
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+               "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallinfo2.restype = Info
+if sys.argv[1] == "fixed":
+    assert fix_mmap_threshold()
+libc.free(libc.malloc(1 << 20))  # a 1 MiB block, mapped on its own, freed
+before = libc.mallinfo2().hblkhd
+block = libc.malloc(300 << 10)  # then a 300 KiB one
+print((libc.mallinfo2().hblkhd - before) >> 10)  # KiB of it mapped on its own
+libc.free(block)
+"""
+
+
+def test_serve_fixes_the_mmap_threshold_so_big_blocks_stay_out_of_the_arenas() -> None:
+    """glibc raises its mmap threshold to the size of a mapped block once it is freed,
+    after which a 300 KiB block comes from the arenas (and leaves a hole there);
+    with `fix_mmap_threshold` (serve calls it first) it is still mapped on its own and
+    given back when freed. An operator's MALLOC_MMAP_THRESHOLD_ is left alone."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    mapped = {}
+    for how in ("default", "fixed"):
+        done = subprocess.run([sys.executable, "-c", _BIG_BLOCK_AFTER_A_BIGGER_ONE, how],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        mapped[how] = int(done.stdout)
+    assert mapped["default"] == 0, mapped  # glibc's own threshold had climbed past it
+    assert mapped["fixed"] >= 300, mapped
+    code = "from cfarena.server.ops.memory import fix_mmap_threshold as f; print(f())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**env, "MALLOC_MMAP_THRESHOLD_": "65536"}, timeout=60,
+                          check=True)
+    assert done.stdout.strip() == "False", done.stderr

@@ -22,7 +22,7 @@ from dataclasses import replace
 from cfarena.server.arena import Arena, ArenaConfig, ServeResult
 from cfarena.server.arena.service import say
 from cfarena.server.ops import OpsConfig, operations
-from cfarena.server.ops.memory import FreedMemory, limit_arenas
+from cfarena.server.ops.memory import FreedMemory, fix_mmap_threshold, limit_arenas
 from cfarena.server.storage import Database
 from cfarena.server.web import LiveHub, WebSite
 from cfarena.server.web.app import make_web_app
@@ -34,6 +34,7 @@ async def run_serve(db: Database, config: ArenaConfig, ops_config: OpsConfig,
     """The arena with its operations side around it (metrics; with an HTTP port, the
     HTTP server with the web page and JSON API), until it stops."""
     limit_arenas()  # before the referee's and the web's threads allocate
+    fix_mmap_threshold()
     if ops_config.http_port is None:
         async with operations(ops_config, report) as ops:
             arena = Arena(db, replace(config, referee_options=ops.referee_options()),

@@ -19,6 +19,19 @@ would; an operator's MALLOC_ARENA_MAX wins). Paired soaks (benchmarks/soak.py
 --viewers --matches 1000 --warmup 200 --players 4, both at once): 16 arenas (glibc's
 default here) 13.4 KiB/match (halves 14.8 / 14.8), 2 arenas 9.7 (11.5 / 6.3); with
 the web off, 1,500 matches: 5.3 against 2.6.
+
+And it fixes glibc's mmap threshold at `MMAP_THRESHOLD` (`fix_mmap_threshold`, as
+MALLOC_MMAP_THRESHOLD_=131072 would; an operator's wins): left to itself, glibc
+raises it to the size of every larger mapped block freed, and the sorts that the
+leaderboard's and the bot pages' reads of the whole history make SQLite do in the
+web's threads use buffers of up to the connection's cache size (512 KiB,
+`storage/connect.py`), larger as the history grows; once such a buffer is freed,
+blocks up to that size, of sizes that change from one request to the next, come
+from the arenas and leave holes there. Two paired soaks against main (benchmarks/soak.py
+--viewers --players 2 --warmup 150 --probe --baseline --together, 15 and 20
+minutes, ~2,600 and ~2,800 matches each): RSS 2.9 and 2.8 KiB/match (second halves
+1.4 and 1.8) against 3.2 and 3.3 (2.1 and 2.3); bytes held free in the malloc
+heap 2.0 and 1.8 against 2.5 and 2.5. A small gain, seen twice; not flat.
 """
 
 from __future__ import annotations
@@ -28,8 +41,10 @@ import ctypes
 import os
 from collections.abc import Callable
 
-_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+_M_ARENA_MAX = -8  # glibc's mallopt parameters (malloc.h)
+_M_MMAP_THRESHOLD = -3
 ARENAS = 2  # serve's malloc arenas (glibc's default: up to 8 per core)
+MMAP_THRESHOLD = 128 * 1024  # glibc's default start; fixed, it no longer climbs
 
 
 def limit_arenas(arenas: int = ARENAS) -> bool:
@@ -47,6 +62,26 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     return bool(mallopt(_M_ARENA_MAX, arenas))
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Fix glibc's mmap threshold at `threshold` bytes for this process (as
+    MALLOC_MMAP_THRESHOLD_ would), unless MALLOC_MMAP_THRESHOLD_ is set already;
+    whether it was set. glibc starts it at 128 KiB and raises it to the size of each
+    larger mmapped block freed: after one of SQLite's sort buffers (up to twice its
+    512 KiB page cache, `storage/connect.py`) or a rendered page was freed, every
+    block up to that size comes from the arenas, and blocks that big, of sizes that
+    change from one request to the next, leave holes there. Fixed, a block above it
+    is mapped on its own and unmapped when freed."""
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, threshold))
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
