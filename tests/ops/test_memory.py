@@ -66,10 +66,13 @@ def test_the_trim_gives_back_what_freed_blocks_hold() -> None:
 
 def test_serve_caps_the_malloc_arenas_unless_the_operator_did() -> None:
     """`limit_arenas` sets glibc's M_ARENA_MAX (serve calls it first), and leaves an
-    operator's MALLOC_ARENA_MAX alone."""
+    operator's MALLOC_ARENA_MAX or glibc.malloc.arena_max tunable alone."""
     code = "from cfarena.server.ops.memory import limit_arenas; print(limit_arenas())"
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
-    for extra, said in (({}, "True"), ({"MALLOC_ARENA_MAX": "4"}, "False")):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MALLOC_ARENA_MAX", "GLIBC_TUNABLES")}
+    for extra, said in (({}, "True"), ({"MALLOC_ARENA_MAX": "4"}, "False"),
+                        ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, "False"),
+                        ({"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}, "True")):
         done = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
                               capture_output=True, text=True, timeout=60, check=True)
         assert done.stdout.strip() == said, done.stderr
@@ -102,8 +105,10 @@ def test_serve_fixes_the_mmap_threshold_so_big_blocks_stay_out_of_the_arenas() -
     """glibc raises its mmap threshold to the size of a mapped block once it is freed,
     after which a 300 KiB block comes from the arenas (and leaves a hole there);
     with `fix_mmap_threshold` (serve calls it first) it is still mapped on its own and
-    given back when freed. An operator's MALLOC_MMAP_THRESHOLD_ is left alone."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    given back when freed. An operator's MALLOC_MMAP_THRESHOLD_ or glibc.malloc.mmap_threshold
+    tunable is left alone."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
     mapped = {}
     for how in ("default", "fixed"):
         done = subprocess.run([sys.executable, "-c", _BIG_BLOCK_AFTER_A_BIGGER_ONE, how],
@@ -113,7 +118,8 @@ def test_serve_fixes_the_mmap_threshold_so_big_blocks_stay_out_of_the_arenas() -
     assert mapped["default"] == 0, mapped  # glibc's own threshold had climbed past it
     assert mapped["fixed"] >= 300, mapped
     code = "from cfarena.server.ops.memory import fix_mmap_threshold as f; print(f())"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**env, "MALLOC_MMAP_THRESHOLD_": "65536"}, timeout=60,
-                          check=True)
-    assert done.stdout.strip() == "False", done.stderr
+    for extra in ({"MALLOC_MMAP_THRESHOLD_": "65536"},
+                  {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=65536"}):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                              text=True, env={**env, **extra}, timeout=60, check=True)
+        assert done.stdout.strip() == "False", (extra, done.stderr)

@@ -15,14 +15,14 @@ loaded 2-core machine), so it runs in a worker thread, once per stored match, ne
 two at once. On a C library without it (musl, macOS) nothing is done.
 
 serve also caps glibc's arenas at `ARENAS` (`limit_arenas`, as MALLOC_ARENA_MAX=2
-would; an operator's MALLOC_ARENA_MAX wins). Paired soaks (benchmarks/soak.py
---viewers --matches 1000 --warmup 200 --players 4, both at once): 16 arenas (glibc's
-default here) 13.4 KiB/match (halves 14.8 / 14.8), 2 arenas 9.7 (11.5 / 6.3); with
-the web off, 1,500 matches: 5.3 against 2.6.
+would; an operator's MALLOC_ARENA_MAX or glibc.malloc.arena_max tunable wins).
+Paired soaks (benchmarks/soak.py --viewers --matches 1000 --warmup 200 --players 4,
+both at once): 16 arenas (glibc's default here) 13.4 KiB/match (halves 14.8 / 14.8),
+2 arenas 9.7 (11.5 / 6.3); with the web off, 1,500 matches: 5.3 against 2.6.
 
 And it fixes glibc's mmap threshold at `MMAP_THRESHOLD` (`fix_mmap_threshold`, as
-MALLOC_MMAP_THRESHOLD_=131072 would; an operator's wins): left to itself, glibc
-raises it to the size of every larger mapped block freed, and the sorts that the
+MALLOC_MMAP_THRESHOLD_=131072 would; an operator's, or the tunable, wins): left to
+itself, glibc raises it to the size of every larger mapped block freed, and the sorts that the
 leaderboard's and the bot pages' reads of the whole history make SQLite do in the
 web's threads use buffers of up to the connection's cache size (512 KiB,
 `storage/connect.py`), larger as the history grows; once such a buffer is freed,
@@ -47,13 +47,21 @@ ARENAS = 2  # serve's malloc arenas (glibc's default: up to 8 per core)
 MMAP_THRESHOLD = 128 * 1024  # glibc's default start; fixed, it no longer climbs
 
 
+def _operator_set(variable: str, tunable: str) -> bool:
+    """Whether the operator set a malloc parameter: by its variable or by its glibc
+    tunable (GLIBC_TUNABLES=name=value:...)."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    return variable in os.environ or any(
+        item.split("=", 1)[0] == tunable for item in tunables.split(":"))
+
+
 def limit_arenas(arenas: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas at `arenas` for this process (as MALLOC_ARENA_MAX
     would), unless MALLOC_ARENA_MAX is set already; whether the cap was set. Each
     thread that allocates may get an arena of its own, and freed holes stay in each
     of them: fewer arenas, less memory held by serve's thread pools. Call it before
     the threads start (arenas made before stay)."""
-    if "MALLOC_ARENA_MAX" in os.environ:
+    if _operator_set("MALLOC_ARENA_MAX", "glibc.malloc.arena_max"):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
@@ -73,7 +81,7 @@ def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     block up to that size comes from the arenas, and blocks that big, of sizes that
     change from one request to the next, leave holes there. Fixed, a block above it
     is mapped on its own and unmapped when freed."""
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+    if _operator_set("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold"):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
