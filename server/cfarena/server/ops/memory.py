@@ -47,49 +47,46 @@ ARENAS = 2  # serve's malloc arenas (glibc's default: up to 8 per core)
 MMAP_THRESHOLD = 128 * 1024  # glibc's default start; fixed, it no longer climbs
 
 
-def _operator_set(variable: str, tunable: str) -> bool:
-    """Whether the operator set a malloc parameter: by its variable or by its glibc
-    tunable (GLIBC_TUNABLES=name=value:...)."""
+def _set_malloc_parameter(variable: str, tunable: str, parameter: int, value: int) -> bool:
+    """glibc's `mallopt(parameter, value)` for this process, unless the operator set
+    that parameter by its variable or by its glibc tunable (GLIBC_TUNABLES=name=value:
+    ...); whether it was set (False too on a C library without mallopt)."""
     tunables = os.environ.get("GLIBC_TUNABLES", "")
-    return variable in os.environ or any(
-        item.split("=", 1)[0] == tunable for item in tunables.split(":"))
+    if variable in os.environ or any(item.split("=", 1)[0] == tunable
+                                     for item in tunables.split(":")):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(parameter, value))
 
 
 def limit_arenas(arenas: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas at `arenas` for this process (as MALLOC_ARENA_MAX
-    would), unless MALLOC_ARENA_MAX is set already; whether the cap was set. Each
+    would), unless the operator set it (MALLOC_ARENA_MAX or glibc.malloc.arena_max);
+    whether the cap was set. Each
     thread that allocates may get an arena of its own, and freed holes stay in each
     of them: fewer arenas, less memory held by serve's thread pools. Call it before
     the threads start (arenas made before stay)."""
-    if _operator_set("MALLOC_ARENA_MAX", "glibc.malloc.arena_max"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, arenas))
+    return _set_malloc_parameter("MALLOC_ARENA_MAX", "glibc.malloc.arena_max",
+                                 _M_ARENA_MAX, arenas)
 
 
 def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     """Fix glibc's mmap threshold at `threshold` bytes for this process (as
-    MALLOC_MMAP_THRESHOLD_ would), unless MALLOC_MMAP_THRESHOLD_ is set already;
-    whether it was set. glibc starts it at 128 KiB and raises it to the size of each
-    larger mmapped block freed: after one of SQLite's sort buffers (up to twice its
-    512 KiB page cache, `storage/connect.py`) or a rendered page was freed, every
-    block up to that size comes from the arenas, and blocks that big, of sizes that
-    change from one request to the next, leave holes there. Fixed, a block above it
-    is mapped on its own and unmapped when freed."""
-    if _operator_set("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, threshold))
+    MALLOC_MMAP_THRESHOLD_ would), unless the operator set it (MALLOC_MMAP_THRESHOLD_
+    or glibc.malloc.mmap_threshold); whether it was set. glibc starts it at 128 KiB
+    and raises it to the size of each larger mmapped block freed: after one of
+    SQLite's sort buffers (up to twice its 512 KiB page cache, `storage/connect.py`)
+    or a rendered page was freed, every block up to that size comes from the arenas,
+    and blocks that big, of sizes that change from one request to the next, leave
+    holes there. Fixed, a block above it is mapped on its own and unmapped when
+    freed."""
+    return _set_malloc_parameter("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold",
+                                 _M_MMAP_THRESHOLD, threshold)
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
