@@ -34,10 +34,10 @@ this thread). Only the soak uses this; serve itself has no such hook.
 
 from __future__ import annotations
 
+import _sqlite3
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
 import gc
 import json
 import sqlite3
@@ -77,16 +77,28 @@ def _mallinfo2() -> dict[str, int]:
             "free": info.fordblks}
 
 
-def _sqlite_memory() -> Callable[[], int] | None:
-    """SQLite's own count of the bytes it has allocated (`sqlite3_memory_used`, from
-    the library the sqlite3 module uses), or None."""
-    name = ctypes.util.find_library("sqlite3")
+def _sqlite_library() -> ctypes.CDLL | None:
+    """The SQLite library the sqlite3 module is linked with (through `_sqlite3`'s own
+    file, whose dependencies dlsym searches: a system libsqlite3 that `find_library`
+    names may be another SQLite, whose functions would misread this one's handles),
+    or None if its version is not the module's."""
     try:
-        used = ctypes.CDLL(name).sqlite3_memory_used if name else None
+        library = ctypes.CDLL(_sqlite3.__file__)
+        version = library.sqlite3_libversion
     except (OSError, AttributeError):
         return None
-    if used is not None:
-        used.restype = ctypes.c_int64
+    version.restype = ctypes.c_char_p
+    return library if version().decode() == sqlite3.sqlite_version else None
+
+
+def _sqlite_memory() -> Callable[[], int] | None:
+    """SQLite's own count of the bytes it has allocated (`sqlite3_memory_used`), or
+    None."""
+    library = _sqlite_library()
+    if library is None:
+        return None
+    used: Callable[[], int] = library.sqlite3_memory_used
+    used.restype = ctypes.c_int64  # type: ignore[attr-defined]
     return used
 
 
@@ -190,11 +202,8 @@ class _SQLiteWatch:
         self.texts: set[int] = set()  # hashes of the distinct statement texts
         self.ended = 0  # the matches ended (the probe's count)
         self.out = directory / "statements.txt"
-        name = ctypes.util.find_library("sqlite3")
-        try:
-            self.db_status = ctypes.CDLL(name).sqlite3_db_status if name else None
-        except (OSError, AttributeError):
-            self.db_status = None
+        library = _sqlite_library()
+        self.db_status = None if library is None else library.sqlite3_db_status
         if self.db_status is not None:
             self.db_status.argtypes = [ctypes.c_void_p, ctypes.c_int,
                                        ctypes.POINTER(ctypes.c_int),
