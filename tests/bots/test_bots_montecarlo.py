@@ -77,7 +77,8 @@ def test_deadline_below_budget_is_respected(deadline_ms: int) -> None:
 
     def check(turn: Turn, choice: object) -> None:
         nonlocal asked
-        asked += turn.observation.seat == 1
+        if turn.observation.seat == 1:
+            asked += 1
 
     play_match(
         [SmartBot(), bot, GreedyBot(), SmartBot()],

@@ -64,12 +64,18 @@ def test_the_trim_gives_back_what_freed_blocks_hold() -> None:
     assert before - after > 30_000, (before, after)  # of ~60 MB freed
 
 
+def _without_malloc_settings() -> dict[str, str]:
+    """This environment without an operator's malloc settings (MALLOC_*, glibc's
+    tunables)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+
+
 def test_serve_caps_the_malloc_arenas_unless_the_operator_did() -> None:
     """`limit_arenas` sets glibc's M_ARENA_MAX (serve calls it first), and leaves an
     operator's MALLOC_ARENA_MAX or glibc.malloc.arena_max tunable alone."""
     code = "from cfarena.server.ops.memory import limit_arenas; print(limit_arenas())"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MALLOC_ARENA_MAX", "GLIBC_TUNABLES")}
+    env = _without_malloc_settings()
     for extra, said in (({}, "True"), ({"MALLOC_ARENA_MAX": "4"}, "False"),
                         ({"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}, "False"),
                         ({"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}, "True")):
@@ -96,8 +102,9 @@ if sys.argv[1] == "fixed":
 libc.free(libc.malloc(1 << 20))  # a 1 MiB block, mapped on its own, freed
 before = libc.mallinfo2().hblkhd
 block = libc.malloc(300 << 10)  # then a 300 KiB one
-print((libc.mallinfo2().hblkhd - before) >> 10)  # KiB of it mapped on its own
+mapped = (libc.mallinfo2().hblkhd - before) >> 10  # KiB of it mapped on its own
 libc.free(block)
+print(mapped, (libc.mallinfo2().hblkhd - before) >> 10)  # and still mapped once freed
 """
 
 
@@ -107,16 +114,16 @@ def test_serve_fixes_the_mmap_threshold_so_big_blocks_stay_out_of_the_arenas() -
     with `fix_mmap_threshold` (serve calls it first) it is still mapped on its own and
     given back when freed. An operator's MALLOC_MMAP_THRESHOLD_ or glibc.malloc.mmap_threshold
     tunable is left alone."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
-    mapped = {}
+    env = _without_malloc_settings()
+    mapped, kept = {}, {}
     for how in ("default", "fixed"):
         done = subprocess.run([sys.executable, "-c", _BIG_BLOCK_AFTER_A_BIGGER_ONE, how],
                               env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        mapped[how] = int(done.stdout)
+        mapped[how], kept[how] = (int(n) for n in done.stdout.split())
     assert mapped["default"] == 0, mapped  # glibc's own threshold had climbed past it
     assert mapped["fixed"] >= 300, mapped
+    assert kept == {"default": 0, "fixed": 0}, kept  # a mapped block is unmapped when freed
     code = "from cfarena.server.ops.memory import fix_mmap_threshold as f; print(f())"
     for extra in ({"MALLOC_MMAP_THRESHOLD_": "65536"},
                   {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=65536"}):

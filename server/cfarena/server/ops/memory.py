@@ -22,12 +22,12 @@ both at once): 16 arenas (glibc's default here) 13.4 KiB/match (halves 14.8 / 14
 
 And it fixes glibc's mmap threshold at `MMAP_THRESHOLD` (`fix_mmap_threshold`, as
 MALLOC_MMAP_THRESHOLD_=131072 would; an operator's, or the tunable, wins): left to
-itself, glibc raises it to the size of every larger mapped block freed, and the sorts that the
-leaderboard's and the bot pages' reads of the whole history make SQLite do in the
-web's threads use buffers of up to the connection's cache size (512 KiB,
-`storage/connect.py`), larger as the history grows; once such a buffer is freed,
-blocks up to that size, of sizes that change from one request to the next, come
-from the arenas and leave holes there. Two paired soaks against main (benchmarks/soak.py
+itself, glibc raises it to the size of every larger mapped block freed. The sorts
+that the leaderboard's and the bot pages' reads of the whole history make SQLite do
+in the web's threads use buffers that grow with the history (a query's peak ~0.7-2
+MiB at 4,000-48,000 matches, docs/OPERATIONS.md); once such a buffer is freed,
+blocks up to its size, of sizes that change from one request to the next, come from
+the arenas and leave holes there. Two paired soaks against main (benchmarks/soak.py
 --viewers --players 2 --warmup 150 --probe --baseline --together, 15 and 20
 minutes, ~2,600 and ~2,800 matches each): RSS 2.9 and 2.8 KiB/match (second halves
 1.4 and 1.8) against 3.2 and 3.3 (2.1 and 2.3); bytes held free in the malloc
@@ -67,10 +67,9 @@ def _set_malloc_parameter(variable: str, tunable: str, parameter: int, value: in
 def limit_arenas(arenas: int = ARENAS) -> bool:
     """Cap glibc's malloc arenas at `arenas` for this process (as MALLOC_ARENA_MAX
     would), unless the operator set it (MALLOC_ARENA_MAX or glibc.malloc.arena_max);
-    whether the cap was set. Each
-    thread that allocates may get an arena of its own, and freed holes stay in each
-    of them: fewer arenas, less memory held by serve's thread pools. Call it before
-    the threads start (arenas made before stay)."""
+    whether the cap was set. Each thread that allocates may get an arena of its own,
+    and freed holes stay in each of them: fewer arenas, less memory held by serve's
+    thread pools. Call it before the threads start (arenas made before stay)."""
     return _set_malloc_parameter("MALLOC_ARENA_MAX", "glibc.malloc.arena_max",
                                  _M_ARENA_MAX, arenas)
 
@@ -80,11 +79,10 @@ def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     MALLOC_MMAP_THRESHOLD_ would), unless the operator set it (MALLOC_MMAP_THRESHOLD_
     or glibc.malloc.mmap_threshold); whether it was set. glibc starts it at 128 KiB
     and raises it to the size of each larger mmapped block freed: after one of
-    SQLite's sort buffers (up to twice its 512 KiB page cache, `storage/connect.py`)
-    or a rendered page was freed, every block up to that size comes from the arenas,
-    and blocks that big, of sizes that change from one request to the next, leave
-    holes there. Fixed, a block above it is mapped on its own and unmapped when
-    freed."""
+    SQLite's sort buffers (the module docstring) or a rendered page was freed, every
+    block up to that size comes from the arenas, and blocks that big, of sizes that
+    change from one request to the next, leave holes there. Fixed, a block above it
+    is mapped on its own and unmapped when freed."""
     return _set_malloc_parameter("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold",
                                  _M_MMAP_THRESHOLD, threshold)
 
