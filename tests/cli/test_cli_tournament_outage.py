@@ -8,11 +8,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from cfarena.server.storage import open_database
+from cfarena.server.storage import StorageError, open_database
 from tests.harness.postgres import PgCluster
 
 from .helpers import CFARENA
@@ -25,17 +26,25 @@ from cfarena.sdk import Bot
 
 class Slow(Bot):
     def choose(self, turn):
-        time.sleep(0.03)
+        time.sleep(0.06)
         return turn.legal_moves[0]
 """
 
 
-def _finished(url: str) -> int:
+def _stored_and_one_just_started(url: str) -> bool:
+    """A match is stored, and another began under a second ago: its end (a match of the
+    slow bot takes 2-3 s) comes while the database is down. Matches start in pairs, and
+    the next jobs are taken only at the next poll: stopping at the first stored match
+    could catch none in play (then the run only waits for its queue, and stores nothing)."""
     try:
         with open_database(url, create=False) as db:
-            return len([m for m in db.list_matches(limit=None) if m.status == "finished"])
-    except Exception:  # the database is away
-        return -1
+            matches = db.list_matches(limit=None)
+    except StorageError:  # no tables yet
+        return False
+    now = datetime.now(UTC)
+    return any(m.status == "finished" for m in matches) and any(
+        m.status == "running" and m.started_at is not None
+        and (now - m.started_at).total_seconds() < 1.0 for m in matches)
 
 
 def _wait(proc: subprocess.Popen[str], stderr: Path, what: str, done: Callable[[], bool]
@@ -60,7 +69,8 @@ def test_matches_finished_while_postgres_is_down_are_stored_when_it_returns(
         proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=err_file,
                                 text=True, start_new_session=True)
     try:
-        _wait(proc, stderr, "a stored match", lambda: _finished(url) >= 1)
+        _wait(proc, stderr, "a stored match and one just started",
+              lambda: _stored_and_one_just_started(url))
         own_pg.stop()  # matches go on; their records wait
         # until the run has met the outage (a record it could not store), not a fixed time
         _wait(proc, stderr, "the storage warning",

@@ -68,7 +68,9 @@ def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster
         for _ in range(RESTARTS):
             own_pg.stop()  # matches are in play
             time.sleep(DOWN_S)
-            assert all(w.poll() is None for w in workers), "a worker died with its database"
+            assert all(w.poll() is None for w in workers), [
+                f"a worker died with its database: {_err(w)[-3000:]}" for w in workers
+                if w.poll() is not None]
             own_pg.start()
             # progress once it is back (not after a long back-off)
             done = _until_finished(url, min(done + 1, total), workers)
