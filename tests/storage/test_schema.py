@@ -11,7 +11,13 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from cfarena.server.storage import Database, StorageError, open_database
-from cfarena.server.storage.connect import alembic_config, downgrade, make_engine, upgrade
+from cfarena.server.storage.connect import (
+    alembic_config,
+    downgrade,
+    make_engine,
+    schema_head,
+    upgrade,
+)
 from cfarena.server.storage.models import Base
 from tests.harness.ports import free_port
 
@@ -37,6 +43,33 @@ def test_migrations_create_the_schema_of_the_models(db_url: str) -> None:
             assert diffs == []
     finally:
         db.close()
+
+
+def test_the_head_read_from_file_names_is_alembics() -> None:
+    # `upgrade` skips Alembic for a database at `schema_head()`: a migration whose file
+    # name and revision disagree would be skipped everywhere
+    assert schema_head() == _head()
+    scripts = ScriptDirectory.from_config(alembic_config())
+    for script in scripts.walk_revisions():
+        assert Path(script.path).name.startswith(f"{script.revision}_"), script.path
+
+
+def test_a_database_one_migration_behind_is_upgraded_on_open(db_url: str) -> None:
+    db = open_database(db_url)
+    try:
+        previous = ScriptDirectory.from_config(alembic_config()).get_revision(_head())
+        assert previous is not None and isinstance(previous.down_revision, str)
+        downgrade(db.engine, previous.down_revision)
+        with db.engine.connect() as conn:
+            assert MigrationContext.configure(conn).get_current_revision() != _head()
+    finally:
+        db.close()
+    again = open_database(db_url)
+    try:
+        with again.engine.connect() as conn:
+            assert MigrationContext.configure(conn).get_current_revision() == _head()
+    finally:
+        again.close()
 
 
 def test_upgrading_again_is_a_no_op_and_keeps_data(db_url: str) -> None:

@@ -51,6 +51,15 @@ def _until_finished(url: str, count: int, workers: list[subprocess.Popen[str]]) 
     return done
 
 
+def _until_registered(url: str, count: int, workers: list[subprocess.Popen[str]]) -> None:
+    """Wait until `count` workers have joined the queue (their start is over)."""
+    deadline = time.monotonic() + WAIT_S
+    while int(_query(url, "select count(*) from procrastinate_workers")[0][0]) < count:
+        assert all(w.poll() is None for w in workers), [_err(w)[-3000:] for w in workers]
+        assert time.monotonic() < deadline, "the workers did not join the queue"
+        time.sleep(0.1)
+
+
 def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster: PgCluster,
                                                     tmp_path: Path) -> None:
     url = own_pg.create_database("restarts")
@@ -64,6 +73,9 @@ def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster
     alone = _start_worker(clean, tmp_path / "alone", "--concurrency", "2")
     workers = [_start_worker(url, tmp_path / f"w{i}") for i in (1, 2)]
     try:
+        # both workers in the queue first: one still starting when the database goes
+        # away exits 2 with "cannot open database", by design (a wrong URL fails fast)
+        _until_registered(url, len(workers), workers)
         done = _until_finished(url, 1, workers)
         for _ in range(RESTARTS):
             own_pg.stop()  # matches are in play

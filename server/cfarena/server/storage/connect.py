@@ -5,17 +5,16 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -202,7 +201,27 @@ def _no_schema(url: URL) -> str:
             "cfarena tables; `cfarena run-tournament` or `cfarena bots add` creates them)")
 
 
+def schema_head() -> str:
+    """The latest migration's revision, from the file names alone: each migration is
+    `versions/NNNN_what.py` with revision "NNNN" (tests/storage check that this is
+    Alembic's own head). Reading it costs no Alembic import nor script loading, which
+    `upgrade` skips for a database already at it."""
+    names = (p.name for p in (MIGRATIONS_DIR / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
+    return max(name[:4] for name in names)
+
+
+def _at_head(engine: Engine) -> bool:
+    """Whether the database's schema is this cfarena's latest (one read, no lock)."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table(_VERSION_TABLE):
+            return False
+        rows = conn.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).all()
+    return [row[0] for row in rows] == [schema_head()]
+
+
 def alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     return config
@@ -213,7 +232,10 @@ def upgrade(engine: Engine, revision: str = "head", *, create: bool = True) -> N
 
     With `create=False` a database without cfarena's tables (an empty one, or
     another program's) is refused with `StorageError` instead of given them.
+    A database already at the head is only read (`_at_head`): no write lock, no Alembic.
     """
+    if revision == "head" and _at_head(engine):
+        return
     _migrate(engine, revision, create=create)
 
 
@@ -229,6 +251,8 @@ def _migrate(engine: Engine, revision: str, *, create: bool = True,
     """`upgrade` or `downgrade`. On SQLite foreign keys are off meanwhile (SQLite's way
     to copy a table others reference, as a migration changing a constraint does) and
     checked before the transaction commits."""
+    from alembic import command
+
     config = alembic_config()
     writer = engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
     with writer.connect() as conn:
@@ -261,11 +285,11 @@ def _migrate(engine: Engine, revision: str, *, create: bool = True,
 def check_current(engine: Engine) -> None:
     """For a database opened read-only, which cannot be migrated: `StorageError` unless
     its schema is this cfarena's latest (reads of an older schema would fail at random)."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = schema_head()
     with engine.connect() as conn:
         if not inspect(conn).has_table(_VERSION_TABLE):
             raise StorageError(_no_schema(engine.url))
-        current = MigrationContext.configure(conn).get_current_revision()
+        current = conn.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).scalar()
     if current != head:
         raise StorageError(
             f"the database {sqlite_file(engine.url)} is read-only and its schema is at "
