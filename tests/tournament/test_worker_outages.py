@@ -27,9 +27,28 @@ from tests.tournament.test_workers import _wait as _wait_exit
 
 pytestmark = pytest.mark.postgres
 
-# deterministic bots, a fixed seed: 12 matches of two rounds
-TOURNAMENT = ["--bot", "greedy", "--bot", "smart", "--players", "2", "--games", "6",
-              "--rule", "rounds=2", "--seed", "20261206"]
+# greedy's moves, each after 40 ms: a match lasts over a second, so that a restart
+# finds matches in play and a fast machine cannot finish the tournament between two
+# (in CI on 97cb7d1 both workers had finished all 12 matches by the third stop)
+SLOW_GREEDY = """
+import time
+from cfarena.bots.greedy import GreedyBot
+
+class SlowGreedy(GreedyBot):
+    def choose(self, turn):
+        time.sleep(0.04)
+        return super().choose(turn)
+"""
+
+
+def _tournament(directory: Path) -> list[str]:
+    """Deterministic bots, a fixed seed: 12 matches of two rounds."""
+    bot = directory / "slow_greedy.py"
+    bot.write_text(SLOW_GREEDY)
+    return ["--bot", f"greedy=python -m cfarena.sdk run {bot}:SlowGreedy", "--bot", "smart",
+            "--players", "2", "--games", "6", "--rule", "rounds=2", "--seed", "20261206"]
+
+
 RESTARTS = 3
 # longer than a few heartbeats (FAST: 0.5 s) and than the stall limit (3 s): every
 # worker sees each outage, and every heartbeat is stale when the database is back
@@ -63,13 +82,14 @@ def _until_registered(url: str, count: int, workers: list[subprocess.Popen[str]]
 def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster: PgCluster,
                                                     tmp_path: Path) -> None:
     url = own_pg.create_database("restarts")
-    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url,
+    tournament = _tournament(tmp_path)
+    created = run_json("tournaments", "create", *tournament, "--db", url,
                        cwd=tmp_path, in_process=True)
     tid, total = created["tournament_id"], created["matches"]
     # the same tournament played meanwhile with its database up throughout (in the
     # session's cluster, which is never stopped): the results to compare with
     clean = pg_cluster.create_database("restarts_clean")
-    run_json("tournaments", "create", *TOURNAMENT, "--db", clean, cwd=tmp_path, in_process=True)
+    run_json("tournaments", "create", *tournament, "--db", clean, cwd=tmp_path, in_process=True)
     alone = _start_worker(clean, tmp_path / "alone", "--concurrency", "2")
     workers = [_start_worker(url, tmp_path / f"w{i}") for i in (1, 2)]
     try:
@@ -78,6 +98,7 @@ def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster
         _until_registered(url, len(workers), workers)
         done = _until_finished(url, 1, workers)
         for _ in range(RESTARTS):
+            assert done < total, "the tournament ended between restarts: slow its bot"
             own_pg.stop()  # matches are in play
             time.sleep(DOWN_S)
             assert all(w.poll() is None for w in workers), [
