@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cfarena.server.bundled_bots import bundled_command
+from tests.harness.slow_bots import slow_bot
 
 from .helpers import (
     cli_process,
@@ -84,7 +85,10 @@ def _finished(db: Path) -> dict[str, str]:
 def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: Path
                                                                      ) -> None:
     db = tmp_path / "cfarena.db"
-    args = ["sprt", "smart", "greedy", *QUICK, "--max-matches", "200", "--json",
+    # smart's moves 30 ms apart (the same moves, the same verdict): the Ctrl-C below,
+    # sent once 5 matches are stored, lands while the test is undecided on any machine
+    smart = f"smart={slow_bot(tmp_path, 'smart', 0.03)}"
+    args = ["sprt", smart, "greedy", *QUICK, "--max-matches", "200", "--json",
             "--db", f"sqlite:///{db}"]
     mark = marker()
     with cli_process(*args, cwd=tmp_path, mark=mark) as proc:

@@ -21,31 +21,20 @@ import pytest
 
 from tests.cli.helpers import run_cli, run_json
 from tests.harness.postgres import PgCluster
+from tests.harness.slow_bots import slow_bot
 from tests.tournament.test_workers import FAST, _err, _out, _query, _results, _start_worker
 from tests.tournament.test_workers import _stop as _kill
 from tests.tournament.test_workers import _wait as _wait_exit
 
 pytestmark = pytest.mark.postgres
 
-# greedy's moves, each after 40 ms: a match lasts over a second, so that a restart
-# finds matches in play and a fast machine cannot finish the tournament between two
-# (in CI on 97cb7d1 both workers had finished all 12 matches by the third stop)
-SLOW_GREEDY = """
-import time
-from cfarena.bots.greedy import GreedyBot
-
-class SlowGreedy(GreedyBot):
-    def choose(self, turn):
-        time.sleep(0.04)
-        return super().choose(turn)
-"""
-
 
 def _tournament(directory: Path) -> list[str]:
-    """Deterministic bots, a fixed seed: 12 matches of two rounds."""
-    bot = directory / "slow_greedy.py"
-    bot.write_text(SLOW_GREEDY)
-    return ["--bot", f"greedy=python -m cfarena.sdk run {bot}:SlowGreedy", "--bot", "smart",
+    """Deterministic bots, a fixed seed: 12 matches of two rounds. Greedy's moves come
+    each after 40 ms: a match lasts over a second, so that a restart finds matches in
+    play and a fast machine cannot finish the tournament between two (in CI on 97cb7d1
+    both workers had finished all 12 matches by the third stop)."""
+    return ["--bot", f"greedy={slow_bot(directory, 'greedy', 0.04)}", "--bot", "smart",
             "--players", "2", "--games", "6", "--rule", "rounds=2", "--seed", "20261206"]
 
 

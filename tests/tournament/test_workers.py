@@ -25,6 +25,7 @@ from tests.cli.helpers import (
     wait_no_processes,
 )
 from tests.harness.postgres import PgCluster
+from tests.harness.slow_bots import slow_bot
 
 
 def _tournament(games: int) -> list[str]:
@@ -176,16 +177,24 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
 def test_a_worker_that_loses_its_database_writes_nothing_half(
         own_pg: PgCluster, tmp_path: Path) -> None:
     url = own_pg.create_database("outage")
-    created = run_json("tournaments", "create", *_tournament(CUT_GAMES), "--db", url,
+    # greedy's moves 40 ms apart: a match lasts over a second (the same moves)
+    slow = ["--bot", f"greedy={slow_bot(tmp_path, 'greedy', 0.04)}",
+            *_tournament(CUT_GAMES)[2:]]
+    created = run_json("tournaments", "create", *slow, "--db", url,
                        cwd=tmp_path, in_process=True)
     total = created["matches"]
     worker = _start_worker(url, tmp_path / "w", "--concurrency", "2")
     try:
         deadline = time.monotonic() + 60
-        while _query(url, "select count(*) from matches where status = 'finished'")[0][0] < 2:
+        # a match stored and one begun under a second ago, which ends in the outage
+        # (stopped at the second stored match, often none was in play: matches start in
+        # pairs, and the next jobs are taken at the next poll)
+        while _query(url, "select count(*) filter (where status = 'finished') >= 1 and "
+                          "count(*) filter (where status = 'running' and started_at > "
+                          "now() - interval '1 second') >= 1 from matches") != [(True,)]:
             assert time.monotonic() < deadline and worker.poll() is None
-            time.sleep(0.1)
-        own_pg.stop()  # mid-run: matches are being played
+            time.sleep(0.05)
+        own_pg.stop()  # mid-run: a match is being played
         time.sleep(4)
         assert worker.poll() is None, "the worker died with its database"
         own_pg.start()

@@ -39,6 +39,7 @@ from cfarena.server.tournament.sprt_test import (
 from cfarena.server.tournament.worker import QueueWorker, WorkerOptions
 from tests.cli.helpers import CFARENA, run_json
 from tests.harness.postgres import PgCluster
+from tests.harness.slow_bots import slow_bot
 from tests.tournament.test_workers import _err, _out, _query, _start_worker, _stop, _wait
 
 # a big gap, bounds that decide in a few deal groups: 2 matches a group, batches of 2
@@ -51,7 +52,10 @@ SPRT = ["smart", "random", "--players", "2", "--rule", "rounds=single", "--elo-m
 def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     url = pg_cluster.create_database("sprt_workers")
-    queued = run_json("sprt", *SPRT, "--queue-only", "--db", url, cwd=tmp_path, in_process=True)
+    # smart's moves 30 ms apart (the same moves, the same verdict): a wave of matches
+    # lasts long enough for the kill below to find one in play before the test decides
+    sprt = [f"smart={slow_bot(tmp_path, 'smart', 0.03)}", *SPRT[1:]]
+    queued = run_json("sprt", *sprt, "--queue-only", "--db", url, cwd=tmp_path, in_process=True)
     assert queued["verdict"] == "continue" and queued["queued"] == 4  # one batch
     test_id, tid = queued["test_id"], queued["tournament_id"]
 
@@ -74,7 +78,7 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
         first.wait()
         # the same command without --queue-only resumes it here: one more (local) worker
         (tmp_path / "w3").mkdir()
-        late = subprocess.Popen([CFARENA, "sprt", *SPRT, "--json", "--db", url],
+        late = subprocess.Popen([CFARENA, "sprt", *sprt, "--json", "--db", url],
                                 cwd=tmp_path / "w3", text=True, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         procs.append(late)
