@@ -95,7 +95,10 @@ def _wait(procs: list[subprocess.Popen[str]], timeout: float) -> None:
 def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     url = pg_cluster.create_database("workers_e2e")
-    created = run_json("tournaments", "create", *TOURNAMENT, "--db", url,
+    # greedy's moves 40 ms apart (the same moves): the kill below, once three jobs are
+    # being played, finds the victim mid-match, not between its ack and its next job
+    tournament = ["--bot", f"greedy={slow_bot(tmp_path, 'greedy', 0.04)}", *TOURNAMENT[2:]]
+    created = run_json("tournaments", "create", *tournament, "--db", url,
                        cwd=tmp_path, in_process=True)
     tid, total = created["tournament_id"], created["matches"]
     assert total == 2 * GAMES and created["queued"] == total
@@ -109,7 +112,8 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     # the same tournament, one worker, another database, played meanwhile: the results
     # to compare with
     alone = pg_cluster.create_database("workers_alone")
-    run_json("tournaments", "create", *TOURNAMENT, "--db", alone, cwd=tmp_path, in_process=True)
+    run_json("tournaments", "create", *tournament, "--db", alone, cwd=tmp_path,
+             in_process=True)
     single = _start_worker(alone, tmp_path / "alone", "--concurrency", "2")
     mark = marker()
     victim = _start_worker(url, tmp_path / "w1", mark=mark)
