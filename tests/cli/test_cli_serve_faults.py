@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -191,8 +192,11 @@ def test_stopped_during_an_outage_keeps_the_unsaved_records(
                                     "--flush-timeout", "2")
     for name in ("u1", "u2"):
         arena.bot(name, port, "--retries", "50")
-    arena.wait("a match in play", lambda: any(m.status is MatchStatus.RUNNING
-                                         for m in arena.matches()), 60)
+    # one begun under half a second ago: it cannot end before the database is gone
+    arena.wait("a match just begun", lambda: any(
+        m.status is MatchStatus.RUNNING and m.started_at is not None
+        and (datetime.now(UTC) - m.started_at).total_seconds() < 0.5
+        for m in arena.matches()), 60)
     before = len(arena.finished())
     own_pg.stop()
     try:
