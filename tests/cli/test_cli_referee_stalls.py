@@ -52,14 +52,17 @@ def _count(db: Path, status: str) -> int:
         return 0
 
 
-def _one_in_play(db: Path, proc: subprocess.Popen[str]) -> None:
-    """Wait until two matches are stored and one is in play (the other slot is about to
-    start the next: its start then falls in the stall, while a bot decides)."""
+def _one_in_play(db: Path, proc: subprocess.Popen[str], stored: int) -> int:
+    """Wait until `stored` matches are stored and one is in play (the other slot is about
+    to start the next: its start then falls in the stall, while a bot decides); how many
+    are stored. Each stall waits for a match stored since the last one: three stalls
+    are three chances, not one long stall with two blinks in it."""
     deadline = time.monotonic() + 120
-    while _count(db, "finished") < 2 or _count(db, "running") != 1:
+    while (done := _count(db, "finished")) < stored or _count(db, "running") != 1:
         assert proc.poll() is None and time.monotonic() < deadline, \
             proc.communicate()[1][-3000:]
         time.sleep(0.01)
+    return done
 
 
 def _run(db: Path, disturb: Callable[[subprocess.Popen[str]], None] | None = None
@@ -102,8 +105,9 @@ def test_a_database_locked_by_another_process_delays_storage_not_a_deadline(
     def lock(proc: subprocess.Popen[str]) -> None:
         holder = sqlite3.connect(db, isolation_level=None, timeout=30)
         try:
+            done = 1
             for _ in range(STALLS):
-                _one_in_play(db, proc)
+                done = _one_in_play(db, proc, done + 1)
                 holder.execute("BEGIN IMMEDIATE")  # the write lock: every writer waits
                 started = time.monotonic()
                 time.sleep(STALL_S)
@@ -122,8 +126,9 @@ def test_a_referee_frozen_past_a_deadline_charges_no_bot(
     db = tmp_path / "cfarena.db"
 
     def freeze(proc: subprocess.Popen[str]) -> None:
+        done = 1
         for _ in range(STALLS):  # the referee's process alone: its bots play on
-            _one_in_play(db, proc)
+            done = _one_in_play(db, proc, done + 1)
             os.kill(proc.pid, signal.SIGSTOP)
             time.sleep(STALL_S)
             os.kill(proc.pid, signal.SIGCONT)
