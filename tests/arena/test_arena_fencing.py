@@ -41,6 +41,16 @@ def _running(fleet: Fleet, arena_id: str) -> list[str]:
             {"a": arena_id})]
 
 
+def _in_a_transaction(fleet: Fleet) -> bool:
+    """Whether another session of the database is inside a transaction: an arena frozen
+    in one would hold its rows locked for the whole freeze, and the other arena's abort
+    would wait for them (a freeze of the arena's storage, not of its match)."""
+    with open_database(fleet.db, create=False) as db, db.engine.connect() as conn:
+        return bool(conn.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'")).scalar())
+
+
 def _stored(fleet: Fleet, match_id: str) -> tuple[str, str, int, int, int]:
     """A match's status and reason, and how many game logs, faults and rating rows."""
     with open_database(fleet.db, create=False) as db, db.engine.connect() as conn:
@@ -72,7 +82,7 @@ def test_an_arena_frozen_past_the_stale_limit_stores_nothing(fleet: Fleet) -> No
     while True:
         fleet.procs["a"].send_signal(signal.SIGSTOP)
         held = _running(fleet, ids["a"])
-        if held:
+        if held and not _in_a_transaction(fleet):
             break
         fleet.procs["a"].send_signal(signal.SIGCONT)
         assert time.monotonic() < deadline, "arena a had no match in play for 30 s"

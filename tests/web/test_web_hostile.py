@@ -115,6 +115,21 @@ def _status(db: str, match_id: str) -> str:
     return found[0].value if found else "none"
 
 
+def _write_lock_free(path: Path) -> bool:
+    """Whether SQLite's write lock is free now: an arena frozen while it holds it (in its
+    heartbeat or a store) would hold every writer off for the whole freeze, the other
+    arena's abort included (a freeze of the arena's storage, not of its match)."""
+    conn = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:  # database is locked
+        return False
+    finally:
+        conn.close()
+
+
 def test_a_match_of_a_silent_arena_still_in_play_shows_no_seed(tmp_path: Path) -> None:
     """Arena a stops beating (frozen: SIGSTOP; a network cut from the database does the
     same) while its match is in play; arena b marks that match aborted ("arena a
@@ -143,7 +158,7 @@ def test_a_match_of_a_silent_arena_still_in_play_shows_no_seed(tmp_path: Path) -
             a.wait("a match starts", started_since, 30)
             os.killpg(serve.pid, signal.SIGSTOP)
             started = [json.loads(d)["match"] for _t, k, d in ladder.events if k == "started"]
-            if _status(db, started[-1]) == "running":
+            if _status(db, started[-1]) == "running" and _write_lock_free(tmp_path / "arena.db"):
                 match_id = started[-1]
                 break
             os.killpg(serve.pid, signal.SIGCONT)
