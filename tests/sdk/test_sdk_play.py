@@ -31,7 +31,7 @@ from cfarena.sdk import Bot
 
 class Slow(Bot):
     def choose(self, turn):
-        time.sleep(0.03)
+        time.sleep(0.3)
         return 0
 """
 
@@ -99,7 +99,7 @@ def test_games_rotate_seats_print_results_and_write_logs_that_verify(
 def test_the_same_seed_plays_the_same_games(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bot = _bot(tmp_path, SLOW_BOT.replace("time.sleep(0.03)", "pass"))
+    bot = _bot(tmp_path, SLOW_BOT.replace("time.sleep(0.3)", "pass"))
     runs = []
     for _ in range(2):
         code, out, err = _play(capsys, bot, "--vs", "smart", "--players", "4", "--seed", "9",
@@ -116,14 +116,16 @@ def test_a_bot_slower_than_the_time_control_times_out_and_forfeits_as_in_the_are
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "slow.jsonl"
+    # 100 ms a move: three times less than Slow takes, and far more than greedy needs
+    # on a loaded machine (10 ms, once, was not: greedy too could time out)
     code, out, err = _play(capsys, _bot(tmp_path, SLOW_BOT), "--vs", "greedy", "--seed", "3",
-                           "--timeout-ms", "10", *QUICK, "--log", str(log))
+                           "--timeout-ms", "100", *QUICK, "--log", str(log))
     assert code == 0, err
     entry = load_log_file(log)
     (fault,) = entry["faults"]
     slow = entry["seats"].index("Slow")
     assert (fault["seat"], fault["kind"], fault["forfeit"]) == (slow, "timeout", True)
-    assert fault["detail"] == timeout_detail(10)
+    assert fault["detail"] == timeout_detail(100)
     assert entry["result"]["forfeited"] == [slow]
     assert entry["result"]["ranks"][slow] == 2
     assert verify_log(entry) == []  # the law's verdict is the one verification recomputes
@@ -206,7 +208,7 @@ def test_the_log_is_json_lines_one_game_a_line(
 def test_ctrl_c_ends_the_run_with_130_and_keeps_the_games_before_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stuck = SLOW_BOT.replace("time.sleep(0.03)",
+    stuck = SLOW_BOT.replace("time.sleep(0.3)",
                              "if turn.match_id == 'local-6':\n            raise KeyboardInterrupt")
     log = tmp_path / "cut.jsonl"
     code, _out, err = _play(capsys, _bot(tmp_path, stuck), "--seed", "5", "--games", "3",
