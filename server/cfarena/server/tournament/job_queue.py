@@ -30,7 +30,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-import psycopg
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -77,6 +76,7 @@ def new_app(engine: Engine) -> procrastinate.App:
 
 def install_schema(engine: Engine) -> None:
     """procrastinate's tables and functions, once (idempotent; concurrent callers wait)."""
+    import psycopg  # only where the queue is used: a SQLite run never loads it (~60 ms)
     from procrastinate.schema import SchemaManager
 
     try:
