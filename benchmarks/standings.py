@@ -5,6 +5,7 @@ leaderboard page and a bot page (`WebData.leaderboard`, `WebData.bot`).
 
     python benchmarks/standings.py --baseline /work/main/.venv/bin/cfarena
                                    [--matches 800] [--repeat 5] [--dir DIR]
+                                   [--baseline-schema 0009]
 
 It builds a SQLite database once, through the storage API (`Database.schedule_matches`,
 `Database.record_match`): 6 bots, each with 2 versions (the second from half-way on),
@@ -12,8 +13,8 @@ at 4-player tables of the standard rules outside any tournament, every match wit
 small game log (the bot page reads decision times from it). The database is kept in
 `--dir` and used again while it has `--matches` matches. The baseline (a `cfarena`
 executable of another checkout, with its venv) reads a copy of it migrated down to
-the baseline's schema (0005: no stored rating history), the new code the database
-itself.
+the baseline's schema (`--baseline-schema`: 0009, no ladder tallies; 0005, no stored
+rating history), the new code the database itself.
 
 Each figure is the median wall and CPU time (user + system; steadier on a busy
 machine) of `--repeat` runs, old and new alternating, after one run of each that is
@@ -48,7 +49,7 @@ CFARENA = str(Path(sys.executable).with_name("cfarena"))
 BOTS = [f"bot{i}" for i in range(6)]
 PLAYERS = 4
 POOL = f"standard/{PLAYERS}p"
-BASELINE_REVISION = "0005"  # the schema before the stored rating history
+BASELINE_REVISION = "0009"  # the schema before the ladder's tallies
 
 WEB_TIMING = """
 import json, sys, time
@@ -102,12 +103,12 @@ def finished(path: Path) -> int:
         return db.finished_count("global")
 
 
-def migrate_down(source: Path, target: Path) -> None:
+def migrate_down(source: Path, target: Path, revision: str) -> None:
     shutil.copyfile(source, target)
     with open_database(f"sqlite:///{target}") as db, db.engine.begin() as conn:
         config = alembic_config()
         config.attributes["connection"] = conn
-        command.downgrade(config, BASELINE_REVISION)
+        command.downgrade(config, revision)
 
 
 def _children_cpu() -> float:
@@ -145,16 +146,19 @@ def main() -> None:
     ap.add_argument("--matches", type=int, default=800)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/cfarena-standings-bench"))
+    ap.add_argument("--baseline-schema", default=BASELINE_REVISION,
+                    help="the revision the baseline's copy is migrated down to")
     args = ap.parse_args()
     baseline = str(Path(args.baseline).absolute())
     args.dir.mkdir(parents=True, exist_ok=True)
-    new_db, old_db = args.dir / "standings.db", args.dir / "standings-0005.db"
+    new_db = args.dir / "standings.db"
+    old_db = args.dir / f"standings-{args.baseline_schema}.db"
     if finished(new_db) != args.matches:
         new_db.unlink(missing_ok=True)
         began = time.perf_counter()
         build(new_db, args.matches)
         print(f"built {new_db} ({args.matches} matches) in {time.perf_counter() - began:.1f} s")
-    migrate_down(new_db, old_db)
+    migrate_down(new_db, old_db, args.baseline_schema)
 
     commands = {
         "cfarena standings": ["standings"],

@@ -117,6 +117,7 @@ def _ladder(db: Database) -> dict[str, Any]:
             x.bot_id: (x.matches, x.wins, x.mean_score, x.forfeits, x.faults)
             for x in db.standings(None, pool)}
         out[f"results {pool}"] = db.results_by_version(pool)
+        out[f"finished {pool}"] = db.finished_count(pool)
         out[f"seats {pool}"] = {(x.bot_id, x.version): list(x.seats)
                                 for x in db.skill_standings(pool) if x.seats}
         out[f"board {pool}"] = leaderboard_rows(db, pool, all_versions=True)
@@ -138,6 +139,11 @@ def _oracle(db: Database) -> dict[str, Any]:
                                  forfeits, faults)
             out[f"standings {pool}"] = table
             out[f"results {pool}"] = _old_results(s, pool)
+            finished = select(func.count()).select_from(Match).where(
+                Match.status == MatchStatus.FINISHED.value, Match.tournament_id.is_(None))
+            if pool != "global":
+                finished = finished.where(Match.pool == pool)
+            out[f"finished {pool}"] = s.scalar(finished)
             out[f"seats {pool}"] = _old_seat_counts(s, pool)
     return out
 

@@ -149,13 +149,11 @@ class ArenaStore(Sessions):
             return [(i, t, MatchStatus(st), bool(logged)) for i, t, st, logged in rows]
 
     def finished_count(self, pool: str) -> int:
-        """Finished ladder matches (outside tournaments) of `pool` ("global": all)."""
+        """Finished ladder matches (outside tournaments) of `pool` ("global": all):
+        the sum of its result tallies (`ladder_tallies`), not a count of the history."""
         with self._session() as s:
-            query = select(func.count()).select_from(Match).where(
-                Match.status == MatchStatus.FINISHED.value, Match.tournament_id.is_(None))
-            if pool != "global":
-                query = query.where(Match.pool == pool)
-            return int(s.scalar(query) or 0)
+            return int(s.scalar(select(func.sum(LadderResultTally.matches))
+                                .where(LadderResultTally.pool == pool)) or 0)
 
     # -- what a bot's owner sees ------------------------------------------------
 
@@ -193,7 +191,7 @@ class ArenaStore(Sessions):
             for bot_id, at in s.execute(
                     select(MatchSeat.bot_id, func.max(_SEEN_AT))
                     .join(Match, Match.id == MatchSeat.match_id)
-                    .where(*unfinished_ladder(list(_UNFINISHED))).group_by(MatchSeat.bot_id)):
+                    .where(*unfinished_ladder(_UNFINISHED)).group_by(MatchSeat.bot_id)):
                 if at is not None and (bot_id not in seen or aware(at) > seen[bot_id]):
                     seen[bot_id] = aware(at)
             names = dict(s.execute(select(Bot.id, Bot.name).where(Bot.id.in_(seen))).all())
