@@ -123,14 +123,10 @@ def _count_result(s: Session, rows: Sequence[Mapping[str, Any]]) -> None:
     s.execute(statement.on_conflict_do_update(
         index_elements=[LadderResultTally.pool, LadderResultTally.result],
         set_={"matches": stored.matches + new.matches,
-              "first_finished_at": func.coalesce(
-                  _when(earlier, new.first_finished_at), stored.first_finished_at),
-              "first_match_id": func.coalesce(
-                  _when(earlier, new.first_match_id), stored.first_match_id)}))
-
-
-def _when(condition: Any, value: Any) -> Any:
-    return case((condition, value), else_=None)
+              "first_finished_at": case((earlier, new.first_finished_at),
+                                        else_=stored.first_finished_at),
+              "first_match_id": case((earlier, new.first_match_id),
+                                     else_=stored.first_match_id)}))
 
 
 def _recount_latest_faults(s: Session, pools: Sequence[str], bot_ids: Sequence[int]) -> None:
