@@ -27,7 +27,10 @@ calls and replays only the matches finished since); then the storage reads behin
 leaderboard one by one (`Database.standings`, `ladder_activity`, `results_by_version`,
 `skill_standings`: the leaderboard's own CPU is mostly its Bradley-Terry fit, which
 grows with the distinct results: with 4 players of 6 bots nearly one per match, with
-2 of 4 a few dozen).
+2 of 4 a few dozen). In-process figures also give SQLite's peak bytes above what it
+held before the call (`sqlite3_memory_highwater`, of the SQLite the sqlite3 module is
+linked with): its sorts' and temporary b-trees' memory, which grows with what a query
+reads.
 """
 
 from __future__ import annotations
@@ -55,16 +58,24 @@ PLAYERS = 4  # seats of every match
 BASELINE_REVISION = "0009"  # the schema before the ladder's tallies
 
 WEB_TIMING = """
-import json, sys, time
+import ctypes, json, sqlite3, sys, time, _sqlite3
 from cfarena.server.storage import open_database
 from cfarena.server.web.data import WebData
 url, pool, bot, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 out = {"leaderboard": [], "bot cold": [], "bot again": [], "standings(None, pool)": [],
        "ladder_activity()": [], "results_by_version(pool)": [], "skill_standings(pool)": []}
+library = ctypes.CDLL(_sqlite3.__file__)  # the SQLite sqlite3 is linked with (serve_probe)
+library.sqlite3_libversion.restype = ctypes.c_char_p
+assert library.sqlite3_libversion().decode() == sqlite3.sqlite_version
+library.sqlite3_memory_used.restype = ctypes.c_int64
+library.sqlite3_memory_highwater.restype = ctypes.c_int64
 def timed(what, call, *args):
+    used = library.sqlite3_memory_used()
+    library.sqlite3_memory_highwater(1)  # the high-water mark from here
     began, cpu = time.perf_counter(), time.process_time()
     call(*args)
-    out[what].append((time.perf_counter() - began, time.process_time() - cpu))
+    out[what].append((time.perf_counter() - began, time.process_time() - cpu,
+                      library.sqlite3_memory_highwater(0) - used))
 with open_database(url, create=False) as db:
     for _ in range(repeat):
         timed("leaderboard", WebData(db).leaderboard, pool)
@@ -149,12 +160,12 @@ def run(argv: list[str]) -> tuple[float, float]:
 
 
 def web_times(python: str, url: str, pool: str, repeat: int
-              ) -> dict[str, list[tuple[float, float]]]:
+              ) -> dict[str, list[tuple[float, ...]]]:
     done = subprocess.run([python, "-c", WEB_TIMING, url, pool, "bot0", str(repeat)],
                           capture_output=True, text=True, check=False, env=ENV)
     if done.returncode != 0:
         sys.exit(f"{python}: web timing failed: {done.stderr.strip()[-2000:]}")
-    times: dict[str, list[tuple[float, float]]] = json.loads(done.stdout)
+    times: dict[str, list[tuple[float, ...]]] = json.loads(done.stdout)
     return times
 
 
@@ -190,8 +201,8 @@ def main() -> None:
         "cfarena bots show bot0": ["bots", "show", "bot0", "--pool", pool],
     }
     sides = {"old": (baseline, old_db), "new": (CFARENA, new_db)}
-    figures: dict[str, dict[str, list[tuple[float, float]]]] = {what: {"old": [], "new": []}
-                                                  for what in commands}
+    figures: dict[str, dict[str, list[tuple[float, ...]]]] = {what: {"old": [], "new": []}
+                                                 for what in commands}
     for n in range(args.repeat + 1):  # the first round warms up (caches, compiled modules)
         for what, cli_args in commands.items():
             for side, (exe, db) in sides.items():
@@ -207,13 +218,17 @@ def main() -> None:
           "versions, "
           f"median of {args.repeat}; old: {baseline}, new: {CFARENA}")
     print(f"{'':32} {'wall: old':>10} {'new':>8} {'new/old':>7}   {'CPU: old':>9} {'new':>8} "
-          f"{'new/old':>7}")
+          f"{'new/old':>7}   {'SQLite peak: old':>16} {'new':>8}")
     for what, by_side in figures.items():
         line = f"{what:32}"
         for kind in (0, 1):  # wall, then CPU
             old = statistics.median(t[kind] for t in by_side["old"])
             new = statistics.median(t[kind] for t in by_side["new"])
             line += f" {old * 1000:8.0f}ms {new * 1000:6.0f}ms {new / old:7.2f}  "
+        if len(by_side["old"][0]) > 2:  # timed in-process: SQLite's peak bytes too
+            old, new = (statistics.median(t[2] for t in by_side[side]) / 1024
+                        for side in ("old", "new"))
+            line += f" {old:13.0f}KiB {new:5.0f}KiB"
         print(line.rstrip())
 
 
