@@ -10,7 +10,8 @@ from cfarena.server.storage import Database, MatchPlan, StoredMatch, hash_token
 
 TABLES = ("bots", "tournaments", "matches", "match_seats", "faults", "seat_logs", "game_logs",
           "ratings", "rating_history", "skill_ratings", "skill_history", "arenas",
-          "sprt_tests", "sprt_groups")
+          "sprt_tests", "sprt_groups", "ladder_bot_tallies", "ladder_seat_tallies",
+          "ladder_result_tallies")
 STANDARD = {"preset": "standard"}
 
 

@@ -14,11 +14,21 @@ from sqlalchemy.orm import Session
 
 from cfarena.server.rating.online import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
 from cfarena.server.storage.bot_store import bot_named
+from cfarena.server.storage.ladder_tallies import (
+    GLOBAL_POOL,
+    Entrant,
+    LadderResult,
+    parse_result_key,
+    unfinished_ladder,
+)
 from cfarena.server.storage.models import (
     Bot,
     Fault,
     FaultKind,
     GameLog,
+    LadderBotTally,
+    LadderResultTally,
+    LadderSeatTally,
     Match,
     MatchSeat,
     MatchStatus,
@@ -30,14 +40,12 @@ from cfarena.server.storage.sessions import Sessions
 from cfarena.server.storage.upsert import insert_or_ignore
 from cfarena.server.storage.values import FaultInfo, SkillStanding
 
-Entrant = tuple[int, str]  # (bot id, version)
 # when a seat's bot was last seen in its match: its end, or its start while it plays
 # (a scheduled match never started: when it was scheduled)
 _SEEN_AT = func.coalesce(Match.finished_at, Match.started_at, Match.created_at)
 LOGS_AT_ONCE = 1  # game logs decoded at a time (`decision_times`)
-RESULTS_AT_ONCE = 1000  # rows read at a time (`results_by_version`)
-# a ladder match's result: ((bot id, version), rank) per seat, in seat order
-LadderResult = tuple[tuple[Entrant, int], ...]
+_IN_PLAY = (MatchStatus.SCHEDULED, MatchStatus.RUNNING)
+_UNFINISHED = (*_IN_PLAY, MatchStatus.ABORTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,26 +103,17 @@ class ArenaStore(Sessions):
     def results_by_version(self, pool: str) -> list[tuple[LadderResult, int]]:
         """The distinct results of the finished ladder matches (outside tournaments)
         of `pool`, each with how many matches ended so: ((bot id, version), rank) per
-        seat, in seat order; in the order each was first seen (by finishing time).
-        What the batch Bradley-Terry check is fitted on (`fit_ratings`' `counts`).
-        The matches are read `RESULTS_AT_ONCE` at a time: memory grows with the
-        distinct results (entrants, seatings, ranks), not with the matches played."""
+        seat, in seat order; in the order each was first seen (by finishing time,
+        then id). What the batch Bradley-Terry check is fitted on (`fit_ratings`'
+        `counts`). Read from their tallies (`ladder_tallies`): as many rows as
+        distinct results (entrants, seatings, ranks), not as matches played."""
         with self._session() as s:
-            query = (select(MatchSeat.match_id, MatchSeat.bot_id, MatchSeat.bot_version,
-                            MatchSeat.rank)
-                     .join(Match, Match.id == MatchSeat.match_id)
-                     .where(Match.status == MatchStatus.FINISHED.value,
-                            Match.tournament_id.is_(None))
-                     .order_by(Match.finished_at, Match.id, MatchSeat.seat)
-                     .execution_options(yield_per=RESULTS_AT_ONCE))
-            if pool != "global":
-                query = query.where(Match.pool == pool)
-            counts: dict[LadderResult, int] = {}
-            for _match_id, seats in itertools.groupby(s.execute(query), key=lambda r: r[0]):
-                result = tuple(((bot_id, version), int(rank or 0))
-                               for _m, bot_id, version, rank in seats)
-                counts[result] = counts.get(result, 0) + 1
-            return list(counts.items())
+            rows = s.execute(
+                select(LadderResultTally.result, LadderResultTally.matches)
+                .where(LadderResultTally.pool == pool)
+                .order_by(LadderResultTally.first_finished_at,
+                          LadderResultTally.first_match_id))
+            return [(parse_result_key(key), int(n)) for key, n in rows]
 
     def skill_history(self, name: str, pool: str, last: int | None = None
                       ) -> list[tuple[int, str, Skill]]:
@@ -150,13 +149,11 @@ class ArenaStore(Sessions):
             return [(i, t, MatchStatus(st), bool(logged)) for i, t, st, logged in rows]
 
     def finished_count(self, pool: str) -> int:
-        """Finished ladder matches (outside tournaments) of `pool` ("global": all)."""
+        """Finished ladder matches (outside tournaments) of `pool` ("global": all):
+        the sum of its result tallies (`ladder_tallies`), not a count of the history."""
         with self._session() as s:
-            query = select(func.count()).select_from(Match).where(
-                Match.status == MatchStatus.FINISHED.value, Match.tournament_id.is_(None))
-            if pool != "global":
-                query = query.where(Match.pool == pool)
-            return int(s.scalar(query) or 0)
+            return int(s.scalar(select(func.sum(LadderResultTally.matches))
+                                .where(LadderResultTally.pool == pool)) or 0)
 
     # -- what a bot's owner sees ------------------------------------------------
 
@@ -177,25 +174,34 @@ class ArenaStore(Sessions):
 
     def ladder_activity(self) -> dict[str, LadderActivity]:
         """Bot name -> when it was last seen in a match outside tournaments and its
-        latest fault in one (every bot that played one)."""
+        latest fault in one (every bot that played one): its finished matches'
+        from the ladder's tallies, the others' (few: to play, in play, aborted) read."""
         with self._session() as s:
-            seen = s.execute(
-                select(Bot.name, func.max(_SEEN_AT))
-                .join(MatchSeat, MatchSeat.bot_id == Bot.id)
-                .join(Match, Match.id == MatchSeat.match_id)
-                .where(Match.tournament_id.is_(None)).group_by(Bot.name))
-            latest = (select(Fault.bot_id, func.max(Fault.id).label("id"))
-                      .join(Match, Match.id == Fault.match_id)
-                      .where(Match.tournament_id.is_(None)).group_by(Fault.bot_id).subquery())
-            faults = {name: FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat,
-                                      bot_id=f.bot_id, bot_name=name, kind=FaultKind(f.kind),
-                                      detail=f.detail, turn_id=f.at_turn,
-                                      created_at=aware(f.created_at))
-                      for f, name in s.execute(
-                          select(Fault, Bot.name).join(latest, latest.c.id == Fault.id)
-                          .join(Bot, Bot.id == Fault.bot_id))}
-            return {name: LadderActivity(None if at is None else aware(at), faults.get(name))
-                    for name, at in seen}
+            seen: dict[int, datetime] = {}
+            tallied = s.execute(
+                select(LadderBotTally.bot_id, LadderBotTally.finished_at,
+                       LadderBotTally.last_fault_id)
+                .where(LadderBotTally.pool == GLOBAL_POOL))
+            latest: dict[int, int] = {}
+            for bot_id, finished_at, fault_id in tallied:
+                if finished_at is not None:
+                    seen[bot_id] = aware(finished_at)
+                if fault_id is not None:
+                    latest[bot_id] = fault_id
+            for bot_id, at in s.execute(
+                    select(MatchSeat.bot_id, func.max(_SEEN_AT))
+                    .join(Match, Match.id == MatchSeat.match_id)
+                    .where(*unfinished_ladder(_UNFINISHED)).group_by(MatchSeat.bot_id)):
+                if at is not None and (bot_id not in seen or aware(at) > seen[bot_id]):
+                    seen[bot_id] = aware(at)
+            names = dict(s.execute(select(Bot.id, Bot.name).where(Bot.id.in_(seen))).all())
+            wanted = [latest[b] for b in seen if b in latest]
+            faults = {f.bot_id: FaultInfo(id=f.id, match_id=f.match_id, seat=f.seat,
+                                          bot_id=f.bot_id, bot_name=names[f.bot_id],
+                                          kind=FaultKind(f.kind), detail=f.detail,
+                                          turn_id=f.at_turn, created_at=aware(f.created_at))
+                      for f in s.scalars(select(Fault).where(Fault.id.in_(wanted)))}
+            return {names[b]: LadderActivity(at, faults.get(b)) for b, at in seen.items()}
 
     def bot_faults(self, name: str, limit: int = 20) -> list[FaultInfo]:
         """Bot `name`'s latest faults, newest first, with their exact details."""
@@ -243,17 +249,25 @@ def _standing(key: Entrant, name: str, skill: Skill, updated_at: datetime | None
 
 
 def _seat_counts(s: Session, pool: str, tournaments: bool) -> dict[Entrant, list[int]]:
-    """(bot id, version) -> matches played (or playing) per seat position in `pool`."""
-    query = (select(MatchSeat.bot_id, MatchSeat.bot_version, MatchSeat.seat, func.count())
-             .join(Match, Match.id == MatchSeat.match_id)
-             .where(Match.status != MatchStatus.ABORTED.value)
-             .group_by(MatchSeat.bot_id, MatchSeat.bot_version, MatchSeat.seat))
-    if pool != "global":
-        query = query.where(Match.pool == pool)
-    if not tournaments:
-        query = query.where(Match.tournament_id.is_(None))
+    """(bot id, version) -> matches played (or playing) per seat position in `pool`:
+    over the ladder's (outside tournaments), its finished matches' from their tallies
+    and those to play or in play read; `tournaments`: over all matches, read."""
+    counted = (MatchSeat.bot_id, MatchSeat.bot_version, MatchSeat.seat)
+    if tournaments:
+        query = (select(*counted, func.count()).join(Match, Match.id == MatchSeat.match_id)
+                 .where(Match.status != MatchStatus.ABORTED.value).group_by(*counted))
+        if pool != GLOBAL_POOL:
+            query = query.where(Match.pool == pool)
+        parts = [s.execute(query).all()]
+    else:
+        parts = [
+            s.execute(select(LadderSeatTally.bot_id, LadderSeatTally.version,
+                             LadderSeatTally.seat, LadderSeatTally.matches)
+                      .where(LadderSeatTally.pool == pool)).all(),
+            s.execute(select(*counted, func.count()).join(Match, Match.id == MatchSeat.match_id)
+                      .where(*unfinished_ladder(_IN_PLAY, pool)).group_by(*counted)).all()]
     out: dict[Entrant, list[int]] = {}
-    for bot_id, version, seat, n in s.execute(query):
+    for bot_id, version, seat, n in itertools.chain.from_iterable(parts):
         counts = out.setdefault((bot_id, version), [])
         counts.extend([0] * (seat + 1 - len(counts)))
         counts[seat] += n

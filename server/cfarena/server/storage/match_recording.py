@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from cfarena.server.rating.elo import elo_update
 from cfarena.server.rating.pairwise import INITIAL_ELO
+from cfarena.server.storage import ladder_tallies
 from cfarena.server.storage.arena_store import rate_skill
 from cfarena.server.storage.connect import StorageError
 from cfarena.server.storage.encoding import canonical_sha256, storable_text, utc_now
@@ -64,6 +65,8 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
         _check_result(record, m.players)
     _check_seat_logs(record, m.players)
     # rows of an earlier (aborted) attempt of this match: this attempt replaces them
+    # (its faults, counted in the ladder's tallies, are taken out of them)
+    dropped = ladder_tallies.fault_counts(s, m.id) if m.tournament_id is None else {}
     for table in (Fault, SeatLogRow, GameLog):
         s.execute(delete(table).where(table.match_id == m.id))
     now = record.finished_at or utc_now()
@@ -91,15 +94,15 @@ def record_match(s: Session, record: StoredMatch, status: MatchStatus) -> bool:
         row.faults = fault_counts.get(seat, 0)
     s.flush()
 
-    for f in record.faults:
-        seat_row = seats.get(f.seat)
-        s.add(Fault(
-            match_id=m.id, seat=f.seat,
-            bot_id=seat_row.bot_id if seat_row is not None else None,
-            kind=_fault_kind(f.kind), detail=storable_text(f.detail), at_turn=f.turn_id,
-            created_at=now,
-        ))
+    faults = [Fault(match_id=m.id, seat=f.seat,
+                    bot_id=seats[f.seat].bot_id if f.seat in seats else None,
+                    kind=_fault_kind(f.kind), detail=storable_text(f.detail),
+                    at_turn=f.turn_id, created_at=now)
+              for f in record.faults]
+    s.add_all(faults)
     s.flush()
+    ladder_tallies.tally_match(s, m, [seats[i] for i in sorted(seats)], finished, dropped,
+                               faults, now)
 
     s.add_all(
         SeatLogRow(match_id=m.id, seat=x.seat, output=storable_text(x.output),

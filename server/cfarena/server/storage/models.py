@@ -290,6 +290,56 @@ class SkillHistory(Base):
     sigma: Mapped[float] = mapped_column(Float)
 
 
+class LadderBotTally(Base):
+    """One bot's results on the ladder (matches outside tournaments) of one pool, or of
+    all of them ("global"), kept up to date by the transaction that records each match
+    (`ladder_tallies`, 0010): what `Database.standings` and `ladder_activity` read
+    instead of the whole history. `faults` and `last_fault_id` count the faults of its
+    matches of any status, the rest its finished matches."""
+
+    __tablename__ = "ladder_bot_tallies"
+
+    pool: Mapped[str] = mapped_column(String(100), primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), primary_key=True)
+    matches: Mapped[int] = mapped_column(Integer)  # finished matches it held a seat in
+    wins: Mapped[int] = mapped_column(Integer)  # of them, those it won (a seat ranked 1)
+    points: Mapped[int] = mapped_column(BigInteger)  # its seats' totals
+    rounds: Mapped[int] = mapped_column(BigInteger)  # the rounds of its seats' matches
+    forfeits: Mapped[int] = mapped_column(Integer)  # its forfeited seats
+    faults: Mapped[int] = mapped_column(Integer)
+    last_fault_id: Mapped[int | None] = mapped_column(Integer)  # its latest fault's id
+    finished_at: Mapped[datetime | None] = mapped_column(Timestamp)  # its latest finish
+
+
+class LadderSeatTally(Base):
+    """How many finished ladder matches of one pool (or of all: "global") a (bot,
+    version) played from one seat position (0010): the finished part of
+    `skill_standings`' seat counts."""
+
+    __tablename__ = "ladder_seat_tallies"
+
+    pool: Mapped[str] = mapped_column(String(100), primary_key=True)
+    bot_id: Mapped[int] = mapped_column(ForeignKey("bots.id"), primary_key=True)
+    version: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seat: Mapped[int] = mapped_column(Integer, primary_key=True)
+    matches: Mapped[int] = mapped_column(Integer)
+
+
+class LadderResultTally(Base):
+    """One distinct result of the finished ladder matches of one pool (or of all:
+    "global"), `ladder_tallies.result_key`'s text, with how many matches ended so and
+    the first of them by finishing time, then id (0010): what the Bradley-Terry check
+    is fitted on (`Database.results_by_version`)."""
+
+    __tablename__ = "ladder_result_tallies"
+
+    pool: Mapped[str] = mapped_column(String(100), primary_key=True)
+    result: Mapped[str] = mapped_column(Text, primary_key=True)
+    matches: Mapped[int] = mapped_column(Integer)
+    first_finished_at: Mapped[datetime] = mapped_column(Timestamp)
+    first_match_id: Mapped[str] = mapped_column(String(200))
+
+
 class SprtVerdict(enum.StrEnum):
     """Where a stored bot test (`cfarena sprt`) stands: `sprt.sequential.Verdict`'s values."""
 

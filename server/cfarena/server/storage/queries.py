@@ -16,6 +16,7 @@ from cfarena.server.storage.models import (
     Fault,
     FaultKind,
     GameLog,
+    LadderBotTally,
     Match,
     MatchSeat,
     MatchStatus,
@@ -137,8 +138,51 @@ def deal_results(s: Session, tournament_id: int | None, pool: str | None
 
 def standings(s: Session, tournament_id: int | None, pool: str | None) -> list[Standing]:
     """A tournament's table (its ratings replayed over its own matches), or (None) the
-    ladder's in `pool` (its stored ratings, rated outside tournaments only)."""
-    where = _table_filters(tournament_id, pool)
+    ladder's in `pool` (its stored ratings, rated outside tournaments only, and its
+    tallies: `ladder_tallies`, not its whole history)."""
+    elo_by_bot: dict[int, float] = {}
+    if tournament_id is None:
+        stats, faults = _ladder_stats(s, pool or GLOBAL_POOL)
+        elo_by_bot = dict(s.execute(
+            select(Rating.bot_id, Rating.elo).where(Rating.pool == (pool or GLOBAL_POOL))
+        ).all())
+    else:
+        stats, faults = _history_stats(s, _table_filters(tournament_id, pool))
+        for match in results(s, tournament_id, pool):
+            elo_by_bot.update(elo_update(elo_by_bot, match))
+    bot_ids = set(stats) | set(faults) | set(elo_by_bot)
+    names = dict(s.execute(select(Bot.id, Bot.name).where(Bot.id.in_(bot_ids))).all())
+    table: list[Standing] = []
+    for bot_id in bot_ids:
+        matches, wins, points, rounds, forfeits = stats.get(bot_id, (0, 0, None, None, 0))
+        table.append(Standing(
+            bot_id=bot_id, name=names[bot_id], elo=elo_by_bot.get(bot_id, INITIAL_ELO),
+            matches=int(matches), wins=int(wins),
+            mean_score=float(points) / float(rounds) if rounds else None,
+            faults=faults.get(bot_id, 0), forfeits=int(forfeits or 0)))
+    table.sort(key=lambda x: (-x.elo, x.name))
+    return table
+
+
+# bot id -> (finished matches, of them won, sum of its seats' totals, of its seats'
+# matches' rounds, forfeited seats); bot id -> faults in matches of any status
+_Stats = tuple[dict[int, tuple[Any, ...]], dict[int, int]]
+
+
+def _ladder_stats(s: Session, pool: str) -> _Stats:
+    """`_Stats` of the ladder in `pool` ("global": all of it), from its tallies."""
+    stats: dict[int, tuple[Any, ...]] = {}
+    faults: dict[int, int] = {}
+    for row in s.scalars(select(LadderBotTally).where(LadderBotTally.pool == pool)):
+        if row.matches:
+            stats[row.bot_id] = (row.matches, row.wins, row.points, row.rounds, row.forfeits)
+        if row.faults:
+            faults[row.bot_id] = row.faults
+    return stats, faults
+
+
+def _history_stats(s: Session, where: Sequence[Any]) -> _Stats:
+    """`_Stats` over the matches `where` selects (a tournament's), from their rows."""
     won = case((MatchSeat.rank == 1, MatchSeat.match_id), else_=None)
     forfeit = case((MatchSeat.forfeited.is_(True), 1), else_=0)
     stats = {
@@ -156,26 +200,7 @@ def standings(s: Session, tournament_id: int | None, pool: str | None) -> list[S
             select(Fault.bot_id, func.count()).join(Match, Match.id == Fault.match_id)
             .where(*where).group_by(Fault.bot_id))
     }
-    elo_by_bot: dict[int, float] = {}
-    if tournament_id is None:
-        elo_by_bot = dict(s.execute(
-            select(Rating.bot_id, Rating.elo).where(Rating.pool == (pool or GLOBAL_POOL))
-        ).all())
-    else:
-        for match in results(s, tournament_id, pool):
-            elo_by_bot.update(elo_update(elo_by_bot, match))
-    bot_ids = set(stats) | set(faults) | set(elo_by_bot)
-    names = dict(s.execute(select(Bot.id, Bot.name).where(Bot.id.in_(bot_ids))).all())
-    table: list[Standing] = []
-    for bot_id in bot_ids:
-        matches, wins, points, rounds, forfeits = stats.get(bot_id, (0, 0, None, None, 0))
-        table.append(Standing(
-            bot_id=bot_id, name=names[bot_id], elo=elo_by_bot.get(bot_id, INITIAL_ELO),
-            matches=int(matches), wins=int(wins),
-            mean_score=float(points) / float(rounds) if rounds else None,
-            faults=faults.get(bot_id, 0), forfeits=int(forfeits or 0)))
-    table.sort(key=lambda x: (-x.elo, x.name))
-    return table
+    return stats, faults
 
 
 def _seat_infos(s: Session, match_ids: Sequence[str]) -> dict[str, tuple[SeatInfo, ...]]:

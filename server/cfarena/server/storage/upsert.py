@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import inspect
+from sqlalchemy import func, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
@@ -33,3 +33,23 @@ def insert_or_ignore(s: Session, table: type[Base], rows: Sequence[Mapping[str, 
     statement = dialect_insert(s, table).values(list(rows)).on_conflict_do_nothing(
         index_elements=conflict).returning(*inspect(table).primary_key)
     return len(s.execute(statement).all())
+
+
+def upsert_adding(s: Session, table: type[Base], rows: Sequence[Mapping[str, Any]],
+                  conflict: Sequence[InstrumentedAttribute[Any]], added: Sequence[str],
+                  latest: Sequence[str] = ()) -> None:
+    """Insert `rows` into `table`; where a row with the same unique columns `conflict`
+    is there already (an earlier writer's, or a concurrent one's: it waits for that
+    one's transaction), add each of this row's `added` columns to it and keep the
+    greater of the two values of each of its `latest` columns (NULL for neither).
+    Rows in one order, e.g. sorted by `conflict`: two writers then lock them alike."""
+    if not rows:
+        return
+    statement = dialect_insert(s, table).values(list(rows))
+    stored = inspect(table).columns
+    greatest = func.greatest if s.get_bind().dialect.name == "postgresql" else func.max
+    changes: dict[str, Any] = {c: stored[c] + statement.excluded[c] for c in added}
+    for c in latest:
+        old, new = stored[c], statement.excluded[c]
+        changes[c] = greatest(func.coalesce(old, new), func.coalesce(new, old))
+    s.execute(statement.on_conflict_do_update(index_elements=list(conflict), set_=changes))
