@@ -72,6 +72,18 @@ def test_a_database_one_migration_behind_is_upgraded_on_open(db_url: str) -> Non
         again.close()
 
 
+def test_a_database_with_a_newer_schema_is_refused_and_says_why(db_url: str) -> None:
+    db = open_database(db_url)
+    try:
+        with db.engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    finally:
+        db.close()
+    with pytest.raises(StorageError, match=r"has schema revision 9999, newer than this "
+                       rf"cfarena's {_head()}: run the cfarena that upgraded it"):
+        open_database(db_url)
+
+
 def test_upgrading_again_is_a_no_op_and_keeps_data(db_url: str) -> None:
     db = open_database(db_url)
     try:

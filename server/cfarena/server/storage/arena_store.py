@@ -36,7 +36,7 @@ from cfarena.server.storage.models import (
     SkillRating,
 )
 from cfarena.server.storage.queries import aware
-from cfarena.server.storage.sessions import Sessions
+from cfarena.server.storage.sessions import Sessions, one_snapshot
 from cfarena.server.storage.upsert import insert_or_ignore
 from cfarena.server.storage.values import FaultInfo, SkillStanding
 
@@ -177,6 +177,13 @@ class ArenaStore(Sessions):
         latest fault in one (every bot that played one): its finished matches'
         from the ladder's tallies, the others' (few: to play, in play, aborted) read."""
         with self._session() as s:
+            # the unfinished first, then the tallies: a match that finishes in between
+            # (PostgreSQL reads each statement at its own moment) is then seen twice,
+            # which a latest time does not mind, not missed
+            unfinished = s.execute(
+                select(MatchSeat.bot_id, func.max(_SEEN_AT))
+                .join(Match, Match.id == MatchSeat.match_id)
+                .where(*unfinished_ladder(_UNFINISHED)).group_by(MatchSeat.bot_id)).all()
             seen: dict[int, datetime] = {}
             tallied = s.execute(
                 select(LadderBotTally.bot_id, LadderBotTally.finished_at,
@@ -188,10 +195,7 @@ class ArenaStore(Sessions):
                     seen[bot_id] = aware(finished_at)
                 if fault_id is not None:
                     latest[bot_id] = fault_id
-            for bot_id, at in s.execute(
-                    select(MatchSeat.bot_id, func.max(_SEEN_AT))
-                    .join(Match, Match.id == MatchSeat.match_id)
-                    .where(*unfinished_ladder(_UNFINISHED)).group_by(MatchSeat.bot_id)):
+            for bot_id, at in unfinished:
                 if at is not None and (bot_id not in seen or aware(at) > seen[bot_id]):
                     seen[bot_id] = aware(at)
             names = dict(s.execute(select(Bot.id, Bot.name).where(Bot.id.in_(seen))).all())
@@ -260,6 +264,9 @@ def _seat_counts(s: Session, pool: str, tournaments: bool) -> dict[Entrant, list
             query = query.where(Match.pool == pool)
         parts = [s.execute(query).all()]
     else:
+        # the tallies and the matches in play at one moment (a match finishing between
+        # the two reads would be in neither, or in both)
+        one_snapshot(s)
         parts = [
             s.execute(select(LadderSeatTally.bot_id, LadderSeatTally.version,
                              LadderSeatTally.seat, LadderSeatTally.matches)

@@ -210,13 +210,28 @@ def schema_head() -> str:
     return max(name[:4] for name in names)
 
 
-def _at_head(engine: Engine) -> bool:
-    """Whether the database's schema is this cfarena's latest (one read, no lock)."""
+def _versions(engine: Engine) -> list[str] | None:
+    """The revisions in the database's `alembic_version` (one row, normally), or None
+    without that table (an empty database, or another program's). One read, no lock."""
     with engine.connect() as conn:
         if not inspect(conn).has_table(_VERSION_TABLE):
-            return False
-        rows = conn.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).all()
-    return [row[0] for row in rows] == [schema_head()]
+            return None
+        return [str(row[0]) for row in
+                conn.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).all()]
+
+
+def _refuse_newer(engine: Engine, versions: list[str] | None) -> None:
+    """`StorageError` for a database whose schema is newer than this cfarena's: an
+    older cfarena must not read or write it (Alembic would say only that it cannot
+    locate the revision)."""
+    head = schema_head()
+    newer = [v for v in versions or [] if v > head]
+    if newer:
+        raise StorageError(
+            f"the database {engine.url.render_as_string(hide_password=True)} has schema "
+            f"revision {max(newer)}, newer than this cfarena's {head}: run the cfarena "
+            "that upgraded it (every serve, worker and CLI on one database must be one "
+            "version)")
 
 
 def alembic_config() -> Config:
@@ -232,10 +247,14 @@ def upgrade(engine: Engine, revision: str = "head", *, create: bool = True) -> N
 
     With `create=False` a database without cfarena's tables (an empty one, or
     another program's) is refused with `StorageError` instead of given them.
-    A database already at the head is only read (`_at_head`): no write lock, no Alembic.
+    A database already at the head is only read (`_versions`): no write lock, no
+    Alembic; one with a newer schema than this cfarena's is refused (`_refuse_newer`).
     """
-    if revision == "head" and _at_head(engine):
-        return
+    if revision == "head":
+        versions = _versions(engine)
+        _refuse_newer(engine, versions)
+        if versions == [schema_head()]:
+            return
     _migrate(engine, revision, create=create)
 
 
@@ -286,13 +305,13 @@ def check_current(engine: Engine) -> None:
     """For a database opened read-only, which cannot be migrated: `StorageError` unless
     its schema is this cfarena's latest (reads of an older schema would fail at random)."""
     head = schema_head()
-    with engine.connect() as conn:
-        if not inspect(conn).has_table(_VERSION_TABLE):
-            raise StorageError(_no_schema(engine.url))
-        current = conn.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).scalar()
-    if current != head:
+    versions = _versions(engine)
+    if versions is None:
+        raise StorageError(_no_schema(engine.url))
+    _refuse_newer(engine, versions)
+    if versions != [head]:
         raise StorageError(
             f"the database {sqlite_file(engine.url)} is read-only and its schema is at "
-            f"revision {current}, not this cfarena's {head}: open it writable once (any "
-            "cfarena command) to upgrade it")
+            f"revision {', '.join(versions) or 'none'}, not this cfarena's {head}: open it "
+            "writable once (any cfarena command) to upgrade it")
 

@@ -32,3 +32,11 @@ class Sessions:
                 yield session
         except DBAPIError as exc:
             raise StorageError(f"database error: {one_line(exc)}") from exc
+
+
+def one_snapshot(s: Session) -> None:
+    """On PostgreSQL, make the reads of `s`'s transaction see one moment (REPEATABLE
+    READ: under READ COMMITTED each statement sees its own); SQLite's read transaction
+    has one snapshot already. Call it before the transaction's first statement."""
+    if s.get_bind().dialect.name == "postgresql":
+        s.connection(execution_options={"isolation_level": "REPEATABLE READ"})

@@ -38,6 +38,13 @@ _faults = sa.table("faults", sa.column("id"), sa.column("match_id"), sa.column("
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        # an arena of the previous version still running on this database stores its
+        # matches with no tallies: wait for its stores in flight and hold the next ones
+        # off until the counts below are committed (on SQLite the migration's
+        # BEGIN IMMEDIATE already does). Arenas on one database run one version:
+        # ARENA.md says to stop the older ones first.
+        op.execute("LOCK TABLE matches, match_seats, faults IN SHARE MODE")
     bots = op.create_table(
         "ladder_bot_tallies",
         sa.Column("pool", sa.String(100), nullable=False),
