@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from cfarena.engine import Rules
-from cfarena.server.sandbox.host_reset import OFF_ENV, HostReset, HostResetError, reset_problem
+from cfarena.server.sandbox.host_reset import (
+    OFF_ENV,
+    HostReset,
+    HostResetError,
+    reset_problem,
+    turned_off,
+)
 from cfarena.server.storage import open_database
 from cfarena.server.tournament import BotSpec, TournamentConfig, config
 from cfarena.server.tournament.pool import Launch
@@ -48,6 +54,25 @@ def test_a_missing_reset_is_announced_and_recorded(monkeypatch: pytest.MonkeyPat
     assert "not root" in line and "page cache" in line
     unsandboxed = config.host_defences(Launch(sandbox=False))
     assert not any(unsandboxed.values()), unsandboxed
+
+
+@pytest.mark.parametrize(("variable", "value", "said"), [
+    (OFF_ENV, "of", True), (OFF_ENV, "disabled", True), ("CFARENA_CGROUPS", "0ff", True),
+    (OFF_ENV, "off", False), (OFF_ENV, " NO ", False), (OFF_ENV, "on", False),
+    ("CFARENA_CGROUPS", "true", False), (OFF_ENV, "", False)])
+def test_a_defence_switch_set_to_a_value_not_understood_is_announced(
+        monkeypatch: pytest.MonkeyPatch, variable: str, value: str, said: bool) -> None:
+    monkeypatch.setattr(config, "reset_problem", lambda: None)
+    monkeypatch.setattr(config.cgroups, "defences", lambda: {"memory": True})
+    monkeypatch.setenv(variable, value)
+    lines = config.missing_defences(Launch())
+    misread = [line for line in lines if "is not understood" in line]
+    if said:  # a misspelt "off" leaves the defence on, and says so in one line
+        assert misread == [f"{variable}={value!r} is not understood (0, off, no, false turn "
+                           "the defence off; 1, on, yes, true leave it on): it stays on"]
+        assert not turned_off(variable)
+    else:
+        assert misread == []
 
 
 @pytest.mark.parametrize("value", ["off", "0", "NO", "false"])

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cfarena.server.sandbox import keeper
-from cfarena.server.sandbox.host_reset import turned_off
+from cfarena.server.sandbox.host_reset import CGROUPS_ENV, turned_off
 
 CONTROLLERS = ("memory", "pids", "cpuacct")
 # the processes of a sandbox that are not the bot's: bwrap as the referee started
@@ -222,8 +222,8 @@ def create(limit_bytes: int, tasks: int) -> SandboxCgroup | None:
 def _support() -> Support:
     """The parent directory of each controller for this referee (made once, removed at
     exit), after removing those of referees that are gone."""
-    if turned_off("CFARENA_CGROUPS"):
-        return Support({}, "turned off by CFARENA_CGROUPS")
+    if turned_off(CGROUPS_ENV):
+        return Support({}, f"turned off by {CGROUPS_ENV}")
     if os.geteuid() != 0:
         return Support({}, "the arena does not run as root")
     mounts = _v1_mounts()

@@ -51,10 +51,27 @@ class HostResetError(OSError):
     """The host's caches could not be dropped (the message says why)."""
 
 
+_OFF_VALUES = ("0", "off", "no", "false")
+_ON_VALUES = ("", "1", "on", "yes", "true")
+CGROUPS_ENV = "CFARENA_CGROUPS"  # "off" (or 0, no, false): no cgroups for sandboxes
+DEFENCE_SWITCHES = (OFF_ENV, CGROUPS_ENV)  # the variables that turn a host defence off
+
+
 def turned_off(variable: str) -> bool:
     """Whether the environment turns a host defence off: `variable` is off, 0, no or
     false (any case); anything else leaves it on."""
-    return os.environ.get(variable, "").lower() in ("0", "off", "no", "false")
+    return os.environ.get(variable, "").strip().lower() in _OFF_VALUES
+
+
+def misread_switch(variable: str) -> str | None:
+    """One line if `variable` is set to neither an off nor an on value: a misspelt
+    "off" leaves the defence on, and the organiser is told so rather than left to
+    believe it off."""
+    value = os.environ.get(variable)
+    if value is None or value.strip().lower() in (*_OFF_VALUES, *_ON_VALUES):
+        return None
+    return (f"{variable}={value!r} is not understood ({', '.join(_OFF_VALUES)} turn the "
+            f"defence off; {', '.join(v for v in _ON_VALUES if v)} leave it on): it stays on")
 
 
 def reset_problem(path: Path = DROP_CACHES) -> str | None:

@@ -14,7 +14,7 @@ from cfarena.bots import BUNDLED
 from cfarena.engine import Rules
 from cfarena.server.referee import TimeControl
 from cfarena.server.sandbox import SandboxLimits, cgroups
-from cfarena.server.sandbox.host_reset import reset_problem
+from cfarena.server.sandbox.host_reset import DEFENCE_SWITCHES, misread_switch, reset_problem
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.schedule import (
     PlannedMatch,
@@ -173,8 +173,9 @@ def host_defences(launch: Launch) -> dict[str, bool]:
 
 def missing_defences(launch: Launch) -> list[str]:
     """One line per defence this machine cannot give, saying what it means (nothing
-    when every one holds)."""
-    lines = []
+    when every one holds), and one per switch of a defence set to a value not
+    understood."""
+    lines = [line for line in map(misread_switch, DEFENCE_SWITCHES) if line is not None]
     problem = reset_problem()
     if problem is not None:
         lines.append(f"no host cache reset between rotations ({problem}): a bot can carry "
