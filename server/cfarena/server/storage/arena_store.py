@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session
 from cfarena.server.rating.online import INITIAL_MU, INITIAL_SIGMA, Skill, rate_entrants
 from cfarena.server.storage.bot_store import bot_named
 from cfarena.server.storage.ladder_tallies import (
-    GLOBAL_POOL,
     Entrant,
     LadderResult,
     parse_result_key,
@@ -35,7 +34,7 @@ from cfarena.server.storage.models import (
     SkillHistory,
     SkillRating,
 )
-from cfarena.server.storage.queries import aware
+from cfarena.server.storage.queries import GLOBAL_POOL, aware
 from cfarena.server.storage.sessions import Sessions, one_snapshot
 from cfarena.server.storage.upsert import insert_or_ignore
 from cfarena.server.storage.values import FaultInfo, SkillStanding

@@ -27,9 +27,9 @@ from cfarena.server.storage.models import (
     MatchSeat,
     MatchStatus,
 )
+from cfarena.server.storage.queries import GLOBAL_POOL
 from cfarena.server.storage.upsert import dialect_insert, upsert_adding
 
-GLOBAL_POOL = "global"  # every ladder match also counts in it (queries.GLOBAL_POOL)
 BOT_COUNTS = ("matches", "wins", "points", "rounds", "forfeits", "faults")
 BOT_LATEST = ("last_fault_id", "finished_at")
 
@@ -51,7 +51,8 @@ def parse_result_key(key: str) -> LadderResult:
 
 
 def ladder_pools(pool: str) -> tuple[str, ...]:
-    """The pools a ladder match of `pool` counts in: its own and "global"."""
+    """The pools a ladder match of `pool` counts in: its own and "global" (every ladder
+    match counts in it, as its ratings do)."""
     return tuple(dict.fromkeys((pool, GLOBAL_POOL)))
 
 
