@@ -9,7 +9,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from cfarena.server.storage import (
 from tests.harness.ports import busy_port
 from tests.harness.postgres import PgCluster
 from tests.harness.serve import Arena as ServeArena
+from tests.harness.slow_bots import one_begun_within
 
 from .helpers import run_in_process
 
@@ -193,10 +193,7 @@ def test_stopped_during_an_outage_keeps_the_unsaved_records(
     for name in ("u1", "u2"):
         arena.bot(name, port, "--retries", "50")
     # one begun under half a second ago: it cannot end before the database is gone
-    arena.wait("a match just begun", lambda: any(
-        m.status is MatchStatus.RUNNING and m.started_at is not None
-        and (datetime.now(UTC) - m.started_at).total_seconds() < 0.5
-        for m in arena.matches()), 60)
+    arena.wait("a match just begun", lambda: one_begun_within(arena.matches(), 0.5), 60)
     before = len(arena.finished())
     own_pg.stop()
     try:

@@ -8,43 +8,17 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from cfarena.server.storage import StorageError, open_database
+from cfarena.server.storage import open_database
 from tests.harness.postgres import PgCluster
+from tests.harness.slow_bots import slow_bot, stored_and_one_begun
 
 from .helpers import CFARENA
 
 pytestmark = pytest.mark.postgres
-
-SLOW = """
-import time
-from cfarena.sdk import Bot
-
-class Slow(Bot):
-    def choose(self, turn):
-        time.sleep(0.06)
-        return turn.legal_moves[0]
-"""
-
-
-def _stored_and_one_just_started(url: str) -> bool:
-    """A match is stored, and another began under a second ago: its end (a match of the
-    slow bot takes 2-3 s) comes while the database is down. Matches start in pairs, and
-    the next jobs are taken only at the next poll: stopping at the first stored match
-    could catch none in play (then the run only waits for its queue, and stores nothing)."""
-    try:
-        with open_database(url, create=False) as db:
-            matches = db.list_matches(limit=None)
-    except StorageError:  # no tables yet
-        return False
-    now = datetime.now(UTC)
-    return any(m.status == "finished" for m in matches) and any(
-        m.status == "running" and m.started_at is not None
-        and (now - m.started_at).total_seconds() < 1.0 for m in matches)
 
 
 def _wait(proc: subprocess.Popen[str], stderr: Path, what: str, done: Callable[[], bool]
@@ -59,9 +33,10 @@ def _wait(proc: subprocess.Popen[str], stderr: Path, what: str, done: Callable[[
 def test_matches_finished_while_postgres_is_down_are_stored_when_it_returns(
         own_pg: PgCluster, tmp_path: Path) -> None:
     url = own_pg.create_database("outage")
-    bot = tmp_path / "slow.py"
-    bot.write_text(SLOW)
-    args = [CFARENA, "run-tournament", "--bot", f"slow=python -m cfarena.sdk run {bot}",
+    # greedy's moves 60 ms apart: a match lasts 2-3 s, and one begun under a second ago
+    # ends while the database is down (the run then has a record it cannot store)
+    slow = slow_bot(tmp_path, "greedy", 0.06)
+    args = [CFARENA, "run-tournament", "--bot", f"slow={slow}",
             "--bot", "random", "--players", "2", "--games", "4", "--rule", "rounds=2",
             "--concurrency", "2", "--db", url, "--json"]
     stderr = tmp_path / "stderr.txt"
@@ -70,7 +45,7 @@ def test_matches_finished_while_postgres_is_down_are_stored_when_it_returns(
                                 text=True, start_new_session=True)
     try:
         _wait(proc, stderr, "a stored match and one just started",
-              lambda: _stored_and_one_just_started(url))
+              lambda: stored_and_one_begun(url, 1.0))
         own_pg.stop()  # matches go on; their records wait
         # until the run has met the outage (a record it could not store), not a fixed time
         _wait(proc, stderr, "the storage warning",

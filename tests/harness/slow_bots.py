@@ -1,5 +1,6 @@
 """A bundled bot that takes its time: the same moves (its class's `choose`), each after a
-pause, so that a match lasts long enough for a test to act while it is in play.
+pause, so that a match lasts long enough for a test to act while it is in play; and
+the moment to act (`one_begun_within`, `stored_and_one_begun`).
 
 Tests that stop a database, kill a worker or interrupt a run "while a match is in
 play" need matches that a fast machine does not finish between two polls (CI on
@@ -8,7 +9,11 @@ wall time, not CPU; a deterministic bot stays deterministic."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
+
+from cfarena.server.storage import MatchInfo, MatchStatus, StorageError, open_database
 
 # bundled bot name -> (module, class)
 _CLASSES = {"greedy": ("cfarena.bots.greedy", "GreedyBot"),
@@ -32,3 +37,25 @@ def slow_bot(directory: Path, bundled: str, pause_s: float) -> str:
     path = directory / f"slow_{bundled}.py"
     path.write_text(_SOURCE.format(module=module, base=base, pause_s=pause_s))
     return f"python -m cfarena.sdk run {path}:Slow{base}"
+
+
+def one_begun_within(matches: Iterable[MatchInfo], seconds: float) -> bool:
+    """Whether one of `matches` is in play and began under `seconds` ago: one a test
+    can count on still being in play when it acts now (a match seen running may be
+    near its end)."""
+    now = datetime.now(UTC)
+    return any(m.status is MatchStatus.RUNNING and m.started_at is not None
+               and (now - m.started_at).total_seconds() < seconds for m in matches)
+
+
+def stored_and_one_begun(url: str, seconds: float) -> bool:
+    """Whether the database at `url` has a finished match and one begun under `seconds`
+    ago (`one_begun_within`); False before its tables exist. Matches often start in
+    pairs and end together: the first stored match alone may leave none in play."""
+    try:
+        with open_database(url, create=False) as db:
+            matches = db.list_matches(limit=None)
+    except StorageError:  # no tables yet
+        return False
+    return (any(m.status is MatchStatus.FINISHED for m in matches)
+            and one_begun_within(matches, seconds))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,23 +50,26 @@ def _finished(url: str) -> int:
     return int(_query(url, "select count(*) from matches where status = 'finished'")[0][0])
 
 
+def _until(what: str, done: Callable[[], bool], workers: list[subprocess.Popen[str]]
+           ) -> None:
+    """Wait until `done()`, the workers alive meanwhile (else their stderr)."""
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        assert all(w.poll() is None for w in workers), [_err(w)[-3000:] for w in workers]
+        assert time.monotonic() < deadline, f"no {what} within {WAIT_S:.0f} s"
+        time.sleep(0.1)
+
+
 def _until_finished(url: str, count: int, workers: list[subprocess.Popen[str]]) -> int:
     """Wait until `count` matches are finished (or all are); how many are."""
-    deadline = time.monotonic() + WAIT_S
-    while (done := _finished(url)) < count:
-        assert all(w.poll() is None for w in workers), [_err(w)[-3000:] for w in workers]
-        assert time.monotonic() < deadline, f"no progress past {done} match(es)"
-        time.sleep(0.1)
-    return done
+    _until(f"progress to {count} match(es)", lambda: _finished(url) >= count, workers)
+    return _finished(url)
 
 
 def _until_registered(url: str, count: int, workers: list[subprocess.Popen[str]]) -> None:
     """Wait until `count` workers have joined the queue (their start is over)."""
-    deadline = time.monotonic() + WAIT_S
-    while int(_query(url, "select count(*) from procrastinate_workers")[0][0]) < count:
-        assert all(w.poll() is None for w in workers), [_err(w)[-3000:] for w in workers]
-        assert time.monotonic() < deadline, "the workers did not join the queue"
-        time.sleep(0.1)
+    _until("workers in the queue", lambda: int(
+        _query(url, "select count(*) from procrastinate_workers")[0][0]) >= count, workers)
 
 
 def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster: PgCluster,

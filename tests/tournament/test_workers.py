@@ -25,7 +25,7 @@ from tests.cli.helpers import (
     wait_no_processes,
 )
 from tests.harness.postgres import PgCluster
-from tests.harness.slow_bots import slow_bot
+from tests.harness.slow_bots import slow_bot, stored_and_one_begun
 
 
 def _tournament(games: int) -> list[str]:
@@ -193,9 +193,7 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
         # a match stored and one begun under a second ago, which ends in the outage
         # (stopped at the second stored match, often none was in play: matches start in
         # pairs, and the next jobs are taken at the next poll)
-        while _query(url, "select count(*) filter (where status = 'finished') >= 1 and "
-                          "count(*) filter (where status = 'running' and started_at > "
-                          "now() - interval '1 second') >= 1 from matches") != [(True,)]:
+        while not stored_and_one_begun(url, 1.0):
             assert time.monotonic() < deadline and worker.poll() is None
             time.sleep(0.05)
         own_pg.stop()  # mid-run: a match is being played
