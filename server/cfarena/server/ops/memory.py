@@ -23,9 +23,10 @@ both at once): 16 arenas (glibc's default here) 13.4 KiB/match (halves 14.8 / 14
 And it fixes glibc's mmap threshold at `MMAP_THRESHOLD` (`fix_mmap_threshold`, as
 MALLOC_MMAP_THRESHOLD_=131072 would; an operator's, or the tunable, wins): left to
 itself, glibc raises it to the size of every larger mapped block freed. The sorts
-that the leaderboard's and the bot pages' reads of the whole history make SQLite do
-in the web's threads use buffers that grow with the history (a query's peak ~0.7-2
-MiB at 4,000-48,000 matches, docs/OPERATIONS.md); once such a buffer is freed,
+that reads of the whole history make SQLite do in the web's threads (the bot pages';
+the leaderboard's until the ladder's tallies, migration 0010) use buffers that grow
+with the history (a query's peak ~0.7-2 MiB at 4,000-48,000 matches,
+docs/OPERATIONS.md); once such a buffer is freed,
 blocks up to its size, of sizes that change from one request to the next, come from
 the arenas and leave holes there. Two paired soaks against main (benchmarks/soak.py
 --viewers --players 2 --warmup 150 --probe --baseline --together, 15 and 20
