@@ -88,6 +88,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("starters"))
         elif item.path in whole:
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS).as_posix()))
+    # the longest tests first: pytest-xdist hands out the tests outside a group (each its
+    # own unit of work, after the groups) in this order, so none starts near the end
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -70,6 +70,7 @@ def _peak(intervals: list[tuple[datetime, datetime]]) -> int:
 
 @pytest.mark.postgres
 @pytest.mark.timeout(120)
+@pytest.mark.long
 def test_two_arenas_one_killed(fleet: Fleet) -> None:
     t0 = time.monotonic()
     tokens = {}

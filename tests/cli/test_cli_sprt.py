@@ -82,6 +82,7 @@ def _finished(db: Path) -> dict[str, str]:
         return {}
 
 
+@pytest.mark.long
 def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: Path
                                                                      ) -> None:
     db = tmp_path / "cfarena.db"

@@ -31,6 +31,7 @@ def _expected_matches(bots: int, players: int, games: int) -> int:
     return tables * players * games
 
 
+@pytest.mark.long
 def test_default_run_with_no_arguments(tmp_path: Path) -> None:
     mark = marker()
     result = run_cli("run-tournament", cwd=tmp_path, env={"CFARENA_TEST_MARK": mark})
@@ -56,7 +57,7 @@ _SMALL = [(2, ["random", "greedy", "smart"]), (4, ["random", "greedy", "smart", 
 @pytest.mark.parametrize(("preset", "players", "bots"), [
     *[(preset, players, bots) for preset in ("standard", "maltese", "trains")
       for players, bots in _SMALL],
-    ("trains", 8, ["random", "greedy"]),
+    pytest.param("trains", 8, ["random", "greedy"], marks=pytest.mark.long),
 ])
 def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots: list[str]
                                  ) -> None:

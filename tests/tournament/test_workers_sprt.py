@@ -49,6 +49,7 @@ SPRT = ["smart", "random", "--players", "2", "--rule", "rounds=single", "--elo-m
 
 
 @pytest.mark.postgres
+@pytest.mark.long
 def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
         pg_cluster: PgCluster, tmp_path: Path) -> None:
     url = pg_cluster.create_database("sprt_workers")

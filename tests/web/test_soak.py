@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.soak import run_soak
 
 WARMUP = 40
@@ -26,6 +28,7 @@ MATCHES = 150
 MAX_KIB_PER_MATCH = 150.0
 
 
+@pytest.mark.long
 def test_serve_with_viewers_does_not_grow_per_match(tmp_path: Path) -> None:
     soak = run_soak(tmp_path, matches=MATCHES, warmup=WARMUP, players=2, bots=4,
                     concurrency=4, rounds=1, viewers=True, every=0.25, timeout_s=240)
