@@ -2,6 +2,10 @@
 pause, so that a match lasts long enough for a test to act while it is in play; and
 the moment to act (`one_begun_within`, `stored_and_one_begun`).
 
+A bot that thinks (montecarlo's search) only to make matches last burns a core that
+the suite's other tests need: a slow bot searching briefly and pausing the rest keeps
+the pace for none of it.
+
 Tests that stop a database, kill a worker or interrupt a run "while a match is in
 play" need matches that a fast machine does not finish between two polls (CI on
 97cb7d1 finished a whole tournament between two PostgreSQL restarts). The pause is
@@ -17,7 +21,8 @@ from cfarena.server.storage import MatchInfo, MatchStatus, StorageError, open_da
 
 # bundled bot name -> (module, class)
 _CLASSES = {"greedy": ("cfarena.bots.greedy", "GreedyBot"),
-            "smart": ("cfarena.bots.smart", "SmartBot")}
+            "smart": ("cfarena.bots.smart", "SmartBot"),
+            "montecarlo": ("cfarena.bots.montecarlo", "MonteCarloBot")}
 
 _SOURCE = """import time
 from {module} import {base}
@@ -30,13 +35,19 @@ class Slow{base}({base}):
 """
 
 
-def slow_bot(directory: Path, bundled: str, pause_s: float) -> str:
-    """The command of bundled bot `bundled` pausing `pause_s` before each move (its file
-    written in `directory`, which the sandbox shows it)."""
+def slow_bot_class(directory: Path, bundled: str, pause_s: float) -> str:
+    """`FILE:CLASS` (what `python -m cfarena.sdk run` takes) of bundled bot `bundled`
+    pausing `pause_s` before each move, its file written in `directory`."""
     module, base = _CLASSES[bundled]
     path = directory / f"slow_{bundled}.py"
     path.write_text(_SOURCE.format(module=module, base=base, pause_s=pause_s))
-    return f"python -m cfarena.sdk run {path}:Slow{base}"
+    return f"{path}:Slow{base}"
+
+
+def slow_bot(directory: Path, bundled: str, pause_s: float) -> str:
+    """The command of bundled bot `bundled` pausing `pause_s` before each move (its file
+    written in `directory`, which the sandbox shows it)."""
+    return f"python -m cfarena.sdk run {slow_bot_class(directory, bundled, pause_s)}"
 
 
 def one_begun_within(matches: Iterable[MatchInfo], seconds: float) -> bool:

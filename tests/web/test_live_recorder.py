@@ -1,6 +1,6 @@
 """A live-view recorder on a real `cfarena serve --rule play_drawn=may` (issue 20): a
 spectator follows every match it can while two dial-in bots play (random, which
-keeps a fitting drawn tile now and then, and montecarlo, which thinks a while over
+keeps a fitting drawn tile now and then, and montecarlo, which takes a while (a pause) over
 each decision, a drawn tile's too). Afterwards, from each match's log: every message
 holds exactly the public keys, ends where the match started, where it ended or just
 before a PLAY that began a turn (never where only a seat deciding on a drawn tile
@@ -25,6 +25,7 @@ from cfarena.server.web.live import (
     PublicTable,
     live_message,
 )
+from tests.harness.slow_bots import slow_bot_class
 from tests.web.arena import SseStream, WebArena
 
 MATCHES = 4  # followed from start to end
@@ -86,8 +87,10 @@ def test_the_live_view_of_a_play_drawn_may_ladder_is_its_public_events(
         arena.add_bots(["keeper", "thinker"])
         arena.serve("--players", "2", "--rules", "maltese", "--rule", "play_drawn=may",
                     "--rule", "rounds=2", "--concurrency", "1")
-        for name, sample, budget in (("keeper", "random", "0"),
-                                     ("thinker", "montecarlo", "40")):
+        # montecarlo takes 40 ms a decision: a 2 ms search and a pause (slow_bots), the
+        # pace of a thinking bot without its CPU
+        thinker = slow_bot_class(tmp_path, "montecarlo", 0.038)
+        for name, sample, budget in (("keeper", "random", "0"), ("thinker", thinker, "2")):
             arena.dial_in(name, sample, f"127.0.0.1:{arena.port}", arena.tokens[name],
                           "--retries", "50", "-q", env={"CFARENA_MC_BUDGET_MS": budget})
         ladder = arena.sse("/api/events")

@@ -37,7 +37,7 @@ TILE = re.compile(r"\b\d{1,2}-\d{1,2}\b")  # a tile written as text: "3-5"
 def arena(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[WebArena]:
     db = pg_cluster.create_database("web_pages_browser")
-    with live_arena(tmp_path_factory.mktemp("arena"), db) as running:
+    with live_arena(tmp_path_factory.mktemp("arena"), db, montecarlo_pauses=True) as running:
         running.wait("a finished match and a running one",
                      lambda: bool(_finished(running) and _running(running)), 60)
         yield running
