@@ -8,6 +8,9 @@ must be accepted at most alpha of the time; under H1's truth (NEW better by
 exactly elo1, the small gap the test is built to find) H0 at most beta. "At
 most" with the binomial interval: the rate's exact 95% interval must reach
 down to alpha (beta) or below.
+
+SciPy is imported where it is used: `import scipy.stats` costs about a second of CPU,
+and every pytest-xdist worker imports this module to collect it.
 """
 
 from __future__ import annotations
@@ -17,9 +20,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from scipy.optimize import brentq
-from scipy.stats import binom, norm
-from scipy.stats import t as student
 
 from cfarena.server.sprt.llr import NELO_PER_T, logistic_score
 from cfarena.server.sprt.sequential import EloModel, SprtBounds, Verdict
@@ -35,6 +35,8 @@ ELO1 = {EloModel.NORMALIZED: 20.0, EloModel.LOGISTIC: 30.0}
 
 
 def distribution(p: float) -> np.ndarray:
+    from scipy.stats import binom
+
     return binom.pmf(np.arange(HALVES + 1), HALVES, p)
 
 
@@ -46,6 +48,8 @@ def p_at(bounds: SprtBounds, elo: float) -> float:
 
     def gap(p: float) -> float:
         return (p - 0.5) / math.sqrt(p * (1 - p) / HALVES) - t
+
+    from scipy.optimize import brentq
 
     return float(brentq(gap, 0.5, 0.999))
 
@@ -80,6 +84,8 @@ POINT_VALUES = np.linspace(-0.25, 1.25, 13)
 
 
 def points_distribution(centre: float) -> np.ndarray:
+    from scipy.stats import t as student
+
     weights = student.pdf((POINT_VALUES - centre) / 0.1, 3)
     return weights / weights.sum()
 
@@ -95,6 +101,8 @@ def at_elo(bounds: SprtBounds, values: np.ndarray,
             return mean - logistic_score(bounds.elo1)
         sd = math.sqrt(float(p @ (values - mean) ** 2))
         return (mean - 0.5) / sd - math.sqrt(MATCHES_PER_GROUP) * bounds.elo1 / NELO_PER_T
+
+    from scipy.optimize import brentq
 
     return float(brentq(gap, 0.5, 0.9))
 
@@ -122,6 +130,8 @@ FINE_VALUES = np.linspace(0.0, 1.0, 201)
 
 
 def normal_distribution(centre: float, sd: float) -> np.ndarray:
+    from scipy.stats import norm
+
     weights = norm.pdf((FINE_VALUES - centre) / sd)
     return weights / weights.sum()
 

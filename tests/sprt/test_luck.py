@@ -8,7 +8,6 @@ import random
 
 import numpy as np
 import pytest
-from scipy.stats import t as student
 
 from cfarena.engine import Move, MoveKind, apply_move, new_match
 from cfarena.match.log_format import record_to_log
@@ -36,6 +35,8 @@ def seed_of(i: int) -> int:
 
 
 def interval(x: np.ndarray, level: float = 0.999) -> tuple[float, float]:
+    from scipy.stats import t as student  # (at import, each xdist worker would pay ~1 s)
+
     quantile = float(student.ppf(0.5 + level / 2, x.size - 1))
     half = quantile * float(x.std(ddof=1)) / math.sqrt(x.size)
     return float(x.mean()) - half, float(x.mean()) + half

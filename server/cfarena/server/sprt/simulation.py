@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binomtest
 
 from cfarena.server.sprt.sequential import SprtBounds, Verdict, llr
 
@@ -32,6 +31,8 @@ class SimulatedTests:
 
     def rate(self, verdict: Verdict) -> tuple[float, float, float]:
         """The share of tests with `verdict` and its exact (Clopper-Pearson) 95% interval."""
+        from scipy.stats import binomtest  # ~1 s of imports: only where it is used
+
         k, n = self.count(verdict), len(self.verdicts)
         interval = binomtest(k, n).proportion_ci(0.95)
         return k / n, float(interval.low), float(interval.high)
