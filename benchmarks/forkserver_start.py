@@ -144,11 +144,19 @@ async def starts(repeat: int, old_ref: str) -> None:
     print(f"fork server start to ready (preload {', '.join(PRELOAD)}), median of {repeat}:")
     for name in pythons:
         print(f"  {name:50s} CPU {ms(cpu[name])}   wall {ms(wall[name])}")
-    old_cpu, new_cpu, fresh_cpu = (statistics.median(v) for v in cpu.values())
-    print(f"  -> new - old: CPU per start {(new_cpu - old_cpu) * 1000:+.1f} ms "
-          f"({(new_cpu / old_cpu - 1) * 100:+.1f} %)")
-    print(f"  -> compiling what the sandbox cannot cache: {(fresh_cpu - old_cpu) * 1000:+.1f} ms "
-          "per start (what the arena's cache_bytecode now saves a fresh checkout)")
+    old_cpu, new_cpu, fresh_cpu = cpu.values()
+    print("  (differences: of the medians; in brackets the median of the differences "
+          "within each round, which the machine's drift moves less)")
+    print(f"  -> new - old: CPU per start {diff(new_cpu, old_cpu)} "
+          f"({(statistics.median(new_cpu) / statistics.median(old_cpu) - 1) * 100:+.1f} %)")
+    print(f"  -> compiling what the sandbox cannot cache: {diff(fresh_cpu, old_cpu)} per start "
+          "(what the arena's cache_bytecode now saves a fresh checkout)")
+
+
+def diff(a: list[float], b: list[float]) -> str:
+    paired = statistics.median(x - y for x, y in zip(a, b, strict=True))
+    return (f"{(statistics.median(a) - statistics.median(b)) * 1000:+.1f} ms "
+            f"[{paired * 1000:+.1f} ms]")
 
 
 PROBE = """\
