@@ -34,7 +34,6 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
@@ -65,13 +64,14 @@ class _Parser(argparse.ArgumentParser):
 def _load_module(spec_text: str) -> ModuleType:
     looks_like_file = spec_text.endswith(".py") or "/" in spec_text or os.sep in spec_text
     if looks_like_file:
-        path = Path(spec_text)
-        if not path.is_file():
+        # os.path, not pathlib: a forked bot (cfarena.sdk.forkserver) would import it
+        if not os.path.isfile(spec_text):
             raise UsageError(f"no such bot file: {spec_text}")
-        name = "cfarena_bot_" + "".join(c if c.isalnum() else "_" for c in path.stem)
+        stem = os.path.splitext(os.path.basename(spec_text))[0]
+        name = "cfarena_bot_" + "".join(c if c.isalnum() else "_" for c in stem)
         # let the bot import helper modules that sit next to it
-        sys.path.insert(0, str(path.resolve().parent))
-        spec = importlib.util.spec_from_file_location(name, path)
+        sys.path.insert(0, os.path.dirname(os.path.realpath(spec_text)))
+        spec = importlib.util.spec_from_file_location(name, spec_text)
         if spec is None or spec.loader is None:
             raise UsageError(f"cannot load {spec_text} as a Python module")
         module = importlib.util.module_from_spec(spec)
@@ -265,7 +265,8 @@ def _tls_credentials(args: argparse.Namespace) -> grpc.ChannelCredentials | None
         return grpc.ssl_channel_credentials() if tls else None
     option = "--tls-ca" if args.tls_ca else "CFARENA_TLS_CA"
     try:
-        data = Path(ca_path).read_bytes()
+        with open(ca_path, "rb") as ca_file:
+            data = ca_file.read()
     except FileNotFoundError:
         raise UsageError(f"{option} {ca_path}: no such file") from None
     except OSError as err:

@@ -28,6 +28,10 @@ afresh.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -84,6 +88,24 @@ def fork_plan(argv: Sequence[str]) -> ForkPlan | None:
     module = argv[4].split(":", 1)[0]
     ours = {bot.module for bot in BUNDLED.values()}
     return ForkPlan(tuple(argv[3:]), (module,) if module in ours else ())
+
+
+@functools.cache
+def cache_bytecode(module: str) -> None:
+    """Write `module`'s .pyc here (if missing or stale), without running it.
+
+    A sandbox shows the SDK and the bots read-only, so a fork server cannot cache
+    what it compiles: a module that only fork servers import (the fork server's
+    own, a bundled bot it preloads) would be compiled from source at every start.
+    Nothing is written where Python writes no bytecode (PYTHONDONTWRITEBYTECODE);
+    a module that cannot be compiled is left to the fork server to report."""
+    if sys.dont_write_bytecode:
+        return
+    with contextlib.suppress(ImportError, OSError, SyntaxError, ValueError):
+        spec = importlib.util.find_spec(module)
+        loader = spec.loader if spec is not None else None
+        if isinstance(loader, importlib.machinery.SourceFileLoader):
+            loader.get_code(module)  # reads a fresh .pyc, else compiles and writes one
 
 
 @dataclass(eq=False)
@@ -172,6 +194,8 @@ class ForkServer:
 
     async def start(self, timeout: float) -> None:
         """Start the sandbox and wait until the runtime is loaded (ForkServerError if not)."""
+        for module in (MODULE, *self.preload):
+            cache_bytecode(module)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setblocking(False)
         self._control = ours
