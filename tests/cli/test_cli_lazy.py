@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import typer.main
 from typer.testing import CliRunner
@@ -68,3 +69,29 @@ def test_the_database_commands_help_loads_no_storage() -> None:
                                       " or m.startswith('cfarena.server.storage')")
         assert loaded == "[]", args
         assert f"Usage: cfarena {' '.join(args[:-1])}" in shown, args
+
+
+def test_a_serve_without_an_http_port_loads_no_web(tmp_path: Path) -> None:
+    # FastAPI, Jinja2, uvicorn and Starlette (0.3 s) are loaded for the HTTP server
+    # alone; an arena that serves no web page starts without them
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    code = ("import atexit, sys\n"
+            "from cfarena.server.cli import main\n"
+            "atexit.register(lambda: print(sorted(m for m in {n.split('.')[0] for n in "
+            "sys.modules} if m in ('fastapi', 'jinja2', 'uvicorn', 'starlette', 'numpy'))"
+            " + [m for m in ('cfarena.server.web',) if m in sys.modules],"
+            " file=sys.stderr))\n"
+            "sys.argv = ['cfarena', *sys.argv[1:]]\n"
+            "main()\n")
+    serve = ["serve", "--max-matches", "0", "--port", "0", "--db", url]
+    loaded = {}
+    for args in (["bots", "add", "someone", "--db", url], serve, [*serve, "--http-port", "0"]):
+        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                              text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        loaded[len(args)] = done.stderr.strip().splitlines()[-1]
+    assert "stopped after 0 matches" in done.stdout + done.stderr
+    assert loaded[len(serve)] == "[]"
+    assert loaded[len(serve) + 2] == ("['fastapi', 'jinja2', 'starlette', 'uvicorn', "
+                                      "'cfarena.server.web']")

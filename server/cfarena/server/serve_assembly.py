@@ -8,8 +8,10 @@ match starts and ends (`MatchWatcher`); the HTTP server serves the app it is giv
 (the web's, with /metrics); the web's admin actions pause the arena (`web.site.Ladder`)
 and its live view hears of each stored match (`Arena.on_stored`), as does `ops.memory`,
 which gives the allocator's freed memory back after each match. Nothing below
-imports the web but this module (and the web itself); the CLI (`cli/serve.py`) only
-turns options into the values this takes.
+imports the web but this module (and the web itself), and this module only when it
+serves it (with an HTTP port: FastAPI, Jinja2 and the rest are 0.3 s of a start-up that
+many arenas do without); the CLI (`cli/serve.py`) only turns options into the values
+this takes.
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ import asyncio
 import functools
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from cfarena.server.arena import Arena, ArenaConfig, ServeResult
 from cfarena.server.arena.service import say
 from cfarena.server.ops import OpsConfig, operations
 from cfarena.server.ops.memory import FreedMemory, fix_mmap_threshold, limit_arenas
-from cfarena.server.storage import Database
-from cfarena.server.web import LiveHub, WebSite
-from cfarena.server.web.app import make_web_app
+
+if TYPE_CHECKING:
+    from cfarena.server.storage import Database
 
 
 async def run_serve(db: Database, config: ArenaConfig, ops_config: OpsConfig,
@@ -41,6 +44,9 @@ async def run_serve(db: Database, config: ArenaConfig, ops_config: OpsConfig,
                           report)
             arena.on_stored.append(FreedMemory().after_match)
             return await arena.run()
+    from cfarena.server.web import LiveHub, WebSite
+    from cfarena.server.web.app import make_web_app
+
     web = WebSite(db, config.pool, LiveHub(), admin_token=admin_token)
     try:
         async with operations(ops_config, report,

@@ -6,7 +6,8 @@ gRPC server itself (`cfarena.server.referee`).
 metrics and, with an HTTP port, the HTTP server on the running loop (serving the app
 it is given: `make_app`'s /metrics alone by default; `cfarena serve` gives it the web
 page's, `cfarena.server.serve_assembly`), and gives the `RefereeServer` options
-(`referee_options()`) that report to the metrics.
+(`referee_options()`) that report to the metrics. The HTTP server's modules (uvicorn,
+Starlette) are loaded only for a port: an arena without one starts without them.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp
-
-from cfarena.server.ops.http import HttpServer, make_app
 from cfarena.server.ops.metrics import ArenaMetrics
 from cfarena.server.referee.transport import ServerTls
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from cfarena.server.ops.http import HttpServer
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +54,17 @@ class Operations:
 
 @contextlib.asynccontextmanager
 async def operations(config: OpsConfig, report: Callable[[str], None],
-                     app: Callable[[ArenaMetrics], ASGIApp] = make_app
+                     app: Callable[[ArenaMetrics], ASGIApp] | None = None
                      ) -> AsyncIterator[Operations]:
     """Metrics, and the HTTP server if a port was given (serving `app(metrics)`, which
-    serves the metrics at /metrics), for as long as the block runs; OSError (one line)
-    if the HTTP port cannot be listened on."""
+    serves the metrics at /metrics; by default `ops.http.make_app`'s /metrics alone), for
+    as long as the block runs; OSError (one line) if the HTTP port cannot be listened
+    on."""
     ops = Operations(config, ArenaMetrics())
     if config.http_port is not None:
+        from cfarena.server.ops.http import HttpServer, make_app
+
+        app = app or make_app
         ops.http = HttpServer(app(ops.metrics), config.http_host, config.http_port,
                               trusted_proxies=config.trusted_proxies)
         await ops.http.start()
@@ -69,4 +76,4 @@ async def operations(config: OpsConfig, report: Callable[[str], None],
             await ops.http.stop()
 
 
-__all__ = ["ArenaMetrics", "HttpServer", "Operations", "OpsConfig", "make_app", "operations"]
+__all__ = ["ArenaMetrics", "Operations", "OpsConfig", "operations"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cfarena.server.sprt.sequential import EloModel, SprtBounds, estimate
 from cfarena.server.storage import Database
 from cfarena.server.web.data import NotFound, iso
 
@@ -24,6 +23,10 @@ def _figure(value: float) -> float | None:
 def sprt_test(db: Database, test_id: int) -> dict[str, Any]:
     """One test: NEW, OLD, state, verdict, bounds, figures and the LLR after each
     counted group. NotFound if there is none."""
+    # here, not above: the test's figures need numpy (60 ms), which the web loads only
+    # when a test page is asked for, not with every `serve --http-port`
+    from cfarena.server.sprt.sequential import EloModel, SprtBounds, estimate
+
     test = db.get_sprt_test(test_id)
     if test is None:
         raise NotFound(f"no bot test {test_id}")
