@@ -25,7 +25,16 @@ from cfarena.server.standings.ladder import leaderboard_rows
 from cfarena.server.storage import Database, LeaseLost, MatchPlan
 from cfarena.server.storage.connect import downgrade, upgrade
 from cfarena.server.storage.encoding import utc_now
-from cfarena.server.storage.models import Bot, Fault, Match, MatchSeat, MatchStatus, Rating
+from cfarena.server.storage.ladder_tallies import _count_result
+from cfarena.server.storage.models import (
+    Bot,
+    Fault,
+    LadderResultTally,
+    Match,
+    MatchSeat,
+    MatchStatus,
+    Rating,
+)
 from cfarena.server.storage.queries import aware
 
 from .helpers import STANDARD, bots, result
@@ -279,3 +288,29 @@ def test_a_match_played_again_takes_its_aborted_attempts_faults_out(db: Database
     assert figures["standings global"][bob][-1] == 1
     fault = db.ladder_activity()["bob"].fault
     assert fault is not None and fault.match_id == first  # its latest fault left
+
+
+def test_a_result_keeps_the_match_that_finished_first_ties_going_to_the_lower_id(
+        db: Database) -> None:
+    """The first match of a result is the whole history's first by finishing time, then
+    id (`_old_results`' order), whichever order the matches are recorded in: two that
+    finished at the same instant keep the lower id, an earlier one wins over both, a
+    later one changes nothing; every one is counted."""
+    at = utc_now()
+
+    def count(match_id: str, finished_at: Any) -> tuple[int, Any, str]:
+        with Session(db.engine) as s, s.begin():
+            _count_result(s, [{"pool": "global", "result": "r", "matches": 1,
+                               "first_finished_at": finished_at, "first_match_id": match_id}])
+        with Session(db.engine) as s:
+            row = s.execute(select(LadderResultTally.matches,
+                                   LadderResultTally.first_finished_at,
+                                   LadderResultTally.first_match_id)).one()
+        return int(row[0]), aware(row[1]), str(row[2])
+
+    assert count("m5", at) == (1, at, "m5")
+    assert count("m3", at) == (2, at, "m3")  # the same instant: the lower id
+    assert count("m4", at) == (3, at, "m3")  # the same instant, a higher id
+    earlier = at - timedelta(seconds=1)
+    assert count("m9", earlier) == (4, earlier, "m9")  # finished before: first
+    assert count("m1", at) == (5, earlier, "m9")  # a lower id, finished later
