@@ -32,7 +32,9 @@ def _collector_after(tmp_path: Path, *args: str) -> tuple[bool, int]:
 
 def test_a_command_works_with_the_collector_on_and_start_up_frozen(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'a.db'}"
-    for args in (["bots", "add", "someone", "--db", url], ["matches", "--db", url]):
+    # (`tournaments` lists them in its group's own callback)
+    for args in (["bots", "add", "someone", "--db", url], ["matches", "--db", url],
+                 ["tournaments", "--db", url]):
         enabled, frozen = _collector_after(tmp_path, *args)
         assert enabled, args
         assert frozen > 10_000, args  # the modules' objects, not a handful
@@ -47,3 +49,12 @@ def test_in_process_the_collector_is_left_as_it_was(tmp_path: Path) -> None:
     assert listed.returncode == 0 and "someone" in listed.stdout
     assert gc.isenabled()
     assert gc.get_freeze_count() == before
+    # a program that turned the collector off itself keeps it off, nothing frozen
+    gc.disable()
+    try:
+        listed = run_in_process("bots", "list", "--db", url, cwd=tmp_path)
+        assert listed.returncode == 0 and "someone" in listed.stdout
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.enable()

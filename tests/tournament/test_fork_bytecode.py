@@ -45,3 +45,20 @@ def test_nothing_is_written_where_python_writes_no_bytecode(
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     forks.cache_bytecode(name)
     assert not pyc.exists()
+
+
+def test_a_corrupt_bytecode_file_is_left_to_the_fork_server_to_report(
+        module: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .pyc with a valid header and a cut body (marshal: EOFError) raises nothing here:
+    caching is best effort, and the fork server reports what it cannot import."""
+    name, pyc = module
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    forks.cache_bytecode(name)
+    pyc.write_bytes(pyc.read_bytes()[:20])
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+    with pytest.raises(EOFError):  # what the import system itself makes of it
+        spec.loader.get_code(name)
+    forks.cache_bytecode.cache_clear()
+    forks.cache_bytecode(name)  # no exception
+    assert name not in sys.modules

@@ -71,7 +71,7 @@ def _load_module(spec_text: str) -> ModuleType:
         name = "cfarena_bot_" + "".join(c if c.isalnum() else "_" for c in stem)
         # let the bot import helper modules that sit next to it
         sys.path.insert(0, os.path.dirname(os.path.realpath(spec_text)))
-        spec = importlib.util.spec_from_file_location(name, spec_text)
+        spec = importlib.util.spec_from_file_location(name, os.path.normpath(spec_text))
         if spec is None or spec.loader is None:
             raise UsageError(f"cannot load {spec_text} as a Python module")
         module = importlib.util.module_from_spec(spec)

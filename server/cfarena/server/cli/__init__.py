@@ -109,15 +109,18 @@ def _loaded(modules: tuple[str, ...]) -> TyperGroup:
 
 
 def _collect_when_run(cmd: Any) -> None:
-    """Turn the garbage collector back on (`main` turns it off) as `cmd`'s commands
-    (and its subcommands') start their work (`_collecting`)."""
+    """Turn the garbage collector back on (`main` turns it off) as `cmd` or one of its
+    subcommands starts its work (`_collecting`): every callback, a group's too (a group
+    may work itself, as `tournaments` lists them)."""
     for sub in getattr(cmd, "commands", {}).values():
         _collect_when_run(sub)
-    if cmd.callback is not None and not getattr(cmd, "commands", None):
+    if cmd.callback is not None:
         cmd.callback = _collecting(cmd.callback)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+# whether `main` turned the collector off for the start-up, until a callback runs
+_starting = False
 
 
 def _collecting(callback: _F) -> _F:
@@ -126,11 +129,14 @@ def _collecting(callback: _F) -> _F:
     a few hundred are garbage) is first moved out of the collector's sight (`gc.freeze`):
     it lives as long as the process, and every full collection would walk it again, as
     would the collections at exit (about 0.25 s of CPU of a short command; a `serve`
-    running for hours collects as usual, among its own objects). Used in-process (tests),
-    where the collector is on, it changes nothing."""
+    running for hours collects as usual, among its own objects). The first callback to
+    run does it, once; used in-process (tests, a program calling `command()`), where
+    `main` did not turn the collector off, it changes nothing."""
     @functools.wraps(callback)
     def run(*args: Any, **kwargs: Any) -> Any:
-        if not gc.isenabled():
+        global _starting
+        if _starting:
+            _starting = False
             gc.freeze()
             gc.enable()
         return callback(*args, **kwargs)
@@ -193,6 +199,8 @@ def main() -> None:
     # importing a command's modules makes ~100,000 objects that live as long as the
     # process, hardly any garbage, yet the collector would run some 200 times over them
     # while they load: off until the command's work begins (`_collecting`)
+    global _starting
+    _starting = True
     gc.disable()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     _raise_descriptor_limit()

@@ -101,7 +101,7 @@ def cache_bytecode(module: str) -> None:
     a module that cannot be compiled is left to the fork server to report."""
     if sys.dont_write_bytecode:
         return
-    with contextlib.suppress(ImportError, OSError, SyntaxError, ValueError):
+    with contextlib.suppress(Exception):  # e.g. EOFError: a corrupt .pyc
         spec = importlib.util.find_spec(module)
         loader = spec.loader if spec is not None else None
         if isinstance(loader, importlib.machinery.SourceFileLoader):

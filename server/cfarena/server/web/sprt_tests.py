@@ -10,10 +10,13 @@ are its tournament's (`/tournaments/<id>`: each match, its replay).
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 from cfarena.server.storage import Database
 from cfarena.server.web.data import NotFound, iso
+
+_FIRST_IMPORT = threading.Lock()
 
 
 def _figure(value: float) -> float | None:
@@ -24,8 +27,10 @@ def sprt_test(db: Database, test_id: int) -> dict[str, Any]:
     """One test: NEW, OLD, state, verdict, bounds, figures and the LLR after each
     counted group. NotFound if there is none."""
     # here, not above: the test's figures need numpy (60 ms), which the web loads only
-    # when a test page is asked for, not with every `serve --http-port`
-    from cfarena.server.sprt.sequential import EloModel, SprtBounds, estimate
+    # when a test page is asked for, not with every `serve --http-port`; one thread at
+    # a time (pages are read in a thread pool: numpy's first import is not one to race)
+    with _FIRST_IMPORT:
+        from cfarena.server.sprt.sequential import EloModel, SprtBounds, estimate
 
     test = db.get_sprt_test(test_id)
     if test is None:
