@@ -5,12 +5,15 @@ written where Python writes no bytecode."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from cfarena.server.sandbox import LimitWatch, python_paths
 from cfarena.server.tournament import forks
 
 
@@ -62,3 +65,33 @@ def test_a_corrupt_bytecode_file_is_left_to_the_fork_server_to_report(
     forks.cache_bytecode.cache_clear()
     forks.cache_bytecode(name)  # no exception
     assert name not in sys.modules
+
+
+def test_a_fork_server_caches_its_module_and_preloaded_bots_before_it_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real sandboxed fork server: its start caches the bytecode of the fork server's
+    module and of the bundled bot it preloads, before the sandbox (which cannot) runs."""
+    cached: list[str] = []
+    real = forks.cache_bytecode
+
+    def recorded(module: str) -> None:
+        cached.append(module)
+        real(module)
+
+    monkeypatch.setattr(forks, "cache_bytecode", recorded)
+
+    async def start_and_stop() -> bool:
+        watch = LimitWatch()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp",
+               "LANG": "C.UTF-8"}
+        server = forks.ForkServer("probe", "probe#fork", env, watch, binds=python_paths(),
+                                  workdir=tmp_path, preload=("cfarena.bots.greedy",))
+        try:
+            await server.start(60.0)
+            return server.alive
+        finally:
+            await server.stop()
+            await watch.close()
+
+    assert asyncio.run(start_and_stop())
+    assert cached == [forks.MODULE, "cfarena.bots.greedy"]
