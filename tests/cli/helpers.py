@@ -86,6 +86,23 @@ def cli_process(*args: str, cwd: Path, mark: str) -> Iterator[subprocess.Popen[s
             proc.wait()
 
 
+def main_reports(report: str, *args: str, cwd: Path) -> tuple[str, str]:
+    """Run `cfarena ARGS` as its entry point does (`main`, in a fresh Python), which must
+    succeed; (its output, and what the expression `report` (over `gc` and `sys`) gave
+    at exit): what the process was like once the command had worked."""
+    code = ("import atexit, gc, sys\n"
+            "from cfarena.server.cli import main\n"
+            f"atexit.register(lambda: print('REPORT', repr({report}), file=sys.stderr))\n"
+            "sys.argv = ['cfarena', *sys.argv[1:]]\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, cwd=cwd, env={"PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr
+    *shown, last = done.stderr.strip().splitlines()
+    assert last.startswith("REPORT "), done.stderr
+    return done.stdout + "\n".join(shown), last.removeprefix("REPORT ")
+
+
 def run_in_process(*args: str, cwd: Path, env: dict[str, str] | None = None
                    ) -> subprocess.CompletedProcess[str]:
     """`run_cli` in this process (click's CliRunner on the command `cfarena` runs, in

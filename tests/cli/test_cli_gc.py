@@ -5,28 +5,17 @@ collects as any program does."""
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
 from pathlib import Path
 
-from .helpers import run_in_process
-
-# runs `cfarena ARGS` as its entry point does (main), and says at exit what the collector
-# was like while the command worked (the command left it so) and what start-up froze
-PROBE = ("import atexit, gc, sys\n"
-         "from cfarena.server.cli import main\n"
-         "atexit.register(lambda: print('collector', gc.isenabled(), gc.get_freeze_count(),"
-         " file=sys.stderr))\n"
-         "sys.argv = ['cfarena', *sys.argv[1:]]\n"
-         "main()\n")
+from .helpers import main_reports, run_in_process
 
 
 def _collector_after(tmp_path: Path, *args: str) -> tuple[bool, int]:
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True,
-                          text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    enabled, frozen = done.stderr.strip().splitlines()[-1].split()[1:]
+    """Whether the collector was on once `cfarena ARGS` had worked (the command left it
+    so), and how many objects start-up froze."""
+    _shown, report = main_reports("(gc.isenabled(), gc.get_freeze_count())", *args,
+                                  cwd=tmp_path)
+    enabled, frozen = report.strip("()").split(", ")
     return enabled == "True", int(frozen)
 
 

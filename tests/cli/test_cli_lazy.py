@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 
 from cfarena.server.cli import COMMANDS, app, command
 
+from .helpers import main_reports
+
 
 def test_each_listed_summary_is_the_first_paragraph_of_the_commands_help() -> None:
     group = command()
@@ -75,23 +77,13 @@ def test_a_serve_without_an_http_port_loads_no_web(tmp_path: Path) -> None:
     # FastAPI, Jinja2, uvicorn and Starlette (0.3 s) are loaded for the HTTP server
     # alone; an arena that serves no web page starts without them
     url = f"sqlite:///{tmp_path / 'a.db'}"
-    code = ("import atexit, sys\n"
-            "from cfarena.server.cli import main\n"
-            "atexit.register(lambda: print(sorted(m for m in {n.split('.')[0] for n in "
-            "sys.modules} if m in ('fastapi', 'jinja2', 'uvicorn', 'starlette', 'numpy'))"
-            " + [m for m in ('cfarena.server.web',) if m in sys.modules],"
-            " file=sys.stderr))\n"
-            "sys.argv = ['cfarena', *sys.argv[1:]]\n"
-            "main()\n")
+    web = ("sorted(m for m in {n.split('.')[0] for n in sys.modules} if m in ('fastapi', "
+           "'jinja2', 'uvicorn', 'starlette', 'numpy')) + [m for m in "
+           "('cfarena.server.web',) if m in sys.modules]")
+    main_reports(web, "bots", "add", "someone", "--db", url, cwd=tmp_path)
     serve = ["serve", "--max-matches", "0", "--port", "0", "--db", url]
-    loaded = {}
-    for args in (["bots", "add", "someone", "--db", url], serve, [*serve, "--http-port", "0"]):
-        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                              text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
-                              check=False)
-        assert done.returncode == 0, done.stderr
-        loaded[len(args)] = done.stderr.strip().splitlines()[-1]
-    assert "stopped after 0 matches" in done.stdout + done.stderr
-    assert loaded[len(serve)] == "[]"
-    assert loaded[len(serve) + 2] == ("['fastapi', 'jinja2', 'starlette', 'uvicorn', "
-                                      "'cfarena.server.web']")
+    shown, without = main_reports(web, *serve, cwd=tmp_path)
+    assert "stopped after 0 matches" in shown
+    assert without == "[]"
+    _shown, with_web = main_reports(web, *serve, "--http-port", "0", cwd=tmp_path)
+    assert with_web == "['fastapi', 'jinja2', 'starlette', 'uvicorn', 'cfarena.server.web']"
