@@ -78,10 +78,12 @@ class Outage:
         self.since = time.monotonic()
         return True
 
-    def end(self) -> float | None:
+    def end(self, started: float | None = None) -> float | None:
         """A call worked: the seconds the service was away if that ends an outage (say
-        so once), else None."""
-        if self.since is None:
+        so once), else None. A call `started` (`time.monotonic()`) before the outage
+        began proves nothing: it may have got through just before the service went
+        (a database shutting down ends its sessions one by one), so it ends none."""
+        if self.since is None or (started is not None and started < self.since):
             return None
         away, self.since = time.monotonic() - self.since, None
         return away

@@ -69,7 +69,10 @@ def _lock_files() -> list[str]:
     files: list[str] = []
     for top, dirs, names in os.walk(os.path.dirname(os.__file__)):
         dirs.sort()
-        files += [os.path.join(top, n) for n in sorted(names) if n.endswith(".py")]
+        # a file that exists in the sandbox: Debian's stdlib has a sitecustomize.py
+        # linking to /etc/python3.11, which the sandbox does not show
+        files += [path for path in (os.path.join(top, n) for n in sorted(names)
+                                    if n.endswith(".py")) if os.path.isfile(path)]
         if len(files) > LOCK_BITS:
             break
     return files[:LOCK_BITS + 1]

@@ -15,7 +15,8 @@ records wait in its `MatchWriter`), so its `JobManager` is this one:
   left to whoever has it now, with one line;
 - leaving the queue: an outage leaves the row behind (pruned later).
 
-One line says when the queue becomes unavailable, one when it is back (`on_back` is
+One line says when the queue becomes unavailable, one when it is back (a call begun
+after it went worked: one begun before may get through a shutdown; `on_back` is
 told then). `in_touch_s` is how long the queue has answered since the last outage:
 a worker puts other workers' jobs back only after being in touch for the stall limit
 itself (after an outage every heartbeat is old; each worker gets that long to beat).
@@ -103,9 +104,10 @@ class SteadyJobManager(JobManager):
                      "on, and their jobs are acknowledged once it is back")
         return True
 
-    def answered(self) -> None:
-        """Note a call that worked (the end of an outage is said once)."""
-        away = self._outage.end()
+    def answered(self, started: float) -> None:
+        """Note a call begun at `started` (`time.monotonic()`) that worked: the end of an
+        outage, said once, if the call began after the outage did."""
+        away = self._outage.end(started)
         if away is None:
             return
         self._in_touch_since = time.monotonic()
@@ -116,16 +118,18 @@ class SteadyJobManager(JobManager):
     # ------------------------------------------------------- the worker's calls
     async def fetch_job(self, queues: Iterable[str] | None, worker_id: int
                         ) -> jobs.Job | None:
+        started = time.monotonic()
         try:
             job = await super().fetch_job(queues, worker_id)
         except exceptions.ConnectorException as exc:
             if not self.failed(exc):
                 raise
             return None
-        self.answered()
+        self.answered(started)
         return job
 
     async def update_heartbeat(self, worker_id: int) -> None:
+        started = time.monotonic()
         try:
             await self.connector.execute_query_async(_BEAT, worker_id=worker_id)
         except exceptions.ConnectorException as exc:
@@ -135,7 +139,7 @@ class SteadyJobManager(JobManager):
             if not self.failed(exc):
                 self.say(f"heartbeat refused: {one_line(exc.__cause__ or exc)}")
             return
-        self.answered()
+        self.answered(started)
 
     async def unregister_worker(self, worker_id: int) -> None:
         try:
@@ -159,6 +163,7 @@ class SteadyJobManager(JobManager):
     async def _acknowledge(self, job: jobs.Job, call: Callable[[], Any]) -> None:
         steady = Backoff(self.retry_s, self.retry_s)
         while True:
+            started = time.monotonic()
             try:
                 held = await call()
             except exceptions.ConnectorException as exc:
@@ -169,7 +174,7 @@ class SteadyJobManager(JobManager):
                     return  # stopped: the job is put back by heartbeat, its match stored
                 await steady.wait()
                 continue
-            self.answered()
+            self.answered(started)
             if not held:
                 self._not_held(job, "left alone")
             return
