@@ -57,7 +57,11 @@ def tree_of(ref: str, into: Path) -> Path:
                              check=True, capture_output=True).stdout
     into.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
+        # (our own archive; Debian's 3.11.2, the test venv's, has no extraction filters)
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(into, filter="data")
+        else:
+            tar.extractall(into)
     return into
 
 

@@ -28,6 +28,7 @@ from disk again, and a run with the reset off records it as not held.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 from collections.abc import Iterator
@@ -91,6 +92,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # the longest tests first: pytest-xdist hands out the tests outside a group (each its
     # own unit of work, after the groups) in this order, so none starts near the end
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection made (the modules and items, as long-lived as the run) goes out of
+    the collector's sight in each process that collected (every xdist worker): no
+    collection during the tests, nor at exit, walks it again (~6 % of the CPU of
+    `pytest -n 0 tests/engine tests/replay`)."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture
+def unfrozen_heap() -> Iterator[None]:
+    """Nothing frozen during the test (a frozen object that dies lowers
+    `gc.get_freeze_count()`): for a test that checks what its code froze."""
+    gc.unfreeze()
+    yield
+    gc.freeze()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import pytest
+
 from .helpers import main_reports, run_in_process
 
 
@@ -29,6 +31,7 @@ def test_a_command_works_with_the_collector_on_and_start_up_frozen(tmp_path: Pat
         assert frozen > 10_000, args  # the modules' objects, not a handful
 
 
+@pytest.mark.usefixtures("unfrozen_heap")
 def test_in_process_the_collector_is_left_as_it_was(tmp_path: Path) -> None:
     before = gc.get_freeze_count()
     url = f"sqlite:///{tmp_path / 'a.db'}"

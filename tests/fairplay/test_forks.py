@@ -21,6 +21,7 @@ completed normally.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 from collections import Counter, defaultdict
@@ -127,12 +128,49 @@ def test_the_working_directory_cannot_inject_code_into_the_fork_server(
     assert any("target_bot" in ln and "0000000000000000" in ln for ln in child_lines), output
 
 
-async def _fork_once(work: Path) -> tuple[str, str]:
+GC_PROBE = ("import gc\n"
+            "print('GC', gc.isenabled(), gc.get_freeze_count(), gc.get_threshold(),\n"
+            "      flush=True)\n")
+
+
+def _gc_report(output: str) -> tuple[bool, int, str]:
+    """What GC_PROBE printed: whether the collector was on, how many objects were
+    frozen, and the collector's thresholds."""
+    lines = [ln for ln in output.splitlines() if ln.startswith("GC ")]
+    assert len(lines) == 1, output
+    enabled, frozen, threshold = lines[0].removeprefix("GC ").split(" ", 2)
+    return enabled == "True", int(frozen), threshold
+
+
+def test_a_forked_child_runs_with_the_collector_on_and_start_up_frozen(
+        tmp_path: Path) -> None:
+    """The fork server loads its runtime and the bots it preloads with the collector
+    off, then freezes what it loaded and turns the collector back on before it serves:
+    a child's code (its bot module's import) runs with the collector on, at its usual
+    thresholds, and the server's heap, preloaded bots included, frozen."""
+    frozen = {}
+    bots = ("cfarena.bots.greedy", "cfarena.bots.montecarlo", "cfarena.bots.random_bot",
+            "cfarena.bots.smart")
+    for preload in ((), bots):
+        work = tmp_path / f"work{len(preload)}"
+        work.mkdir()
+        (work / "target_bot.py").write_text(GC_PROBE)
+        _server, child = asyncio.run(_fork_once(work, preload))
+        enabled, frozen[preload], threshold = _gc_report(child)
+        assert enabled, child
+        assert threshold == str(gc.get_threshold()), child
+    without, with_bots = frozen.values()
+    assert without > 10_000  # the runtime's objects, not a handful
+    # the preloaded bots' objects too (some 300): frozen after they loaded
+    assert with_bots > without + 200
+
+
+async def _fork_once(work: Path, preload: tuple[str, ...] = ()) -> tuple[str, str]:
     watch = LimitWatch()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp", "LANG": "C.UTF-8",
            "PYTHONUNBUFFERED": "1"}
     server = ForkServer("probe", "probe#fork", env, watch, binds=[*python_paths(), work],
-                        workdir=work)
+                        workdir=work, preload=preload)
     try:
         await server.start(60.0)
         child = await server.fork("probe#1", ["run", "target_bot", "--token", "x",

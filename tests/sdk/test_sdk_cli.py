@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -173,6 +174,75 @@ def test_env_vars_are_used_and_a_file_target_plays(tmp_path: Path) -> None:
 
     run(main())
     assert seen == [("m", 2)]
+
+
+def test_the_bots_code_runs_with_the_collector_on_and_start_up_frozen(
+        tmp_path: Path) -> None:
+    """`python -m cfarena.sdk run` loads the SDK with the garbage collector off, and
+    turns it on, what it loaded frozen, before the bot's code runs: the bot module's
+    import, its constructor and its moves see the collector on at its usual thresholds."""
+    bot_file = tmp_path / "gcbot.py"
+    bot_file.write_text(
+        "import gc, sys\n"
+        "from cfarena.sdk import Bot\n"
+        "def report(where):\n"
+        "    print('GC', where, gc.isenabled(), gc.get_freeze_count(), gc.get_threshold(),\n"
+        "          file=sys.stderr, flush=True)\n"
+        "report('import')\n"
+        "class Reporting(Bot):\n"
+        "    def __init__(self):\n"
+        "        report('init')\n"
+        "    def choose(self, turn):\n"
+        "        report('choose')\n"
+        "        return turn.legal_moves[0]\n"
+    )
+    reports: list[str] = []
+
+    async def script(s: Session) -> None:
+        await s.hello()
+        await s.send(welcome(), match_start("m"), turn("m", 3, start_events()))
+        await s.action()
+        await s.send(match_end("m", 0))
+
+    async def main() -> None:
+        ref = FakeReferee(script)
+        await ref.start()
+        proc = await _spawn("run", str(bot_file), "--server", ref.address, "--token", "t",
+                            env=_env())
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), 30)
+            assert proc.returncode == 0, err.decode()
+        finally:
+            _kill(proc)
+        ref.check()
+        await ref.stop()
+        reports.extend(ln for ln in err.decode().splitlines() if ln.startswith("GC "))
+
+    run(main())
+    assert [r.split()[1] for r in reports] == ["import", "init", "choose"], reports
+    for line in reports:
+        _gc, _where, enabled, frozen, threshold = line.split(" ", 4)
+        assert enabled == "True", line
+        assert int(frozen) > 10_000, line  # the SDK's objects, not a handful
+        assert threshold == str(gc.get_threshold()), line
+
+
+@pytest.mark.usefixtures("unfrozen_heap")
+def test_in_process_main_leaves_the_collector_as_it_was(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cli.main` called by a program (not `python -m cfarena.sdk`) neither freezes its
+    heap nor turns a collector on that the program turned off."""
+    before = gc.get_freeze_count()
+    gc.disable()
+    try:
+        code, err = _in_process(monkeypatch, capsys, "run", "cfarena.bots.greedy",
+                                "--server", "unix:/nonexistent", "--token", "t",
+                                "--retries", "0")
+        assert code == 1, err
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert gc.get_freeze_count() == before
 
 
 def test_sigterm_exits_cleanly() -> None:

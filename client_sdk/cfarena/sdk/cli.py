@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -323,20 +324,34 @@ def _play(args: argparse.Namespace, factory: Callable[[], Bot], label: str) -> i
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of `python -m cfarena.sdk`; returns the exit status."""
+def main(argv: Sequence[str] | None = None, *, collector_off: bool = False) -> int:
+    """Entry point of `python -m cfarena.sdk`; returns the exit status. `collector_off`:
+    the caller (`python -m cfarena.sdk`) turned the garbage collector off while the SDK
+    loaded; it is back on before the bot's code runs (`_collect_from_now`)."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "play":
             from cfarena.sdk.play import play_command
 
+            if collector_off:
+                _collect_from_now()
             return play_command(args)
+        if collector_off:
+            _collect_from_now()
         cls = load_bot_class(args.target)
         return _play(args, cls, cls.__name__)
     except UsageError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
+
+
+def _collect_from_now() -> None:
+    """The garbage collector on, as in any program, for the bot's code: what start-up
+    made (the SDK's modules, as long-lived as the process) first moved out of its sight
+    (`gc.freeze`), so that no collection, the one at exit included, walks it again."""
+    gc.freeze()
+    gc.enable()
 
 
 def run_main(factory: Callable[[], Bot], argv: Sequence[str] | None = None) -> int:

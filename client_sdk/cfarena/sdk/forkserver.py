@@ -47,6 +47,16 @@ The server exits when the arena closes its end.
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":
+    # the runtime imported below (and the bots `--preload` names) makes some 26,000
+    # objects that live as long as the server, hardly any garbage, yet the collector
+    # would run some 40 times over them while they load: off until `main` has loaded
+    # everything, which then freezes them and turns it back on before it serves
+    # (collection state is the process's own: every child inherits the same)
+    gc.disable()
+
 import contextlib
 import ctypes
 import importlib
@@ -377,6 +387,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args:
         print(f"fork server: unknown arguments {args}", file=sys.stderr)
         return 2
+    # what start-up made (the runtime and the preloaded bots, as long-lived as the
+    # server) goes out of the collector's sight, and the collector back on: every child
+    # starts with it on, as any program does, and neither its collections nor the
+    # server's walk (and so copy, page by page, into each child) that frozen heap
+    gc.freeze()
+    gc.enable()
     with socket.socket(fileno=fd) as sock:
         return serve(sock)
 
