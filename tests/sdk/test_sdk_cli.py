@@ -9,7 +9,7 @@ import gc
 import os
 import signal
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,6 +58,31 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
 
 def run(coro: Awaitable[None]) -> None:
     asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def play_against(script: Callable[[Session], Awaitable[None]],
+                 args: Callable[[str], Sequence[str]],
+                 env: Callable[[str], dict[str, str]] = lambda _server: _env()) -> str:
+    """`python -m cfarena.sdk ARGS` against a FakeReferee playing `script` (`args` and
+    `env` are given the referee's address); asserts that it exits 0 and that the
+    script ran to its end; what it printed to stderr."""
+    errs: list[str] = []
+
+    async def main() -> None:
+        ref = FakeReferee(script)
+        await ref.start()
+        proc = await _spawn(*args(ref.address), env=env(ref.address))
+        try:
+            _, err = await asyncio.wait_for(proc.communicate(), 30)
+            assert proc.returncode == 0, err.decode()
+        finally:
+            _kill(proc)
+        ref.check()
+        await ref.stop()
+        errs.append(err.decode())
+
+    run(main())
+    return errs[0]
 
 
 def _run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -159,20 +184,8 @@ def test_env_vars_are_used_and_a_file_target_plays(tmp_path: Path) -> None:
         seen.append((action.match_id, action.move_index))
         await s.send(match_end("m", 2))
 
-    async def main() -> None:
-        ref = FakeReferee(script)
-        await ref.start()
-        env = _env(CFARENA_SERVER=ref.address, CFARENA_TOKEN="env-token")
-        proc = await _spawn("run", f"{bot_file}:Last", env=env)
-        try:
-            _, err = await asyncio.wait_for(proc.communicate(), 30)
-            assert proc.returncode == 0, err.decode()
-        finally:
-            _kill(proc)
-        ref.check()
-        await ref.stop()
-
-    run(main())
+    play_against(script, lambda _server: ["run", f"{bot_file}:Last"],
+                 lambda server: _env(CFARENA_SERVER=server, CFARENA_TOKEN="env-token"))
     assert seen == [("m", 2)]
 
 
@@ -196,29 +209,15 @@ def test_the_bots_code_runs_with_the_collector_on_and_start_up_frozen(
         "        report('choose')\n"
         "        return turn.legal_moves[0]\n"
     )
-    reports: list[str] = []
-
     async def script(s: Session) -> None:
         await s.hello()
         await s.send(welcome(), match_start("m"), turn("m", 3, start_events()))
         await s.action()
         await s.send(match_end("m", 0))
 
-    async def main() -> None:
-        ref = FakeReferee(script)
-        await ref.start()
-        proc = await _spawn("run", str(bot_file), "--server", ref.address, "--token", "t",
-                            env=_env())
-        try:
-            _, err = await asyncio.wait_for(proc.communicate(), 30)
-            assert proc.returncode == 0, err.decode()
-        finally:
-            _kill(proc)
-        ref.check()
-        await ref.stop()
-        reports.extend(ln for ln in err.decode().splitlines() if ln.startswith("GC "))
-
-    run(main())
+    err = play_against(script, lambda server: ["run", str(bot_file), "--server", server,
+                                               "--token", "t"])
+    reports = [ln for ln in err.splitlines() if ln.startswith("GC ")]
     assert [r.split()[1] for r in reports] == ["import", "init", "choose"], reports
     for line in reports:
         _gc, _where, enabled, frozen, threshold = line.split(" ", 4)
