@@ -30,9 +30,3 @@ def test_a_call_begun_before_the_outage_does_not_end_it() -> None:
     assert away is not None and 0.0 <= away < 5.0
     assert not outage.away
     assert outage.end(time.monotonic()) is None  # ended once
-
-
-def test_without_a_start_time_any_working_call_ends_it() -> None:
-    outage = Outage()
-    outage.begin()
-    assert outage.end() is not None and not outage.away

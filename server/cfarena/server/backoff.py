@@ -12,9 +12,9 @@ workers) do not fail in step.
 
 An `Outage` is when a service went away: the writer (storage) and the queue worker's
 link (the job queue) each say one line when it goes (`begin` is True once) and one when
-it is back (`end` gives how long it was away). Giving up and the words of those lines
-stay with each loop: the writer keeps a refused record for the unsaved-records file,
-the worker says why it cannot join its queue, and so on.
+a call begun after it went worked (`end` gives how long it was away). Giving up and the
+words of those lines stay with each loop: the writer keeps a refused record for the
+unsaved-records file, the worker says why it cannot join its queue, and so on.
 
 Why not `tenacity` or `backoff`: both retry one call, wrapped by a decorator or an
 iterator of attempts. Two of these loops do not retry one call: the arena gives a
@@ -78,12 +78,12 @@ class Outage:
         self.since = time.monotonic()
         return True
 
-    def end(self, started: float | None = None) -> float | None:
-        """A call worked: the seconds the service was away if that ends an outage (say
-        so once), else None. A call `started` (`time.monotonic()`) before the outage
-        began proves nothing: it may have got through just before the service went
-        (a database shutting down ends its sessions one by one), so it ends none."""
-        if self.since is None or (started is not None and started < self.since):
+    def end(self, started: float) -> float | None:
+        """A call begun at `started` (`time.monotonic()`) worked: the seconds the service
+        was away if that ends an outage (say so once), else None. A call begun before
+        the outage began proves nothing: it may have got through just before the service
+        went (a database shutting down ends its sessions one by one), so it ends none."""
+        if self.since is None or started < self.since:
             return None
         away, self.since = time.monotonic() - self.since, None
         return away

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import enum
 import json
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,8 +130,10 @@ class MatchWriter:
             self.say(f"storage unavailable ({exc}); retrying, {self.waiting} "
                      f"match{'' if self.waiting == 1 else 'es'} waiting")
 
-    def _working(self, just_written: int = 0) -> None:
-        away = self._outage.end()
+    def _working(self, started: float, just_written: int = 0) -> None:
+        """A call begun at `started` (`time.monotonic()`) worked: the end of an outage,
+        said once, if it began after the outage did (`Outage.end`)."""
+        away = self._outage.end(started)
         if away is not None:
             left = self.waiting - just_written
             self.say(f"storage available again after {away:.0f} s; writing "
@@ -179,13 +182,14 @@ class MatchWriter:
         return await self._call(fn, args, 0)
 
     async def _call(self, fn: Callable[..., _T], args: tuple[Any, ...], writes: int) -> _T:
+        started = time.monotonic()
         try:
             result = await asyncio.to_thread(fn, *args)
         except StorageError as exc:
             if is_outage(exc):
                 self._failing(exc)
             raise
-        self._working(writes)
+        self._working(started, writes)
         return result
 
     async def close(self, timeout: float) -> list[StoredMatch]:

@@ -15,9 +15,9 @@ records wait in its `MatchWriter`), so its `JobManager` is this one:
   left to whoever has it now, with one line;
 - leaving the queue: an outage leaves the row behind (pruned later).
 
-One line says when the queue becomes unavailable, one when it is back (a call begun
-after it went worked: one begun before may get through a shutdown; `on_back` is
-told then). `in_touch_s` is how long the queue has answered since the last outage:
+One line says when the queue becomes unavailable, one when it is back: when a call
+begun after it went has worked (one begun before may get through a shutdown), and
+`on_back` is told then. `in_touch_s` is how long the queue has answered since the last outage:
 a worker puts other workers' jobs back only after being in touch for the stall limit
 itself (after an outage every heartbeat is old; each worker gets that long to beat).
 Connections come from a null pool (one per call): nothing is left to reconnect after
