@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from cfarena.server.tournament.forks import ForkServer
+
 from .helpers import (
     CFARENA,
     as_in_a_terminal,
@@ -59,8 +61,9 @@ _SMALL = [(2, ["random", "greedy", "smart"]), (4, ["random", "greedy", "smart", 
       for players, bots in _SMALL],
     pytest.param("trains", 8, ["random", "greedy"], marks=pytest.mark.long),
 ])
-def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots: list[str]
-                                 ) -> None:
+def test_presets_and_table_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 preset: str, players: int, bots: list[str]) -> None:
+    servers = _count_fork_servers(monkeypatch)
     args = ["run-tournament", "--rules", preset, "--players", str(players),
             "--rule", "rounds=single", "--concurrency", "3", "--games", "1"]
     for b in bots:
@@ -80,6 +83,27 @@ def test_presets_and_table_sizes(tmp_path: Path, preset: str, players: int, bots
     else:
         assert all(row["matches"] == data["matches"] for row in data["standings"])
     assert all(row["faults"] == 0 for row in data["standings"])
+    # no fork server is started that cannot be used: each phase's matches (a rotation of
+    # every table, at most 3) all play at once, so no server can serve two seats, and a
+    # server that forked never outlives its phase: one server per seat, each forked
+    # (the start's check forks a child in a server of the first phase: one fork more
+    # per bot)
+    assert len(servers) == data["matches"] * players, [s.label for s in servers]
+    assert [s.label for s in servers if s._forks == 0] == []
+    assert sum(s._forks for s in servers) == data["matches"] * players + len(bots)
+
+
+def _count_fork_servers(monkeypatch: pytest.MonkeyPatch) -> list[ForkServer]:
+    """The fork servers this process starts from now on (each started for real)."""
+    started: list[ForkServer] = []
+    start = ForkServer.start
+
+    async def counted(server: ForkServer, timeout: float) -> None:
+        started.append(server)
+        await start(server, timeout)
+
+    monkeypatch.setattr(ForkServer, "start", counted)
+    return started
 
 
 def test_postgresql_database(tmp_path: Path, pg_cluster: object) -> None:

@@ -182,7 +182,8 @@ def test_only_the_one_process_playing_on_the_host_claims_the_reset(tmp_path: Pat
 
 
 class _Pool:
-    """A tournament's pool, as a phase change sees it (`new_phase`, `playing`, `restart`)."""
+    """A tournament's pool, as a phase change sees it (`enter_phase`, `new_phase`,
+    `playing`, `restart`)."""
 
     def __init__(self, playing: bool) -> None:
         self.in_play = playing
@@ -193,6 +194,9 @@ class _Pool:
 
     def playing(self) -> bool:
         return self.in_play
+
+    def enter_phase(self, phase: int) -> None:
+        pass  # what it starts ahead is not under test here
 
     async def restart(self) -> None:
         self.calls.append("restart")

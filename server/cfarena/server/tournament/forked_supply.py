@@ -20,21 +20,24 @@ from cfarena.server.sandbox import BotProcess
 from cfarena.server.tournament.forks import ForkedProcess, ForkPlan, ForkServer, ForkServerError
 from cfarena.server.tournament.process_maker import ProcessMaker
 from cfarena.server.tournament.start_failures import StartFailures
-from cfarena.server.tournament.warm_processes import WarmBot, WarmProcesses
+from cfarena.server.tournament.warm_processes import PhaseSeats, WarmBot, WarmProcesses
 
 log = logging.getLogger("cfarena.tournament")
 
 
 class ForkedSupply:
     """The fork servers of a pool's forked bots (`plans`: how each bot is forked; None
-    for a bot that is spawned instead), keeping up to `warm` of each bot's started."""
+    for a bot that is spawned instead), keeping as many of each bot's started as the
+    rest of the phase can use (`seats`; at most `warm`)."""
 
     def __init__(self, maker: ProcessMaker, processes: WarmProcesses,
-                 failures: StartFailures, warm: Mapping[str, int]) -> None:
+                 failures: StartFailures, warm: Mapping[str, int],
+                 seats: PhaseSeats | None = None) -> None:
         self.maker = maker
         self.processes = processes
         self.failures = failures
         self.warm = warm
+        self.seats = seats or PhaseSeats(None, warm)
         self.plans: dict[str, ForkPlan | None] = {n: maker.plan(n) for n in maker.commands}
         self.idle: dict[str, list[ForkServer]] = {n: [] for n in maker.commands}
         self.servers: set[ForkServer] = set()
@@ -91,11 +94,11 @@ class ForkedSupply:
             return warm
 
     def replenish(self, name: str) -> None:
-        """Start a fork server of `name` in the background if it has fewer than its warm
-        count. A server whose child is playing counts: it is back for the bot's next
-        match (of another deal, within a phase)."""
+        """Start a fork server of `name` in the background if it has fewer than the rest
+        of the phase can use (`PhaseSeats.wanted`). A server whose child is playing
+        counts: it is back for the bot's next match (of another deal, within a phase)."""
         serving = [s for s in self.servers if s.bot == name and s.alive]
-        if not self.closed and not self.changing and len(serving) < self.warm.get(name, 1) \
+        if not self.closed and not self.changing and len(serving) < self.seats.wanted(name) \
                 and self.processes.unstarted.get(name, 0) > 0:
             self.processes.in_background(self.start_server(name))
 
@@ -134,12 +137,12 @@ class ForkedSupply:
             await self.stop_server(spare)
 
     async def restart(self) -> None:
-        """Start the fork servers of a new phase, up to each bot's warm count, all at
-        once; replenishing resumes."""
+        """Start the fork servers of a new phase, as many of each bot's as the phase can
+        use (the clean ones kept count), all at once; replenishing resumes."""
         starts = []
         for name, idle in self.idle.items():
             if self.plans[name] is not None and name not in self.failures.given_up:
-                wanted = min(self.warm.get(name, 1), self.processes.unstarted.get(name, 0))
+                wanted = min(self.seats.wanted(name), self.processes.unstarted.get(name, 0))
                 starts += [self.start_server(name, clean=True)
                            for _ in range(wanted - len(idle))]
         await asyncio.gather(*starts)

@@ -5,7 +5,9 @@ one (a deal it saw, a rotation it played) dies with it. Starting a Python bot
 costs a few hundred milliseconds, so `BotPool` keeps processes started and
 connected ahead of need: `take(bot)` hands out a process that has already
 connected with its one-time pass, and starts its replacement while the match
-runs; `release` kills a process after its match, sandbox and all.
+runs if the rest of the phase can use it (`PhaseSeats`: a process started for
+nothing would be stopped unused at the phase change); `release` kills a process
+after its match, sandbox and all.
 
 Python SDK bots (`python -m cfarena.sdk run ...`, the bundled bots among them)
 are forked instead, in a sandbox whose fork server has their runtime loaded
@@ -32,7 +34,12 @@ from cfarena.server.tournament.forked_supply import ForkedSupply
 from cfarena.server.tournament.process_maker import ProcessMaker
 from cfarena.server.tournament.spawned_supply import SpawnedSupply
 from cfarena.server.tournament.start_failures import BotStartError, StartFailures
-from cfarena.server.tournament.warm_processes import WarmBot, WarmProcesses, written_off_seat
+from cfarena.server.tournament.warm_processes import (
+    PhaseSeats,
+    WarmBot,
+    WarmProcesses,
+    written_off_seat,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,17 +61,21 @@ class BotPool:
 
     def __init__(self, server: RefereeServer, launch: Launch,
                  commands: Mapping[str, str | None], warm: Mapping[str, int],
-                 demand: Mapping[str, int], watch: LimitWatch | None = None) -> None:
+                 demand: Mapping[str, int], watch: LimitWatch | None = None,
+                 phase_seats: Mapping[int, Mapping[str, int]] | None = None) -> None:
         self.server = server
         self.launch = launch
         self.warm = dict(warm)
+        # what each phase can still use: no process is started ahead that cannot be
+        self.seats = PhaseSeats(phase_seats, self.warm)
         self.maker = ProcessMaker(server, commands, sandbox=launch.sandbox,
                                   limits=launch.limits, cwd=launch.cwd, binds=launch.binds)
         self.processes = WarmProcesses(server, watch or LimitWatch(), launch.connect_timeout,
                                        demand)
         self.failures = StartFailures(commands, server.lag)
-        self.spawned = SpawnedSupply(self.maker, self.processes, self.failures)
-        self.forked = ForkedSupply(self.maker, self.processes, self.failures, self.warm)
+        self.spawned = SpawnedSupply(self.maker, self.processes, self.failures, self.seats)
+        self.forked = ForkedSupply(self.maker, self.processes, self.failures, self.warm,
+                                   self.seats)
         self._running = False  # start() has checked that every bot starts
         # the referee's gate stops a sandbox over its connection limit through the pool
         self.server.sandbox_faults.append(self._sandbox_fault)
@@ -96,7 +107,10 @@ class BotPool:
         self._running = True
 
     def _first_count(self, name: str) -> int:
-        return max(1, min(self.warm.get(name, 1), self.processes.unstarted.get(name, 1)))
+        """The processes (or fork servers) of `name` started first: what the first phase
+        can use, and at least one (the start's check; a forked one is then free for a
+        match of the phase)."""
+        return max(1, min(self.seats.wanted(name), self.processes.unstarted.get(name, 1)))
 
     async def _start_servers(self, name: str) -> None:
         """Start the first fork servers of `name` (if it is forked)."""
@@ -164,6 +178,11 @@ class BotPool:
         await self.forked.stop_servers(keep={w.server for w in kept})
         self.spawned.forget_ready()
 
+    def enter_phase(self, phase: int) -> None:
+        """The matches played from now on are of `phase` (before `restart`): what is
+        started ahead of need is what this phase can use."""
+        self.seats.phase = phase
+
     def playing(self) -> bool:
         """Whether a process of this pool is in a match now."""
         return self.processes.in_match()
@@ -176,7 +195,8 @@ class BotPool:
         for name in self.maker.commands:
             if self.forked.serves(name) or name in self.failures.given_up:
                 continue
-            for _ in range(min(self.warm.get(name, 1), self.processes.unstarted.get(name, 0))):
+            for _ in range(min(self.seats.wanted(name),
+                               self.processes.unstarted.get(name, 0))):
                 await self.spawned.spawn(name)
 
     # --------------------------------------------------------------- use
@@ -188,6 +208,7 @@ class BotPool:
         """`name` has one match more to play than planned (a match played again): one
         process more is started for it ahead of need."""
         self.processes.need(name)
+        self.seats.add(name)
 
     def end(self, name: str, deal: int) -> None:
         """`name` has finished a match of `deal` (its processes are stopped)."""
@@ -202,6 +223,7 @@ class BotPool:
         `take` then hands out a seat that is not connected, whose match records a
         disconnect fault quoting why (the seat forfeits, the others play on).
         """
+        self.seats.took(name)  # before the supply takes: its replacement is counted
         try:
             if self.forked.serves(name):
                 warm = await self.forked.take(name, deal)

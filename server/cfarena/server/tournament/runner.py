@@ -57,6 +57,7 @@ from cfarena.server.tournament.job_queue import enqueue, install_schema, new_app
 from cfarena.server.tournament.local_referee import LocalReferee, close_player
 from cfarena.server.tournament.match_queue import play_all
 from cfarena.server.tournament.pool import Launch
+from cfarena.server.tournament.schedule import phases as schedule_phases
 from cfarena.server.tournament.stored_tournament import (
     NewTournament,
     create_tournament,
@@ -209,14 +210,19 @@ class _Run:
         if found is not None:
             self._lock(found.id)
             names = db.tournament_bots(found.id)
-            seatings = [[names[i] for i in m.seat_bot_ids] for m in db.pending_matches(found.id)]
+            waiting = db.pending_matches(found.id)
+            seatings = [[names[i] for i in m.seat_bot_ids] for m in waiting]
+            phase_of = match_phases(db, found.id)
+            phases = [phase_of.get(m.key, 0) for m in waiting]
         else:
             created = NewTournament.of(self.config)
             seatings = [list(m.seats) for m in created.plan]
+            phase_of = schedule_phases((m.key, m.seed, m.seats) for m in created.plan)
+            phases = [phase_of[m.key] for m in created.plan]
         self.player = TournamentPlayer(
             server, db, self.config, self.launch, referee.concurrency, referee.log_dir,
             acknowledge=referee.worker is not None, host=referee.host_reset())
-        await self.player.start(seatings)
+        await self.player.start(seatings, phases)
         if created is not None:
             self.tournament_id, pending = create_tournament(self.config, db, self.launch,
                                                             created)

@@ -14,7 +14,7 @@ import logging
 from cfarena.server.sandbox.failure_lines import around
 from cfarena.server.tournament.process_maker import ProcessMaker
 from cfarena.server.tournament.start_failures import StartFailures
-from cfarena.server.tournament.warm_processes import WarmBot, WarmProcesses
+from cfarena.server.tournament.warm_processes import PhaseSeats, WarmBot, WarmProcesses
 
 log = logging.getLogger("cfarena.tournament")
 
@@ -23,10 +23,13 @@ class SpawnedSupply:
     """The ready processes of a pool's spawned bots, in the order they connected."""
 
     def __init__(self, maker: ProcessMaker, processes: WarmProcesses,
-                 failures: StartFailures) -> None:
+                 failures: StartFailures, seats: PhaseSeats | None = None) -> None:
         self.maker = maker
         self.processes = processes
         self.failures = failures
+        self.seats = seats  # what the rest of the phase can use (None: no bound)
+        self._waiting: dict[str, int] = {}  # takes of each bot waiting for a process
+        self._claimed: set[WarmBot] = set()  # got by a take that has not returned yet
         self._ready: dict[str, asyncio.Queue[WarmBot]] = {
             n: asyncio.Queue() for n in maker.commands}
 
@@ -49,18 +52,34 @@ class SpawnedSupply:
 
     async def take(self, name: str, deal: int | None) -> WarmBot:
         """A connected process of `name` that was not alive while `name` played `deal`
-        (one that was is stopped and replaced); its replacement starts now.
-        BotStartError if `name` is given up."""
-        while True:
-            warm = await self._get_ready(name)
-            if deal is None or deal not in warm.tainted:
-                break
-            await self.processes.stop(warm)  # alive during another rotation of this deal
-            self.processes.need(name)
-            await self.spawn(name)
-        if self.processes.unstarted.get(name, 0) > 0:
-            await self.spawn(name)
+        (one that was is stopped and replaced); its replacement starts now if the rest
+        of the phase can use it. BotStartError if `name` is given up."""
+        self._waiting[name] = self._waiting.get(name, 0) + 1
+        try:
+            if self._spare(name) < self._waiting[name] and name not in self.failures.given_up:
+                await self.spawn(name)  # none was started ahead for it (a match played again)
+            while True:
+                warm = await self._get_ready(name)
+                if deal is None or deal not in warm.tainted:
+                    break
+                await self.processes.stop(warm)  # alive during another rotation of this deal
+                self.processes.need(name)
+                await self.spawn(name)
+        finally:
+            self._waiting[name] -= 1
+        self._claimed.add(warm)
+        try:
+            wanted = self._waiting[name] + (self.seats.wanted(name) if self.seats else 1)
+            if self.processes.unstarted.get(name, 0) > 0 and self._spare(name) < wanted:
+                await self.spawn(name)
+        finally:
+            self._claimed.discard(warm)
         return warm
+
+    def _spare(self, name: str) -> int:
+        """Processes of `name` alive (ready or connecting) that no take holds."""
+        return sum(1 for w in self.processes.live if w.bot == name
+                   and w not in self.processes.taken and w not in self._claimed)
 
     async def check(self, name: str) -> None:
         """Wait for the first process of `name` to connect (BotStartError if not)."""

@@ -72,16 +72,20 @@ class TournamentPlayer:
     reset_held: bool = True  # no phase change so far found the reset defeated
     _phase_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def start(self, seatings: Sequence[Sequence[str]]) -> None:
-        """Start the bots' processes ahead of need (`seatings`: the matches to come);
-        TournamentError if a bot does not start or connect (with `log_dir`, what its last
-        process printed is written there, as start-BOT.log)."""
+    async def start(self, seatings: Sequence[Sequence[str]],
+                    phases: Sequence[int] | None = None) -> None:
+        """Start the bots' processes ahead of need (`seatings`: the matches to come;
+        `phases`: the phase of each, if known, which bounds what is started ahead to
+        what each phase can use); TournamentError if a bot does not start or connect
+        (with `log_dir`, what its last process printed is written there, as
+        start-BOT.log)."""
         config = self.config
         need = seats_needed(seatings)
         self.pool = BotPool(
             self.server, self.launch, {b.name: b.command for b in config.bots},
             warm={b.name: need.get(b.name, 1) * self.concurrency for b in config.bots},
             demand=needed_processes([list(s) for s in seatings]),
+            phase_seats=None if phases is None else seats_by_phase(seatings, phases),
         )
         try:
             await self.pool.start()
@@ -117,9 +121,10 @@ class TournamentPlayer:
             if self.phase is not None and phase <= self.phase:
                 return
             self.phase = phase
+            assert self.pool is not None, "start() first"
+            self.pool.enter_phase(phase)
             if phase == 0:
                 return
-            assert self.pool is not None, "start() first"
             await self.pool.new_phase()
             others = [p.pool for p in self.neighbours() if p is not self and p.pool is not None]
             await asyncio.gather(*(pool.new_phase(keep_playing=True) for pool in others))
@@ -190,6 +195,18 @@ class TournamentPlayer:
             await self.pool.close()
             self.pool = None
         return left
+
+
+def seats_by_phase(seatings: Sequence[Sequence[str]], phases: Sequence[int]
+                   ) -> dict[int, dict[str, int]]:
+    """Phase -> bot -> the seats it holds in the phase's matches (`seatings`, whose
+    phases are `phases`)."""
+    found: dict[int, dict[str, int]] = {}
+    for seats, phase in zip(seatings, phases, strict=True):
+        held = found.setdefault(phase, {})
+        for name in seats:
+            held[name] = held.get(name, 0) + 1
+    return found
 
 
 def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:

@@ -65,6 +65,41 @@ def written_off_seat(name: str, reason: str, output: str = "") -> WarmBot:
     return WarmBot(name, process, seat_pass, connection, written_off=reason)
 
 
+class PhaseSeats:
+    """The seats each bot holds in the matches of each phase not yet handed a process
+    (`by_phase`: phase -> bot -> seats, from the schedule; None: not known), which bound
+    how many processes (or fork servers) of a bot are worth having started ahead of
+    need: at most its seats left in the current phase, and at most `cap` (its seats in
+    one match times the matches played at once). A process or server started beyond
+    that would never play in this phase, and a phase change stops it once a bot process
+    of the phase has run (`BotPool.new_phase`). A phase the schedule does not list (a
+    bot test's later batch) is bounded by `cap` alone."""
+
+    def __init__(self, by_phase: Mapping[int, Mapping[str, int]] | None,
+                 cap: Mapping[str, int]) -> None:
+        self.left = {p: dict(seats) for p, seats in (by_phase or {}).items()}
+        self.cap = cap
+        self.phase = min(self.left, default=0)  # the phase played now (first: the earliest)
+
+    def wanted(self, name: str) -> int:
+        """The processes of `name` worth having alive for the rest of the current phase."""
+        cap = max(1, self.cap.get(name, 1))
+        seats = self.left.get(self.phase)
+        return cap if seats is None else min(cap, seats.get(name, 0))
+
+    def took(self, name: str) -> None:
+        """A seat of `name` in the current phase is handed a process."""
+        seats = self.left.get(self.phase)
+        if seats is not None:
+            seats[name] = max(0, seats.get(name, 0) - 1)
+
+    def add(self, name: str) -> None:
+        """`name` has one seat more to play in the current phase (a match played again)."""
+        seats = self.left.get(self.phase)
+        if seats is not None:
+            seats[name] = seats.get(name, 0) + 1
+
+
 class WarmProcesses:
     """A pool's processes (see the module docstring); they connect to `server` within
     `connect_timeout` seconds, and `watch` keeps their limits. `demand`: how many

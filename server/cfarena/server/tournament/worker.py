@@ -499,7 +499,9 @@ class QueueWorker:
             entrants = await asyncio.to_thread(self.db.tournament_bots, tournament_id)
             configured = {b.name for b in config.bots}
             names = {i: name for i, name in entrants.items() if name in configured}
-            await player.start([[names[i] for i in m.seat_bot_ids] for m in pending])
+            phase_of = await asyncio.to_thread(match_phases, self.db, tournament_id)
+            await player.start([[names[i] for i in m.seat_bot_ids] for m in pending],
+                               [phase_of.get(m.key, 0) for m in pending])
             player.attach(tournament_id, names)
             self.players[tournament_id] = player
             return player
