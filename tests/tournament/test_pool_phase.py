@@ -149,6 +149,54 @@ def test_servers_started_while_a_phase_played_do_not_outlive_it(tmp_path: Path) 
     assert state["next phase forks a server started during the phase"] is False, state
 
 
+async def _run_neighbours_change(tmp: Path) -> dict[str, Any]:
+    """A spawned bot's take waits for the process started for it when a neighbour's
+    phase change (a queue worker's other tournament: `keep_playing`) stops that process,
+    and the take's seat was the phase's last: `restart` must start one for it."""
+    server = RefereeServer(TokenRegistry(), port=None, unix_socket=tmp / "arena.sock")
+    await server.start()
+    pool = BotPool(server, Launch(sandbox=True, cwd=tmp, connect_timeout=TIMEOUT),
+                   {FRESH: f"{sys.executable} {FRESH_COMMAND}"}, warm={FRESH: 1},
+                   demand={FRESH: 100}, phase_seats={0: {FRESH: 2}})
+    try:
+        await pool.start()  # one process, ready
+        first = await pool.take(FRESH, 1)  # ready; its replacement starts connecting
+        pool.begin(FRESH, 1)
+        second = asyncio.ensure_future(pool.take(FRESH, 2))  # the phase's last seat
+        for _ in range(100):
+            if pool.spawned._waiting.get(FRESH):
+                break
+            await asyncio.sleep(0)
+        state: dict[str, Any] = {
+            "waiting before the change": pool.spawned._waiting.get(FRESH, 0),
+            "ready before the change": pool.spawned._ready[FRESH].qsize()}
+        await pool.new_phase(keep_playing=True)
+        state["first kept"] = _alive(first)
+        await pool.restart()
+        try:
+            got = await asyncio.wait_for(second, TIMEOUT)
+            state["second got a process"] = got.connection is not None and _alive(got)
+        except TimeoutError:
+            state["second got a process"] = False
+        return state
+    finally:
+        await pool.close()
+        await server.stop(grace=0.5)
+
+
+def test_a_take_waiting_through_a_neighbours_phase_change_gets_a_process(
+        tmp_path: Path) -> None:
+    if shutil.which("bwrap") is None or sandbox_problem() is not None:
+        pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
+    state = asyncio.run(_run_neighbours_change(tmp_path))
+    # the case itself: the take waits for the one process started for it, not ready yet
+    # (a fresh sandboxed interpreter takes far longer to connect than these few turns)
+    assert state["waiting before the change"] == 1, state
+    assert state["ready before the change"] == 0, state
+    assert state["first kept"] is True, state
+    assert state["second got a process"] is True, state
+
+
 def test_no_match_of_a_phase_starts_before_the_phase_before_ended() -> None:
     events: list[tuple[str, str]] = []
 

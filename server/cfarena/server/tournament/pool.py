@@ -195,8 +195,11 @@ class BotPool:
         for name in self.maker.commands:
             if self.forked.serves(name) or name in self.failures.given_up:
                 continue
-            for _ in range(min(self.seats.wanted(name),
-                               self.processes.unstarted.get(name, 0))):
+            # and one for each take still waiting: `new_phase` stopped the process it
+            # was waiting for (a neighbour's phase change), and its seat is no longer
+            # among what the phase can use
+            ahead = min(self.seats.wanted(name), self.processes.unstarted.get(name, 0))
+            for _ in range(max(ahead, self.spawned.short(name))):
                 await self.spawned.spawn(name)
 
     # --------------------------------------------------------------- use

@@ -76,6 +76,10 @@ class SpawnedSupply:
             self._claimed.discard(warm)
         return warm
 
+    def short(self, name: str) -> int:
+        """Takes of `name` waiting that no spare process will serve."""
+        return max(0, self._waiting.get(name, 0) - self._spare(name))
+
     def _spare(self, name: str) -> int:
         """Processes of `name` alive (ready or connecting) that no take holds."""
         return sum(1 for w in self.processes.live if w.bot == name
