@@ -2,9 +2,8 @@
 
 Python SDK bots are forked (`forks.py`): a pool keeps, per bot, fork servers
 started ahead of need (as many as the rest of the phase can use: `PhaseSeats`), and
-forks a child when a match is
-about to start, from an idle server that has not heard of the match's deal. A
-server whose child exited by itself is cleaned and kept for another deal; one
+forks a child when a match is about to start, from an idle server that has not heard
+of the match's deal. A server whose child exited by itself is cleaned and kept for another deal; one
 whose child was stopped goes with it. Which servers may outlive a phase change:
 `BotPool.new_phase`.
 """
