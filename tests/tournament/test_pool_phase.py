@@ -16,8 +16,10 @@ server of the next phase before any of its bot processes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +48,35 @@ def _alive(thing: WarmBot | ForkServer) -> bool:
     return process.returncode is None and process.server.alive
 
 
-async def _run(tmp: Path) -> dict[str, list[bool]]:
+@contextlib.asynccontextmanager
+async def _started_pool(tmp: Path, commands: dict[str, str | None], **options: Any
+                        ) -> AsyncIterator[BotPool]:
+    """A real referee (on a Unix socket in `tmp`) and a sandboxed `BotPool` of
+    `commands` (`options`: BotPool's), started; both stopped at the end."""
     server = RefereeServer(TokenRegistry(), port=None, unix_socket=tmp / "arena.sock")
     await server.start()
     pool = BotPool(server, Launch(sandbox=True, cwd=tmp, connect_timeout=TIMEOUT),
-                   {FORKED: None, FRESH: f"{sys.executable} {FRESH_COMMAND}"},
-                   warm={FORKED: 2, FRESH: 1}, demand={FORKED: 100, FRESH: 100})
+                   commands, **options)
     try:
         await pool.start()
+        yield pool
+    finally:
+        await pool.close()
+        await server.stop(grace=0.5)
+
+
+def _sandboxed(run: Callable[[Path], Coroutine[Any, Any, Any]], tmp: Path
+               ) -> dict[str, Any]:
+    """`run(tmp)`, which needs real sandboxes (the test fails, saying why, without)."""
+    if shutil.which("bwrap") is None or sandbox_problem() is not None:
+        pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
+    return asyncio.run(run(tmp))
+
+
+async def _run(tmp: Path) -> dict[str, list[bool]]:
+    async with _started_pool(tmp, {FORKED: None, FRESH: f"{sys.executable} {FRESH_COMMAND}"},
+                             warm={FORKED: 2, FRESH: 1},
+                             demand={FORKED: 100, FRESH: 100}) as pool:
         # a child of each bot plays deal 1; a forked child of deal 2 ends and leaves
         # its server idle, having forked
         playing = [await pool.take(FORKED, 1), await pool.take(FRESH, 1)]
@@ -85,27 +108,19 @@ async def _run(tmp: Path) -> dict[str, list[bool]]:
         again = await pool.take(FORKED, 1)  # the next phase plays the deal again
         assert again.server not in forked_idle
         return state
-    finally:
-        await pool.close()
-        await server.stop(grace=0.5)
 
 
 def test_a_phase_change_stops_every_process_and_every_server_that_forked(
         tmp_path: Path) -> None:
-    if shutil.which("bwrap") is None or sandbox_problem() is not None:
-        pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
-    state = asyncio.run(_run(tmp_path))
+    state = _sandboxed(_run, tmp_path)
     assert not any(state["processes"]), state  # warm and playing: stopped
     assert not any(state["forked servers"]), state  # a child's bits die with its sandbox
 
 
 async def _run_mid_phase(tmp: Path) -> dict[str, Any]:
-    server = RefereeServer(TokenRegistry(), port=None, unix_socket=tmp / "arena.sock")
-    await server.start()
-    pool = BotPool(server, Launch(sandbox=True, cwd=tmp, connect_timeout=TIMEOUT),
-                   {FORKED: None}, warm={FORKED: 3}, demand={FORKED: 100})
-    try:
-        await pool.start()  # three servers, one of which forked the start's check
+    # three servers, one of which forked the start's check
+    async with _started_pool(tmp, {FORKED: None}, warm={FORKED: 3},
+                             demand={FORKED: 100}) as pool:
         before = set(pool.forked.servers)
         playing = await pool.take(FORKED, 1)  # a bot's code runs: the phase has begun
         pool.begin(FORKED, 1)
@@ -132,15 +147,10 @@ async def _run_mid_phase(tmp: Path) -> dict[str, Any]:
         again = await pool.take(FORKED, 1)
         state["next phase forks a server started during the phase"] = again.server in during
         return state
-    finally:
-        await pool.close()
-        await server.stop(grace=0.5)
 
 
 def test_servers_started_while_a_phase_played_do_not_outlive_it(tmp_path: Path) -> None:
-    if shutil.which("bwrap") is None or sandbox_problem() is not None:
-        pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
-    state = asyncio.run(_run_mid_phase(tmp_path))
+    state = _sandboxed(_run_mid_phase, tmp_path)
     assert state["unforked from the start"] >= 1, state
     assert state["started during the phase, alive"] == [], state
     assert all(state["unforked from the start, alive"]), state  # clean, never forked: kept
@@ -153,13 +163,10 @@ async def _run_neighbours_change(tmp: Path) -> dict[str, Any]:
     """A spawned bot's take waits for the process started for it when a neighbour's
     phase change (a queue worker's other tournament: `keep_playing`) stops that process,
     and the take's seat was the phase's last: `restart` must start one for it."""
-    server = RefereeServer(TokenRegistry(), port=None, unix_socket=tmp / "arena.sock")
-    await server.start()
-    pool = BotPool(server, Launch(sandbox=True, cwd=tmp, connect_timeout=TIMEOUT),
-                   {FRESH: f"{sys.executable} {FRESH_COMMAND}"}, warm={FRESH: 1},
-                   demand={FRESH: 100}, phase_seats={0: {FRESH: 2}})
-    try:
-        await pool.start()  # one process, ready
+    # one process, ready
+    async with _started_pool(tmp, {FRESH: f"{sys.executable} {FRESH_COMMAND}"},
+                             warm={FRESH: 1}, demand={FRESH: 100},
+                             phase_seats={0: {FRESH: 2}}) as pool:
         first = await pool.take(FRESH, 1)  # ready; its replacement starts connecting
         pool.begin(FRESH, 1)
         second = asyncio.ensure_future(pool.take(FRESH, 2))  # the phase's last seat
@@ -179,16 +186,11 @@ async def _run_neighbours_change(tmp: Path) -> dict[str, Any]:
         except TimeoutError:
             state["second got a process"] = False
         return state
-    finally:
-        await pool.close()
-        await server.stop(grace=0.5)
 
 
 def test_a_take_waiting_through_a_neighbours_phase_change_gets_a_process(
         tmp_path: Path) -> None:
-    if shutil.which("bwrap") is None or sandbox_problem() is not None:
-        pytest.fail(f"the sandbox cannot be created here: {sandbox_problem()}", pytrace=False)
-    state = asyncio.run(_run_neighbours_change(tmp_path))
+    state = _sandboxed(_run_neighbours_change, tmp_path)
     # the case itself: the take waits for the one process started for it, not ready yet
     # (a fresh sandboxed interpreter takes far longer to connect than these few turns)
     assert state["waiting before the change"] == 1, state
