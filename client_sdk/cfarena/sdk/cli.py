@@ -327,7 +327,7 @@ def _play(args: argparse.Namespace, factory: Callable[[], Bot], label: str) -> i
 def main(argv: Sequence[str] | None = None, *, collector_off: bool = False) -> int:
     """Entry point of `python -m cfarena.sdk`; returns the exit status. `collector_off`:
     the caller (`python -m cfarena.sdk`) turned the garbage collector off while the SDK
-    loaded; it is back on before the bot's code runs (`_collect_from_now`)."""
+    loaded; it is back on before the bot's code runs (`collect_from_now`)."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
@@ -335,10 +335,10 @@ def main(argv: Sequence[str] | None = None, *, collector_off: bool = False) -> i
             from cfarena.sdk.play import play_command
 
             if collector_off:
-                _collect_from_now()
+                collect_from_now()
             return play_command(args)
         if collector_off:
-            _collect_from_now()
+            collect_from_now()
         cls = load_bot_class(args.target)
         return _play(args, cls, cls.__name__)
     except UsageError as err:
@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None, *, collector_off: bool = False) -> i
         return 2
 
 
-def _collect_from_now() -> None:
+def collect_from_now() -> None:
     """The garbage collector on, as in any program, for the bot's code: what start-up
     made (the SDK's modules, as long-lived as the process) first moved out of its sight
     (`gc.freeze`), so that no collection, the one at exit included, walks it again."""

@@ -391,8 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # server) goes out of the collector's sight, and the collector back on: every child
     # starts with it on, as any program does, and neither its collections nor the
     # server's walk (and so copy, page by page, into each child) that frozen heap
-    gc.freeze()
-    gc.enable()
+    sdk_cli.collect_from_now()
     with socket.socket(fileno=fd) as sock:
         return serve(sock)
 

@@ -3,9 +3,9 @@
 Python SDK bots are forked (`forks.py`): a pool keeps, per bot, fork servers
 started ahead of need (as many as the rest of the phase can use: `PhaseSeats`), and
 forks a child when a match is about to start, from an idle server that has not heard
-of the match's deal. A server whose child exited by itself is cleaned and kept for another deal; one
-whose child was stopped goes with it. Which servers may outlive a phase change:
-`BotPool.new_phase`.
+of the match's deal. A server whose child exited by itself is cleaned and kept for
+another deal; one whose child was stopped goes with it. Which servers may outlive a
+phase change: `BotPool.new_phase`.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ class ForkedSupply:
     rest of the phase can use (`seats`; at most `warm`)."""
 
     def __init__(self, maker: ProcessMaker, processes: WarmProcesses,
-                 failures: StartFailures, warm: Mapping[str, int],
-                 seats: PhaseSeats | None = None) -> None:
+                 failures: StartFailures, warm: Mapping[str, int], seats: PhaseSeats
+                 ) -> None:
         self.maker = maker
         self.processes = processes
         self.failures = failures
         self.warm = warm
-        self.seats = seats or PhaseSeats(None, warm)
+        self.seats = seats
         self.plans: dict[str, ForkPlan | None] = {n: maker.plan(n) for n in maker.commands}
         self.idle: dict[str, list[ForkServer]] = {n: [] for n in maker.commands}
         self.servers: set[ForkServer] = set()

@@ -207,18 +207,19 @@ class _Run:
         a new tournament is stored."""
         db, referee = self.db, self.referee
         created: NewTournament | None = None
+        stored: dict[str, int] | None = None  # a resumed tournament's match phases
         if found is not None:
             self._lock(found.id)
             names = db.tournament_bots(found.id)
             waiting = db.pending_matches(found.id)
             seatings = [[names[i] for i in m.seat_bot_ids] for m in waiting]
-            phase_of = match_phases(db, found.id)
-            phases = [phase_of.get(m.key, 0) for m in waiting]
+            stored = match_phases(db, found.id)
+            phases = [stored.get(m.key, 0) for m in waiting]
         else:
             created = NewTournament.of(self.config)
             seatings = [list(m.seats) for m in created.plan]
-            phase_of = schedule_phases((m.key, m.seed, m.seats) for m in created.plan)
-            phases = [phase_of[m.key] for m in created.plan]
+            planned = schedule_phases((m.key, m.seed, m.seats) for m in created.plan)
+            phases = [planned[m.key] for m in created.plan]
         self.player = TournamentPlayer(
             server, db, self.config, self.launch, referee.concurrency, referee.log_dir,
             acknowledge=referee.worker is not None, host=referee.host_reset())
@@ -233,7 +234,8 @@ class _Run:
             self.resumed = True
         self.player.attach(self.tournament_id, {bot_id: name for name, bot_id
                                                 in entrant_ids(db, self.tournament_id,
-                                                               self.config).items()})
+                                                               self.config).items()},
+                           stored)
         self.total = len(db.finished_keys(self.tournament_id)) + len(pending)
         self.counter.sink.started(self.tournament_id, self.total, self.total - len(pending),
                                   self.resumed)

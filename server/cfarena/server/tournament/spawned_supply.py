@@ -23,11 +23,11 @@ class SpawnedSupply:
     """The ready processes of a pool's spawned bots, in the order they connected."""
 
     def __init__(self, maker: ProcessMaker, processes: WarmProcesses,
-                 failures: StartFailures, seats: PhaseSeats | None = None) -> None:
+                 failures: StartFailures, seats: PhaseSeats) -> None:
         self.maker = maker
         self.processes = processes
         self.failures = failures
-        self.seats = seats  # what the rest of the phase can use (None: no bound)
+        self.seats = seats  # what the rest of the phase can use
         self._waiting: dict[str, int] = {}  # takes of each bot waiting for a process
         self._claimed: set[WarmBot] = set()  # got by a take that has not returned yet
         self._ready: dict[str, asyncio.Queue[WarmBot]] = {
@@ -69,7 +69,7 @@ class SpawnedSupply:
             self._waiting[name] -= 1
         self._claimed.add(warm)
         try:
-            wanted = self._waiting[name] + (self.seats.wanted(name) if self.seats else 1)
+            wanted = self._waiting[name] + self.seats.wanted(name)
             if self.processes.unstarted.get(name, 0) > 0 and self._spare(name) < wanted:
                 await self.spawn(name)
         finally:

@@ -97,13 +97,15 @@ class TournamentPlayer:
         self.writer = MatchWriter(self.db, log.warning, acknowledge=self.acknowledge)
         self.writer.start()
 
-    def attach(self, tournament_id: int, names: dict[int, str]) -> None:
-        """Play for tournament `tournament_id` (whose bots have these ids)."""
+    def attach(self, tournament_id: int, names: dict[int, str],
+               phases: dict[str, int] | None = None) -> None:
+        """Play for tournament `tournament_id` (whose bots have these ids; `phases`: its
+        `match_phases` if the caller read them already)."""
         assert self.pool is not None and self.writer is not None, "start() first"
         self.names = names
         self.room = MatchRoom(self.server, self.pool, self.writer, self.config.time_control,
                               tournament_id, self.log_dir)
-        self.phases = match_phases(self.db, tournament_id)
+        self.phases = match_phases(self.db, tournament_id) if phases is None else phases
         self._record_defences()
 
     async def enter_phase(self, phase: int) -> None:

@@ -502,7 +502,7 @@ class QueueWorker:
             phase_of = await asyncio.to_thread(match_phases, self.db, tournament_id)
             await player.start([[names[i] for i in m.seat_bot_ids] for m in pending],
                                [phase_of.get(m.key, 0) for m in pending])
-            player.attach(tournament_id, names)
+            player.attach(tournament_id, names, phase_of)
             self.players[tournament_id] = player
             return player
 
