@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, text
+from sqlalchemy import Engine, inspect, text
 
 from cfarena.server.storage import Database, StorageError, open_database
 from cfarena.server.storage.connect import (
@@ -20,6 +23,7 @@ from cfarena.server.storage.connect import (
 )
 from cfarena.server.storage.models import Base
 from tests.harness.ports import free_port
+from tests.harness.postgres import PgCluster
 
 from .helpers import TABLES, bots, count, plan, result, snapshot
 
@@ -31,7 +35,9 @@ def _head() -> str:
 
 
 def test_migrations_create_the_schema_of_the_models(db_url: str) -> None:
-    db = open_database(db_url)
+    engine = make_engine(db_url)
+    upgrade(engine, replay=True)  # every migration in turn, not the models' fast path
+    db = Database(engine)
     try:
         with db.engine.connect() as conn:
             assert set(inspect(conn).get_table_names()) == {*TABLES, "alembic_version"}
@@ -43,6 +49,82 @@ def test_migrations_create_the_schema_of_the_models(db_url: str) -> None:
             assert diffs == []
     finally:
         db.close()
+
+
+def _schema(engine: Engine) -> dict[str, Any]:
+    """Everything a migration may name or rely on, table by table: the columns in order
+    (type, null, default), the primary key, foreign keys, indexes (partial ones with
+    their condition), unique and check constraints, each with its name; and the rows of
+    the version table."""
+    found: dict[str, Any] = {}
+    with engine.connect() as conn:
+        seen = inspect(conn)
+        for table in seen.get_table_names():
+            found[table] = {
+                "columns": [(c["name"], str(c["type"]), c["nullable"], c.get("default"))
+                            for c in seen.get_columns(table)],
+                "primary key": seen.get_pk_constraint(table),
+                "foreign keys": sorted(
+                    (str(f["name"]), f["constrained_columns"], f["referred_table"],
+                     f["referred_columns"], sorted(f["options"].items()))
+                    for f in seen.get_foreign_keys(table)),
+                "indexes": sorted(
+                    (str(i["name"]), i["column_names"], bool(i["unique"]),
+                     sorted((k, str(v)) for k, v in i.get("dialect_options", {}).items()))
+                    for i in seen.get_indexes(table)),
+                "unique": sorted((str(u["name"]), u["column_names"])
+                                 for u in seen.get_unique_constraints(table)),
+                "checks": sorted((str(c["name"]), " ".join(c["sqltext"].split()))
+                                 for c in seen.get_check_constraints(table)),
+            }
+        found["version rows"] = conn.execute(text("SELECT * FROM alembic_version")).all()
+    return found
+
+
+def test_a_new_database_is_the_migrated_one(db_url: str, tmp_path: Path,
+                                            request: pytest.FixtureRequest) -> None:
+    """A new database is created from the models (no Alembic, `connect._create_at_head`):
+    it must be what the migrations build, or a later migration would meet a schema it
+    was not written for."""
+    if db_url.startswith("sqlite"):
+        replayed_url = f"sqlite:///{tmp_path / 'replayed.db'}"
+    else:
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")
+        replayed_url = cluster.create_database(f"replayed_{tmp_path.name[-20:]}", empty=True)
+    new, replayed = make_engine(db_url), make_engine(replayed_url)
+    try:
+        upgrade(new)
+        upgrade(replayed, replay=True)
+        created, migrated = _schema(new), _schema(replayed)
+        assert created.keys() == {*TABLES, "alembic_version", "version rows"}
+        assert created["version rows"] == [(schema_head(),)]
+        for table in migrated:
+            assert created[table] == migrated[table], table
+    finally:
+        new.dispose()
+        replayed.dispose()
+
+
+def test_openers_of_a_new_database_at_once_create_it_once(db_url: str) -> None:
+    """Workers started together on a new database: one creates the schema, the others
+    wait for it (SQLite's write lock, PostgreSQL's advisory lock) and find it made."""
+    openers = 4
+    together = threading.Barrier(openers)
+
+    def open_it() -> None:
+        together.wait()
+        open_database(db_url).close()
+
+    with ThreadPoolExecutor(openers) as pool:
+        for opened in [pool.submit(open_it) for _ in range(openers)]:
+            opened.result()
+    engine = make_engine(db_url)
+    try:
+        schema = _schema(engine)
+    finally:
+        engine.dispose()
+    assert schema.keys() == {*TABLES, "alembic_version", "version rows"}
+    assert schema["version rows"] == [(schema_head(),)]
 
 
 def test_the_head_read_from_file_names_is_alembics() -> None:

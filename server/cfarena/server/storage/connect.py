@@ -8,8 +8,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
-from sqlalchemy.engine import URL
+from sqlalchemy import (
+    Column,
+    Engine,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    create_engine,
+    event,
+    inspect,
+    make_url,
+    text,
+)
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 
@@ -216,8 +228,12 @@ def _versions(engine: Engine) -> list[str] | None:
     with engine.connect() as conn:
         if not inspect(conn).has_table(_VERSION_TABLE):
             return None
-        return [str(row[0]) for row in
-                conn.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).all()]
+        return _version_rows(conn)
+
+
+def _version_rows(conn: Connection) -> list[str]:
+    return [str(row[0]) for row in
+            conn.execute(text(f"SELECT version_num FROM {_VERSION_TABLE}")).all()]
 
 
 def _refuse_newer(engine: Engine, versions: list[str] | None) -> None:
@@ -242,20 +258,23 @@ def alembic_config() -> Config:
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head", *, create: bool = True) -> None:
+def upgrade(engine: Engine, revision: str = "head", *, create: bool = True,
+            replay: bool = False) -> None:
     """Migrate the database to `revision` in one transaction (a no-op when already there).
 
     With `create=False` a database without cfarena's tables (an empty one, or
     another program's) is refused with `StorageError` instead of given them.
     A database already at the head is only read (`_versions`): no write lock, no
     Alembic; one with a newer schema than this cfarena's is refused (`_refuse_newer`).
+    An empty database is given the head's schema from the models (`_create_at_head`)
+    unless `replay` (every migration in turn, as Alembic runs them: tests compare the two).
     """
     if revision == "head":
         versions = _versions(engine)
         _refuse_newer(engine, versions)
         if versions == [schema_head()]:
             return
-    _migrate(engine, revision, create=create)
+    _migrate(engine, revision, create=create, replay=replay)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
@@ -266,13 +285,10 @@ def downgrade(engine: Engine, revision: str) -> None:
 
 
 def _migrate(engine: Engine, revision: str, *, create: bool = True,
-             down: bool = False) -> None:
+             down: bool = False, replay: bool = True) -> None:
     """`upgrade` or `downgrade`. On SQLite foreign keys are off meanwhile (SQLite's way
     to copy a table others reference, as a migration changing a constraint does) and
     checked before the transaction commits."""
-    from alembic import command
-
-    config = alembic_config()
     writer = engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
     with writer.connect() as conn:
         sqlite = conn.dialect.name == "sqlite"
@@ -285,13 +301,16 @@ def _migrate(engine: Engine, revision: str, *, create: bool = True,
                     # concurrent openers of a fresh database: one migrates, the others wait
                     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                                  {"key": _MIGRATION_LOCK})
-                if not create and not inspect(conn).has_table(_VERSION_TABLE):
+                tables = inspect(conn).get_table_names()
+                if not create and _VERSION_TABLE not in tables:
                     raise StorageError(_no_schema(engine.url))
-                config.attributes["connection"] = conn
-                if down:
-                    command.downgrade(config, revision)
-                else:
-                    command.upgrade(config, revision)
+                if revision == "head" and not down and not replay:
+                    if not tables:
+                        _create_at_head(conn)
+                        return
+                    if _VERSION_TABLE in tables and _version_rows(conn) == [schema_head()]:
+                        return  # another opener got there first
+                _run_alembic(conn, revision, down=down)
                 if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first():
                     raise StorageError("migrating the database would break its foreign "
                                        "keys: nothing was changed")
@@ -299,6 +318,37 @@ def _migrate(engine: Engine, revision: str, *, create: bool = True,
             if sqlite:
                 conn.connection.driver_connection.execute(  # type: ignore[union-attr]
                     "PRAGMA foreign_keys=ON")
+
+
+def _run_alembic(conn: Connection, revision: str, *, down: bool) -> None:
+    """Alembic's upgrade or downgrade to `revision` on `conn`, in its transaction."""
+    from alembic import command
+
+    config = alembic_config()
+    config.attributes["connection"] = conn
+    if down:
+        command.downgrade(config, revision)
+    else:
+        command.upgrade(config, revision)
+
+
+def _create_at_head(conn: Connection) -> None:
+    """Give an empty database the head's schema from the models, stamped with the head's
+    revision (Alembic's own recipe for a new database: `create_all`, then `stamp head`).
+    The version table is written here, not by `alembic stamp`: importing Alembic and
+    loading its scripts is most of what a new database cost (~0.15 s of every first
+    `cfarena` command, and of ~130 processes in a run of the test suite). A test
+    (tests/storage/test_schema.py) holds the result equal to the migrations' own,
+    version table included, table by table and constraint by constraint on every
+    backend."""
+    from cfarena.server.storage.models import Base
+
+    Base.metadata.create_all(conn)
+    version = Table(_VERSION_TABLE, MetaData(),  # as Alembic creates it
+                    Column("version_num", String(32), nullable=False),
+                    PrimaryKeyConstraint("version_num", name=f"{_VERSION_TABLE}_pkc"))
+    version.create(conn)
+    conn.execute(version.insert().values(version_num=schema_head()))
 
 
 def check_current(engine: Engine) -> None:

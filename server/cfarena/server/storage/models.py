@@ -1,8 +1,11 @@
 """ORM tables of the cfarena database (SQLAlchemy 2 typed declarative).
 
-The schema is created and upgraded by the Alembic migrations in
-`migrations/versions`; these classes must stay in step with them (a test
-compares the migrated database with this metadata on every backend).
+The schema is upgraded by the Alembic migrations in `migrations/versions`; a new
+database is created from these classes (`connect._create_at_head`), so they must be
+the migrated schema exactly: column order, and every constraint's name. A check is
+named "ck_<table>_<column>" here as in the migrations, which the naming convention
+prefixes once more ("ck_faults_ck_faults_kind", as 0002 says). tests/storage/
+test_schema.py compares a new database with a migrated one on every backend.
 """
 
 from __future__ import annotations
@@ -78,9 +81,6 @@ class Bot(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
-    # the tournament whose entrant this is (None: a ladder bot)
-    tournament_id: Mapped[int | None] = mapped_column(
-        ForeignKey("tournaments.id", ondelete="CASCADE"))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     command: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(Timestamp)
@@ -88,11 +88,17 @@ class Bot(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(Timestamp)
     # the last `cfarena bots rotate` (None: the token it was registered with)
     token_changed_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # the tournament whose entrant this is (None: a ladder bot). Last, where 0008 added
+    # it: a new database is created from these classes (`connect._create_at_head`) and
+    # has the migrated one's column order
+    tournament_id: Mapped[int | None] = mapped_column(
+        ForeignKey("tournaments.id", ondelete="CASCADE"))
 
 
 class Tournament(Base):
     __tablename__ = "tournaments"
-    __table_args__ = (CheckConstraint(_in("status", TournamentStatus), name="status"),)
+    __table_args__ = (CheckConstraint(_in("status", TournamentStatus),
+                                      name="ck_tournaments_status"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -107,7 +113,7 @@ class Match(Base):
     __tablename__ = "matches"
     __table_args__ = (
         UniqueConstraint("tournament_id", "key"),
-        CheckConstraint(_in("status", MatchStatus), name="status"),
+        CheckConstraint(_in("status", MatchStatus), name="ck_matches_status"),
         Index("ix_matches_tournament_status", "tournament_id", "status"),
         Index("ix_matches_arena_status", "arena_id", "status"),
     )
@@ -182,7 +188,7 @@ class Fault(Base):
             ondelete="CASCADE",
             name="fk_faults_match_seat",
         ),
-        CheckConstraint(_in("kind", FaultKind), name="kind"),
+        CheckConstraint(_in("kind", FaultKind), name="ck_faults_kind"),
         Index("ix_faults_match_id", "match_id"),
     )
 
@@ -356,7 +362,7 @@ class SprtTest(Base):
     bounds (`config`), and where it stands after its last counted deal group."""
 
     __tablename__ = "sprt_tests"
-    __table_args__ = (CheckConstraint(_in("verdict", SprtVerdict), name="verdict"),
+    __table_args__ = (CheckConstraint(_in("verdict", SprtVerdict), name="ck_sprt_tests_verdict"),
                       Index("uq_sprt_tests_config_hash", "config_hash", unique=True))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
