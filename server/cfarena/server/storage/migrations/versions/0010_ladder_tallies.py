@@ -14,13 +14,12 @@ Create Date: 2026-12-07
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
-
-from cfarena.server.storage.ladder_tallies import ladder_pools, result_key
 
 revision: str = "0010"
 down_revision: str | None = "0009"
@@ -28,6 +27,22 @@ branch_labels: str | None = None
 depends_on: str | None = None
 
 Timestamp = sa.DateTime(timezone=True)
+# What the runtime code did when this revision was written, copied, not imported: a
+# migration is a snapshot, and a later change to `storage.ladder_tallies` must not
+# change what this one counts (a later format gets a migration of its own).
+GLOBAL_POOL = "global"  # storage.queries.GLOBAL_POOL
+
+
+def result_key(result: tuple[tuple[tuple[int, str], int], ...]) -> str:
+    """`storage.ladder_tallies.result_key` of 0010: the text a result's tally stores."""
+    return json.dumps([[bot_id, version, rank] for (bot_id, version), rank in result],
+                      separators=(",", ":"))
+
+
+def ladder_pools(pool: str) -> tuple[str, ...]:
+    """`storage.ladder_tallies.ladder_pools` of 0010: a ladder match counts in its pool
+    and in "global"."""
+    return tuple(dict.fromkeys((pool, GLOBAL_POOL)))
 
 _matches = sa.table("matches", sa.column("id"), sa.column("tournament_id"), sa.column("pool"),
                     sa.column("status"), sa.column("rounds"), sa.column("finished_at", Timestamp))
