@@ -17,6 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from cfarena.server.tournament.forks import ForkServer
 from tests.harness.host_processes import pids_where
 from tests.harness.sandboxes import run_sandboxes
 
@@ -206,3 +209,16 @@ def copy_played(played: Path, directory: Path) -> Path:
     for path in played.parent.glob(f"{played.name}*"):
         shutil.copy2(path, directory / path.name)
     return directory / played.name
+
+
+def count_fork_servers(monkeypatch: pytest.MonkeyPatch) -> list[ForkServer]:
+    """The fork servers this process starts from now on (each started for real)."""
+    started: list[ForkServer] = []
+    start = ForkServer.start
+
+    async def counted(server: ForkServer, timeout: float) -> None:
+        started.append(server)
+        await start(server, timeout)
+
+    monkeypatch.setattr(ForkServer, "start", counted)
+    return started

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from cfarena.server.bundled_bots import bundled_command
+from cfarena.server.tournament.forks import ForkServer
 from tests.harness.slow_bots import slow_bot
 
 from .helpers import (
     cli_process,
+    count_fork_servers,
     marker,
     processes_with_marker,
     run_in_process,
@@ -137,9 +139,10 @@ def test_smart_beats_greedy_resumes_after_ctrl_c_and_is_then_reported(tmp_path: 
     assert shown.returncode == 0, shown.stderr
 
 
-def test_a_bot_against_itself_does_not_accept_h1_and_a_cap_is_inconclusive(tmp_path: Path
-                                                                         ) -> None:
+def test_a_bot_against_itself_does_not_accept_h1_and_a_cap_is_inconclusive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     greedy = " ".join(bundled_command("greedy"))
+    servers = count_fork_servers(monkeypatch)
     # (greedy plays the same moves in the same position: every group scores 1/2, and
     # [0, 150] accepts H0 after 6 groups, one batch of --concurrency 6)
     result = run_in_process("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
@@ -149,6 +152,8 @@ def test_a_bot_against_itself_does_not_accept_h1_and_a_cap_is_inconclusive(tmp_p
     assert data["verdict"] in ("H0", "inconclusive"), data
     assert result.returncode == EXIT[data["verdict"]]
     assert data["matches"] <= 60
+    _one_fork_server_per_seat(servers, data["played_now"])
+    servers.clear()
 
     # a cap that is not a whole number of groups is rounded down to one: inconclusive
     capped = run_in_process("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
@@ -156,3 +161,18 @@ def test_a_bot_against_itself_does_not_accept_h1_and_a_cap_is_inconclusive(tmp_p
                             f"sqlite:///{tmp_path / 'c.db'}", cwd=tmp_path)
     data = json.loads(capped.stdout)
     assert (capped.returncode, data["verdict"], data["matches"]) == (3, "inconclusive", 4)
+    # one batch of 2 groups, though --concurrency 8 would take 8: each phase (a seating
+    # of both deals) has 2 matches, and no server is started that it cannot use
+    assert data["played_now"] == 4
+    _one_fork_server_per_seat(servers, 4)
+
+
+def _one_fork_server_per_seat(servers: list[ForkServer], matches: int) -> None:
+    """No fork server was started that could not be used: a bot test's phase is one
+    seating of each deal of a batch, all played at once, so no server serves two seats,
+    and a server that forked never outlives its phase: one server per seat (2 a match),
+    each forked (the start's check forks a child in a server of the first phase: one
+    fork more per bot)."""
+    assert len(servers) == 2 * matches, [s.label for s in servers]
+    assert [s.label for s in servers if s._forks == 0] == []
+    assert sum(s._forks for s in servers) == 2 * matches + 2

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from cfarena.server.tournament.forks import ForkServer
-
 from .helpers import (
     CFARENA,
     as_in_a_terminal,
+    count_fork_servers,
     marker,
     processes_with_marker,
     run_cli,
@@ -63,7 +62,7 @@ _SMALL = [(2, ["random", "greedy", "smart"]), (4, ["random", "greedy", "smart", 
 ])
 def test_presets_and_table_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                  preset: str, players: int, bots: list[str]) -> None:
-    servers = _count_fork_servers(monkeypatch)
+    servers = count_fork_servers(monkeypatch)
     args = ["run-tournament", "--rules", preset, "--players", str(players),
             "--rule", "rounds=single", "--concurrency", "3", "--games", "1"]
     for b in bots:
@@ -91,19 +90,6 @@ def test_presets_and_table_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert len(servers) == data["matches"] * players, [s.label for s in servers]
     assert [s.label for s in servers if s._forks == 0] == []
     assert sum(s._forks for s in servers) == data["matches"] * players + len(bots)
-
-
-def _count_fork_servers(monkeypatch: pytest.MonkeyPatch) -> list[ForkServer]:
-    """The fork servers this process starts from now on (each started for real)."""
-    started: list[ForkServer] = []
-    start = ForkServer.start
-
-    async def counted(server: ForkServer, timeout: float) -> None:
-        started.append(server)
-        await start(server, timeout)
-
-    monkeypatch.setattr(ForkServer, "start", counted)
-    return started
 
 
 def test_postgresql_database(tmp_path: Path, pg_cluster: object) -> None:

@@ -213,6 +213,16 @@ class BotPool:
         self.processes.need(name)
         self.seats.add(name)
 
+    def schedule(self, phase_seats: Mapping[int, Mapping[str, int]]) -> None:
+        """Matches were scheduled since `start` (a bot test's next batch; `phase_seats`:
+        phase -> bot -> the seats it holds in them): one process more per seat is
+        needed, and their phases can use as many started ahead."""
+        for seats in phase_seats.values():
+            for name, count in seats.items():
+                for _ in range(count):
+                    self.processes.need(name)
+        self.seats.schedule(phase_seats)
+
     def end(self, name: str, deal: int) -> None:
         """`name` has finished a match of `deal` (its processes are stopped)."""
         self.processes.end(name, deal)

@@ -53,6 +53,7 @@ from cfarena.server.tournament.sprt_test import (
     Step,
     advance,
     advance_queued,
+    first_matches,
     stored_test,
 )
 from cfarena.server.tournament.stored_tournament import entrant_ids, lock_tournament, match_phases
@@ -183,14 +184,21 @@ async def run_sprt(config: SprtConfig, db: Database, launch: Launch, *,
         # (acknowledge: a match is stored before its group is looked at)
         player = TournamentPlayer(server, db, tournament, launch, concurrency, log_dir,
                                   acknowledge=True, host=referee.host_reset())
-        await player.start(list(config.seatings) * concurrency)
+        # what is started ahead is what the phases of the first matches can use (later
+        # batches add theirs: `TournamentPlayer.schedule`); one batch's worth if unknown
+        first = await asyncio.to_thread(first_matches, db, config, found, concurrency)
+        if first.keys:
+            await player.start(first.seatings, first.order, first.keys)
+        else:
+            await player.start(list(config.seatings) * concurrency)
         if info is None:  # or the one another process created meanwhile
             info = create_test(config, db, launch, concurrency)
             locked = _lock_test(locks, db, info.tournament_id, queued)
         if locked:
             db.set_tournament_status(info.tournament_id, TournamentStatus.RUNNING)
         ids = entrant_ids(db, info.tournament_id, tournament)
-        player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()})
+        player.attach(info.tournament_id, {bot_id: name for name, bot_id in ids.items()},
+                      first.phases)
         sink.started(info.id, stored_test(config, db, info).status(), found is not None)
         if referee.worker is not None:
             await _play_queued(referee.worker, db, config, info, player, sink, played)
@@ -254,6 +262,7 @@ async def _play_local(db: Database, config: SprtConfig, info: SprtTestInfo,
             raise TournamentError(f"bot test {info.id}: no match to play and no deal group "
                                   "to count")
         player.phases = await asyncio.to_thread(match_phases, db, info.tournament_id)
+        player.schedule(pending)  # a batch scheduled since the start: its seats
         await play_all(pending, play, concurrency, player.phases, player.enter_phase)
 
 

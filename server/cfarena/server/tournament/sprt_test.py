@@ -56,7 +56,7 @@ from cfarena.server.storage.sprt_store import GroupPoint, SprtTestInfo
 from cfarena.server.tournament import job_queue
 from cfarena.server.tournament.config import BotSpec, TournamentConfig, TournamentError
 from cfarena.server.tournament.pool import Launch
-from cfarena.server.tournament.schedule import group_key
+from cfarena.server.tournament.schedule import group_key, group_phase
 from cfarena.server.tournament.stored_tournament import match_phases
 from cfarena.server.tournament.tournament_player import stored_config
 
@@ -190,6 +190,40 @@ def batch_plans(config: SprtConfig, stored: Mapping[str, Any], bot_ids: Mapping[
 
 
 @dataclass(frozen=True, slots=True)
+class FirstMatches:
+    """The matches a run of a test plays first, as far as is known before its bots start
+    (`first_matches`): their keys, seatings (bot names) and phases; `phases`: the
+    phases of every stored match of the test, when read (a test found stored)."""
+
+    keys: list[str]
+    seatings: list[tuple[str, ...]]
+    order: list[int]  # the phase of each
+    phases: dict[str, int] | None = None
+
+
+def first_matches(db: Database, config: SprtConfig, info: SprtTestInfo | None,
+                  groups_per_batch: int) -> FirstMatches:
+    """What a run of the test plays first: a new test's first batch (`groups_per_batch`
+    groups, fewer if its cap allows fewer), or the matches a stored test has pending
+    (none: its next batch is not scheduled yet)."""
+    k = config.matches_per_group
+    if info is None:
+        cap = config.new_test().max_matches
+        assert cap is not None
+        groups = range(min(groups_per_batch, cap // k))
+        return FirstMatches(
+            [group_key(g, s) for g in groups for s in range(k)],
+            [seats for _g in groups for seats in config.seatings],
+            [group_phase(g, s, groups_per_batch, k) for g in groups for s in range(k)])
+    pending = db.pending_matches(info.tournament_id)
+    phases = match_phases(db, info.tournament_id)
+    names = db.tournament_bots(info.tournament_id)
+    return FirstMatches([m.key for m in pending],
+                        [tuple(names[i] for i in m.seat_bot_ids) for m in pending],
+                        [phases.get(m.key, 0) for m in pending], phases)
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """What one `advance` did: the groups it counted (in order), whether it scheduled
     a batch, and the test after it."""
@@ -266,5 +300,5 @@ async def advance_queued(app: procrastinate.App, db: Database, config: SprtConfi
     return step
 
 
-__all__ = ["DECIDED", "SprtConfig", "Step", "advance", "advance_queued", "group_seed",
-           "stored_sprt_config"]
+__all__ = ["DECIDED", "FirstMatches", "SprtConfig", "Step", "advance", "advance_queued",
+           "first_matches", "group_seed", "stored_sprt_config"]

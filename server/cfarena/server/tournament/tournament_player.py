@@ -70,16 +70,18 @@ class TournamentPlayer:
     # processes not in a match are stopped at this one's phase change too
     neighbours: Callable[[], Sequence[TournamentPlayer]] = lambda: ()
     reset_held: bool = True  # no phase change so far found the reset defeated
+    seated: set[str] = field(default_factory=set)  # keys of the matches the pool counts
     _phase_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def start(self, seatings: Sequence[Sequence[str]],
-                    phases: Sequence[int] | None = None) -> None:
+                    phases: Sequence[int] | None = None, keys: Sequence[str] = ()) -> None:
         """Start the bots' processes ahead of need (`seatings`: the matches to come;
         `phases`: the phase of each, if known, which bounds what is started ahead to
-        what each phase can use); TournamentError if a bot does not start or connect
-        (with `log_dir`, what its last process printed is written there, as
-        start-BOT.log)."""
+        what each phase can use; `keys`: their keys, which `schedule` then skips);
+        TournamentError if a bot does not start or connect (with `log_dir`, what its
+        last process printed is written there, as start-BOT.log)."""
         config = self.config
+        self.seated.update(keys)
         need = seats_needed(seatings)
         self.pool = BotPool(
             self.server, self.launch, {b.name: b.command for b in config.bots},
@@ -107,6 +109,19 @@ class TournamentPlayer:
                               tournament_id, self.log_dir)
         self.phases = match_phases(self.db, tournament_id) if phases is None else phases
         self._record_defences()
+
+    def schedule(self, matches: Sequence[ScheduledMatch]) -> None:
+        """Those of `matches` (of a batch scheduled since `start`, their phases in
+        `phases`) that the pool does not count yet are added to what it needs and to
+        what their phases can use (`BotPool.schedule`)."""
+        assert self.pool is not None, "start() first"
+        new = [m for m in matches if m.key not in self.seated]
+        if not new:
+            return
+        self.pool.schedule(seats_by_phase(
+            [[self.names[i] for i in m.seat_bot_ids] for m in new],
+            [self.phases.get(m.key, 0) for m in new]))
+        self.seated.update(m.key for m in new)
 
     async def enter_phase(self, phase: int) -> None:
         """Play matches of `phase` from now on. Entering a later phase than so far (or,

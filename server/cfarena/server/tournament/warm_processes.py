@@ -72,8 +72,9 @@ class PhaseSeats:
     need: at most its seats left in the current phase, and at most `cap` (its seats in
     one match times the matches played at once). A process or server started beyond
     that would never play in this phase, and a phase change stops it once a bot process
-    of the phase has run (`BotPool.new_phase`). A phase the schedule does not list (a
-    bot test's later batch) is bounded by `cap` alone."""
+    of the phase has run (`BotPool.new_phase`). Matches scheduled after the pool
+    started (a bot test's later batch) add their seats (`schedule`); a phase the
+    schedule does not list is bounded by `cap` alone."""
 
     def __init__(self, by_phase: Mapping[int, Mapping[str, int]] | None,
                  cap: Mapping[str, int]) -> None:
@@ -92,6 +93,14 @@ class PhaseSeats:
         seats = self.left.get(self.phase)
         if seats is not None:
             seats[name] = max(0, seats.get(name, 0) - 1)
+
+    def schedule(self, by_phase: Mapping[int, Mapping[str, int]]) -> None:
+        """Matches were scheduled since the pool started: each bot holds these seats more
+        in each phase (`by_phase`: phase -> bot -> seats)."""
+        for phase, seats in by_phase.items():
+            left = self.left.setdefault(phase, {})
+            for name, count in seats.items():
+                left[name] = left.get(name, 0) + count
 
     def add(self, name: str) -> None:
         """`name` has one seat more to play in the current phase (a match played again)."""

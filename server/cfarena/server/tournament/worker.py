@@ -420,6 +420,8 @@ class QueueWorker:
         if phase is None:  # scheduled since the player started (a bot test's next batch)
             player.phases = await asyncio.to_thread(match_phases, self.db, tournament_id)
             phase = player.phases.get(match.key, 0)
+            # its seats: what its phases can use started ahead
+            player.schedule(await asyncio.to_thread(self.db.pending_matches, tournament_id))
         state = await asyncio.to_thread(self._phase_state, tournament_id, player, phase)
         if state != "open":
             self.stats.deferred += 1
@@ -501,7 +503,8 @@ class QueueWorker:
             names = {i: name for i, name in entrants.items() if name in configured}
             phase_of = await asyncio.to_thread(match_phases, self.db, tournament_id)
             await player.start([[names[i] for i in m.seat_bot_ids] for m in pending],
-                               [phase_of.get(m.key, 0) for m in pending])
+                               [phase_of.get(m.key, 0) for m in pending],
+                               [m.key for m in pending])
             player.attach(tournament_id, names, phase_of)
             self.players[tournament_id] = player
             return player
