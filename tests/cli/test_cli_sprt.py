@@ -165,6 +165,18 @@ def test_a_bot_against_itself_does_not_accept_h1_and_a_cap_is_inconclusive(
     # of both deals) has 2 matches, and no server is started that it cannot use
     assert data["played_now"] == 4
     _one_fork_server_per_seat(servers, 4)
+    servers.clear()
+
+    # two batches of 2 groups (8 matches: the cap, or H0 at its last group): the
+    # second batch's seats are added as it is scheduled (`TournamentPlayer.schedule`),
+    # counted once, so its servers are started ahead and again one per seat
+    batches = run_in_process("sprt", f"greedy-a={greedy}", f"greedy-b={greedy}", *QUICK,
+                             "--elo1", "150", "--concurrency", "2", "--max-matches", "8",
+                             "--json", "--db", f"sqlite:///{tmp_path / 'd.db'}", cwd=tmp_path)
+    data = json.loads(batches.stdout)
+    assert data["verdict"] in ("H0", "inconclusive") and data["matches"] == 8, data
+    assert data["played_now"] == 8
+    _one_fork_server_per_seat(servers, 8)
 
 
 def _one_fork_server_per_seat(servers: list[ForkServer], matches: int) -> None:

@@ -11,10 +11,11 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, text
 
 from cfarena.server.storage import Database, StorageError, open_database
 from cfarena.server.storage.connect import (
+    _migrate,
     alembic_config,
     downgrade,
     make_engine,
@@ -78,7 +79,64 @@ def _schema(engine: Engine) -> dict[str, Any]:
                                  for c in seen.get_check_constraints(table)),
             }
         found["version rows"] = conn.execute(text("SELECT * FROM alembic_version")).all()
+        # and the database's own definitions, which the reflection above does not fully
+        # read (collations, AUTOINCREMENT, index order and expressions, deferrable keys,
+        # identity columns, sequences)
+        found["definitions"] = (_sqlite_definitions(conn) if conn.dialect.name == "sqlite"
+                                else _postgresql_definitions(conn))
     return found
+
+
+def _sqlite_definitions(conn: Connection) -> dict[str, Any]:
+    """Each table's and index's SQL as SQLite keeps it, with quotes and spacing taken
+    out: a table's column definitions in order, its table constraints in any order (a
+    batch migration writes them in another order; the order means nothing)."""
+    found: dict[str, Any] = {}
+    for kind, name, sql in conn.exec_driver_sql(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL"):
+        flat = " ".join(str(sql).replace('"', "").split())
+        if kind != "table":
+            found[name] = flat
+            continue
+        body, tail = flat[flat.index("(") + 1:].rsplit(")", 1)
+        parts, depth, start = [], 0, 0
+        for i, char in enumerate(body):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if char == "," and depth == 0:
+                parts.append(body[start:i].strip())
+                start = i + 1
+        parts.append(body[start:].strip())
+        constraint = ("CONSTRAINT ", "PRIMARY KEY", "FOREIGN KEY", "UNIQUE", "CHECK")
+        found[name] = ([p for p in parts if not p.upper().startswith(constraint)],
+                       sorted(p for p in parts if p.upper().startswith(constraint)),
+                       tail.strip())
+    return found
+
+
+def _postgresql_definitions(conn: Connection) -> dict[str, Any]:
+    """PostgreSQL's own definitions in the public schema: each column (in order) with
+    its type, null, default, identity, generation and collation; every constraint's and
+    index's definition; the sequences."""
+    columns = conn.execute(text(
+        "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,"
+        " pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated, co.collname"
+        " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+        " LEFT JOIN pg_collation co ON co.oid = a.attcollation"
+        " WHERE n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0"
+        " AND NOT a.attisdropped ORDER BY c.relname, a.attnum")).all()
+    constraints = conn.execute(text(
+        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE connamespace = 'public'::regnamespace ORDER BY 1, 2")).all()
+    indexes = conn.execute(text(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1"
+    )).all()
+    sequences = conn.execute(text(
+        "SELECT sequencename, data_type::text, start_value, increment_by FROM pg_sequences"
+        " WHERE schemaname = 'public' ORDER BY 1")).all()
+    return {"columns": columns, "constraints": constraints, "indexes": indexes,
+            "sequences": sequences}
 
 
 def test_a_new_database_is_the_migrated_one(db_url: str, tmp_path: Path,
@@ -96,35 +154,46 @@ def test_a_new_database_is_the_migrated_one(db_url: str, tmp_path: Path,
         upgrade(new)
         upgrade(replayed, replay=True)
         created, migrated = _schema(new), _schema(replayed)
-        assert created.keys() == {*TABLES, "alembic_version", "version rows"}
+        assert created.keys() == {*TABLES, "alembic_version", "version rows", "definitions"}
         assert created["version rows"] == [(schema_head(),)]
-        for table in migrated:
-            assert created[table] == migrated[table], table
+        for part in migrated:
+            assert created[part] == migrated[part], part
     finally:
         new.dispose()
         replayed.dispose()
 
 
-def test_openers_of_a_new_database_at_once_create_it_once(db_url: str) -> None:
+def test_openers_of_a_new_database_at_once_create_it_once(
+        db_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """Workers started together on a new database: one creates the schema, the others
-    wait for it (SQLite's write lock, PostgreSQL's advisory lock) and find it made."""
-    openers = 4
-    together = threading.Barrier(openers)
+    wait for it (SQLite's write lock, PostgreSQL's advisory lock) and find it made. On
+    SQLite a new file's switch to WAL is a race of its own (`connect._journal_mode_wal`):
+    a few new databases, to meet it."""
+    openers, databases = 6, 4
+    urls = [db_url]
+    for n in range(1, databases):
+        if db_url.startswith("sqlite"):
+            urls.append(f"sqlite:///{tmp_path / f'new{n}.db'}")
+        else:
+            cluster: PgCluster = request.getfixturevalue("pg_cluster")
+            urls.append(cluster.create_database(f"new{n}_{tmp_path.name[-20:]}", empty=True))
+    for url in urls:
+        together = threading.Barrier(openers)
 
-    def open_it() -> None:
-        together.wait()
-        open_database(db_url).close()
+        def open_it(url: str = url, together: threading.Barrier = together) -> None:
+            together.wait()
+            open_database(url).close()
 
-    with ThreadPoolExecutor(openers) as pool:
-        for opened in [pool.submit(open_it) for _ in range(openers)]:
-            opened.result()
-    engine = make_engine(db_url)
-    try:
-        schema = _schema(engine)
-    finally:
-        engine.dispose()
-    assert schema.keys() == {*TABLES, "alembic_version", "version rows"}
-    assert schema["version rows"] == [(schema_head(),)]
+        with ThreadPoolExecutor(openers) as pool:
+            for opened in [pool.submit(open_it) for _ in range(openers)]:
+                opened.result()
+        engine = make_engine(url)
+        try:
+            schema = _schema(engine)
+        finally:
+            engine.dispose()
+        assert schema.keys() == {*TABLES, "alembic_version", "version rows", "definitions"}
+        assert schema["version rows"] == [(schema_head(),)]
 
 
 def test_the_head_read_from_file_names_is_alembics() -> None:
@@ -164,6 +233,20 @@ def test_a_database_with_a_newer_schema_is_refused_and_says_why(db_url: str) -> 
     with pytest.raises(StorageError, match=r"has schema revision 9999, newer than this "
                        rf"cfarena's {_head()}: run the cfarena that upgraded it"):
         open_database(db_url)
+
+
+def test_a_newer_schema_written_while_waiting_for_the_lock_is_refused(db_url: str) -> None:
+    """An opener that read an older revision, then waited for the migration lock while
+    a newer cfarena upgraded the database, says so rather than Alembic's "can't locate
+    revision" (`_migrate` is what `upgrade` calls once its unlocked read was older)."""
+    db = open_database(db_url)
+    try:
+        with db.engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        with pytest.raises(StorageError, match=r"has schema revision 9999, newer than this"):
+            _migrate(db.engine, "head")
+    finally:
+        db.close()
 
 
 def test_upgrading_again_is_a_no_op_and_keeps_data(db_url: str) -> None:

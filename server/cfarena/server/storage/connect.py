@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -117,7 +118,7 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
             if not read_only:  # the journal mode is written into the file
-                cursor.execute("PRAGMA journal_mode=WAL")
+                _journal_mode_wal(cursor)
                 cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
             cursor.close()
@@ -126,6 +127,23 @@ def _sqlite_setup(engine: Engine, *, read_only: bool = False) -> None:
     def _on_begin(conn: Any) -> None:
         mode = conn.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
         conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def _journal_mode_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the database in WAL mode. A new file's first switch takes an exclusive lock,
+    and SQLite answers "database is locked" at once, without waiting its busy timeout,
+    to another connection switching it at the same moment (processes opening one new
+    file together: tests/storage/test_schema.py): that one tries again, for up to the
+    busy timeout, and then finds the file in WAL mode already."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def make_engine(url: str | URL, *, create: bool = True) -> Engine:
@@ -285,7 +303,7 @@ def downgrade(engine: Engine, revision: str) -> None:
 
 
 def _migrate(engine: Engine, revision: str, *, create: bool = True,
-             down: bool = False, replay: bool = True) -> None:
+             down: bool = False, replay: bool = False) -> None:
     """`upgrade` or `downgrade`. On SQLite foreign keys are off meanwhile (SQLite's way
     to copy a table others reference, as a migration changing a constraint does) and
     checked before the transaction commits."""
@@ -308,8 +326,11 @@ def _migrate(engine: Engine, revision: str, *, create: bool = True,
                     if not tables:
                         _create_at_head(conn)
                         return
-                    if _VERSION_TABLE in tables and _version_rows(conn) == [schema_head()]:
-                        return  # another opener got there first
+                    if _VERSION_TABLE in tables:
+                        versions = _version_rows(conn)  # as they are under the lock:
+                        _refuse_newer(engine, versions)  # a newer cfarena came first,
+                        if versions == [schema_head()]:
+                            return  # or another opener of this one
                 _run_alembic(conn, revision, down=down)
                 if sqlite and conn.exec_driver_sql("PRAGMA foreign_key_check").first():
                     raise StorageError("migrating the database would break its foreign "
