@@ -172,6 +172,24 @@ def test_distinct_results_with_counts_fit_as_the_matches_they_stand_for() -> Non
             (estimate.elo, estimate.low, estimate.high))
 
 
+def test_the_interval_covers_the_true_rating_95_percent_of_the_time() -> None:
+    """The bootstrap draws over distinct results (a multinomial with their counts), as
+    if it drew the matches themselves: over 300 simulated histories of 60 games with a
+    100 Elo gap, a's interval holds its true rating (1550, the pair centred on 1500) in
+    about 95% of them (94.7% with these seeds; drawing match by match, as before, gave
+    93.3%). The standard error of a 95% rate over 300 runs is 1.3 points."""
+    rng = random.Random(9)
+    gap = 100.0
+    p = 1 / (1 + 10 ** (-gap / 400))
+    runs, held = 300, 0
+    for run in range(runs):
+        results = [[("a", 1), ("b", 2)] if rng.random() < p else [("a", 2), ("b", 1)]
+                   for _ in range(60)]
+        fit = fit_ratings(results, bootstrap=100, seed=run)
+        held += fit["a"].low <= 1500 + gap / 2 <= fit["a"].high
+    assert 0.90 <= held / runs <= 0.985, held / runs
+
+
 def test_fit_speed_1000_matches_200_resamples() -> None:
     strength = {f"bot{i}": i * 0.2 for i in range(8)}
     results = _simulate(strength, 1000, 4, seed=1)

@@ -7,9 +7,7 @@ scale (mean 1500), with a 95% confidence interval from a bootstrap over matches.
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -146,21 +144,41 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-RESAMPLE_CHUNK = 4096  # matches drawn at a time in a bootstrap resample
+class _Resampler:
+    """The bootstrap's resampling over distinct results: how often each is drawn when
+    all the matches they stand for (`times[m]` each) are drawn with replacement, one
+    multinomial draw over the distinct results (numpy's: its cost grows with the
+    distinct results, not with the matches they stand for, which grow for as long as a
+    ladder runs), and the pairwise games and bots of a draw added up in numpy."""
 
+    def __init__(self, n: int, contribs: Sequence[_Contrib], seats: Sequence[Sequence[int]],
+                 times: Sequence[int], seed: int) -> None:
+        import numpy as np  # the bootstrap's alone: a fit without an interval loads none
 
-def _resample(rng: random.Random, cumulative: Sequence[int], count: int) -> list[int]:
-    """How often each result is drawn when `count` matches are drawn with replacement,
-    result m standing for `cumulative[m] - cumulative[m - 1]` of them (the same draws
-    as `rng.choices(range(count), k=count)` over the matches one by one), drawn
-    `RESAMPLE_CHUNK` at a time."""
-    weights = [0] * len(cumulative)
-    population = range(len(cumulative))
-    for start in range(0, count, RESAMPLE_CHUNK):
-        k = min(RESAMPLE_CHUNK, count - start)
-        for m in rng.choices(population, cum_weights=cumulative, k=k):
-            weights[m] += 1
-    return weights
+        self.np, self.n = np, n
+        self.rng = np.random.default_rng(seed)
+        self.count = int(sum(times))
+        self.p = np.asarray(times, dtype=float) / self.count
+        self.game_of = np.asarray([m for m, c in enumerate(contribs) for _ in c], dtype=np.intp)
+        self.pair = np.asarray([pid for c in contribs for pid, _ in c], dtype=np.intp)
+        self.score = np.asarray([score for c in contribs for _, score in c], dtype=float)
+        self.seat_of = np.asarray([m for m, bots in enumerate(seats) for _ in bots],
+                                  dtype=np.intp)
+        self.bot = np.asarray([i for bots in seats for i in bots], dtype=np.intp)
+
+    def draw(self) -> tuple[list[tuple[int, int, float, float]], list[int]]:
+        """One resample: its pairwise games as `_aggregate` gives them, and the bots in
+        it (indices, sorted)."""
+        np, n = self.np, self.n
+        weights = self.rng.multinomial(self.count, self.p)
+        w = weights[self.game_of].astype(float)
+        games = np.bincount(self.pair, weights=w, minlength=n * n)
+        scores = np.bincount(self.pair, weights=w * self.score, minlength=n * n)
+        played = np.flatnonzero(games).tolist()
+        present = np.flatnonzero(np.bincount(self.bot, weights=weights[self.seat_of],
+                                             minlength=n)).tolist()
+        return ([(pid // n, pid % n, float(games[pid]), float(scores[pid]))
+                 for pid in played], present)
 
 
 def fit_ratings(
@@ -174,7 +192,8 @@ def fit_ratings(
 
     `results` holds one `(bot, rank)` sequence per match. Ties count half a win
     each way. The interval is the 2.5-97.5 percentile range of `bootstrap`
-    refits over matches resampled with replacement (seeded, so reproducible);
+    refits over matches resampled with replacement (seeded, so reproducible; numpy's
+    multinomial over the distinct results: `_Resampler`);
     each refit is centred on the bots it contains. With `bootstrap=0` the
     interval is the point estimate. Bots that never met another bot get 1500
     plus whatever the anchoring gives them.
@@ -183,18 +202,28 @@ def fit_ratings(
     and ranks (a ladder's history, kept in memory as its distinct results): the same
     fit and the same bootstrap, with memory that does not grow with the matches.
     """
+    # identical results, first seen first, are one result counted that many times:
+    # matches listed one by one and the same ones as distinct results with counts
+    # are one fit and one bootstrap
+    distinct: dict[tuple[tuple[B, int], ...], int] = {}
+    for match, k in zip(results, [1] * len(results) if counts is None else counts,
+                        strict=True):
+        key = tuple((bot, rank) for bot, rank in match)
+        distinct[key] = distinct.get(key, 0) + k
     index: dict[B, int] = {}
-    for match in results:
+    for match in distinct:
         for bot, _ in match:
             index.setdefault(bot, len(index))
     n = len(index)
     if n == 0:
         return {}
-    times = [1] * len(results) if counts is None else list(counts)
+    times = list(distinct.values())
     matches = [0] * n
     contribs: list[_Contrib] = []
-    for match, k in zip(results, times, strict=True):
-        for i in {index[bot] for bot, _ in match}:
+    seats: list[list[int]] = []
+    for match, k in zip(distinct, times, strict=True):
+        seats.append(sorted({index[bot] for bot, _ in match}))
+        for i in seats[-1]:
             matches[i] += k
         contrib: _Contrib = []
         for a, b, score in pairwise_games(match):
@@ -202,21 +231,17 @@ def fit_ratings(
             contrib.append((i * n + j, score) if i < j else (j * n + i, 1.0 - score))
         contribs.append(contrib)
 
-    theta = _bt_fit(n, _aggregate(n, contribs, None if counts is None else times), prior)
+    theta = _bt_fit(n, _aggregate(n, contribs, times), prior)
     point = _to_elo(theta, range(n))
 
     samples: list[list[float]] = [[] for _ in range(n)]
-    rng = random.Random(seed)
-    cumulative = list(itertools.accumulate(times))
-    count = cumulative[-1] if cumulative else 0
-    for _ in range(bootstrap if count else 0):
-        weights = _resample(rng, cumulative, count)
-        present = sorted(
-            {index[bot] for m, w in enumerate(weights) if w for bot, _ in results[m]}
-        )
-        fitted = _bt_fit(n, _aggregate(n, contribs, weights), prior, start=theta)
-        for i, value in _to_elo(fitted, present).items():
-            samples[i].append(value)
+    if bootstrap and sum(times):
+        resampler = _Resampler(n, contribs, seats, times, seed)
+        for _ in range(bootstrap):
+            games, present = resampler.draw()
+            fitted = _bt_fit(n, games, prior, start=theta)
+            for i, value in _to_elo(fitted, present).items():
+                samples[i].append(value)
 
     out: dict[B, RatingEstimate] = {}
     for bot, i in index.items():
