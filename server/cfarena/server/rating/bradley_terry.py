@@ -7,9 +7,12 @@ scale (mean 1500), with a 95% confidence interval from a bootstrap over matches.
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cfarena.server.rating.pairwise import INITIAL_ELO, B, MatchRanks, pairwise_games
 
@@ -144,20 +147,37 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+# draws in a bootstrap (resamples x matches) from which numpy's multinomial pays for its
+# import (~0.1 s): a tournament's few matches are drawn one by one, in pure Python, and
+# a process that fits no ladder does not load numpy
+NUMPY_FROM_DRAWS = 100_000
+
+
 class _Resampler:
-    """The bootstrap's resampling over distinct results: how often each is drawn when
-    all the matches they stand for (`times[m]` each) are drawn with replacement, one
-    multinomial draw over the distinct results (numpy's: its cost grows with the
-    distinct results, not with the matches they stand for, which grow for as long as a
-    ladder runs), and the pairwise games and bots of a draw added up in numpy."""
+    """The bootstrap's resamples over distinct results: how often each is drawn when
+    the matches they stand for (`times[m]` each) are drawn with replacement, and the
+    pairwise games and bots of each draw.
+
+    Up to `NUMPY_FROM_DRAWS` draws in all, match by match (`random.choices` with the
+    counts as weights); beyond, one multinomial draw over the distinct results per
+    resample and the sums in numpy: a ladder's matches grow for as long as it runs,
+    its distinct results stop growing once every seating and rank order was seen, so
+    the cost stops growing too. Both draw from one distribution, each seeded; which
+    one a fit uses depends only on its results and `bootstrap`."""
 
     def __init__(self, n: int, contribs: Sequence[_Contrib], seats: Sequence[Sequence[int]],
-                 times: Sequence[int], seed: int) -> None:
-        import numpy as np  # the bootstrap's alone: a fit without an interval loads none
-
-        self.np, self.n = np, n
-        self.rng = np.random.default_rng(seed)
+                 times: Sequence[int], seed: int, bootstrap: int) -> None:
+        self.n, self.contribs, self.seats = n, contribs, seats
         self.count = int(sum(times))
+        self.cumulative = list(itertools.accumulate(times))
+        self.np: Any = None
+        if self.count * bootstrap < NUMPY_FROM_DRAWS:
+            self.random = random.Random(seed)
+            return
+        import numpy as np
+
+        self.np = np
+        self.rng = np.random.default_rng(seed)
         self.p = np.asarray(times, dtype=float) / self.count
         self.game_of = np.asarray([m for m, c in enumerate(contribs) for _ in c], dtype=np.intp)
         self.pair = np.asarray([pid for c in contribs for pid, _ in c], dtype=np.intp)
@@ -169,13 +189,20 @@ class _Resampler:
     def draw(self) -> tuple[list[tuple[int, int, float, float]], list[int]]:
         """One resample: its pairwise games as `_aggregate` gives them, and the bots in
         it (indices, sorted)."""
+        if self.np is None:
+            weights = [0] * len(self.cumulative)
+            for m in self.random.choices(range(len(weights)), cum_weights=self.cumulative,
+                                         k=self.count):
+                weights[m] += 1
+            present = sorted({i for m, w in enumerate(weights) if w for i in self.seats[m]})
+            return _aggregate(self.n, self.contribs, weights), present
         np, n = self.np, self.n
-        weights = self.rng.multinomial(self.count, self.p)
-        w = weights[self.game_of].astype(float)
+        drawn = self.rng.multinomial(self.count, self.p)
+        w = drawn[self.game_of].astype(float)
         games = np.bincount(self.pair, weights=w, minlength=n * n)
         scores = np.bincount(self.pair, weights=w * self.score, minlength=n * n)
         played = np.flatnonzero(games).tolist()
-        present = np.flatnonzero(np.bincount(self.bot, weights=weights[self.seat_of],
+        present = np.flatnonzero(np.bincount(self.bot, weights=drawn[self.seat_of],
                                              minlength=n)).tolist()
         return ([(pid // n, pid % n, float(games[pid]), float(scores[pid]))
                  for pid in played], present)
@@ -192,8 +219,9 @@ def fit_ratings(
 
     `results` holds one `(bot, rank)` sequence per match. Ties count half a win
     each way. The interval is the 2.5-97.5 percentile range of `bootstrap`
-    refits over matches resampled with replacement (seeded, so reproducible; numpy's
-    multinomial over the distinct results: `_Resampler`);
+    refits over matches resampled with replacement (seeded, so reproducible; match by
+    match, or for many matches numpy's multinomial over the distinct results:
+    `_Resampler`);
     each refit is centred on the bots it contains. With `bootstrap=0` the
     interval is the point estimate. Bots that never met another bot get 1500
     plus whatever the anchoring gives them.
@@ -236,7 +264,7 @@ def fit_ratings(
 
     samples: list[list[float]] = [[] for _ in range(n)]
     if bootstrap and sum(times):
-        resampler = _Resampler(n, contribs, seats, times, seed)
+        resampler = _Resampler(n, contribs, seats, times, seed, bootstrap)
         for _ in range(bootstrap):
             games, present = resampler.draw()
             fitted = _bt_fit(n, games, prior, start=theta)
