@@ -156,7 +156,8 @@ def test_fit_is_order_independent() -> None:
 def test_distinct_results_with_counts_fit_as_the_matches_they_stand_for() -> None:
     """The ladder's check keeps its history as distinct results with counts: the same
     point estimates, intervals and match counts as the matches themselves, listed in
-    the same order (the bootstrap draws the same matches)."""
+    the same order (`fit_ratings` merges identical results itself, so both are one fit
+    and one bootstrap: what this holds is that merging, and the counts' meaning)."""
     results = _simulate({"a": 0.5, "b": 0.0, "c": -0.2}, 200, 2, seed=4, tie_rate=0.1)
     counts: dict[tuple[tuple[str, int], ...], int] = {}
     for match in results:
@@ -181,7 +182,9 @@ def test_the_interval_covers_the_true_rating_95_percent_of_the_time(games: int) 
     games are resampled match by match, 2,000 (given as two results with counts, as the
     ladder gives its history) by numpy's multinomial over the distinct results
     (`_Resampler`). The standard error of a 95% rate over 300 runs is 1.3 points;
-    measured with these seeds: 94.7% and 94.0%."""
+    measured with these seeds: 94.7% and 94.0%. Resamples of the wrong size miss the
+    band (the review's mutations: twice the matches 79%, half 98.3%), as do uniform
+    weights (15%)."""
     rng = random.Random(9)
     gap = 100.0
     p = 1 / (1 + 10 ** (-gap / 400))
@@ -191,7 +194,7 @@ def test_the_interval_covers_the_true_rating_95_percent_of_the_time(games: int) 
         results = [[("a", 1), ("b", 2)], [("a", 2), ("b", 1)]]
         fit = fit_ratings(results, bootstrap=100, seed=run, counts=[wins, games - wins])
         held += fit["a"].low <= 1500 + gap / 2 <= fit["a"].high
-    assert 0.90 <= held / runs <= 0.985, held / runs
+    assert 0.91 <= held / runs <= 0.975, held / runs
 
 
 def test_a_tournaments_bootstrap_does_not_load_numpy() -> None:

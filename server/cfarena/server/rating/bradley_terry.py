@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -151,6 +152,7 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
 # import (~0.1 s): a tournament's few matches are drawn one by one, in pure Python, and
 # a process that fits no ladder does not load numpy
 NUMPY_FROM_DRAWS = 100_000
+_NUMPY_IMPORT = threading.Lock()  # numpy's first import is not one to race
 
 
 class _Resampler:
@@ -163,7 +165,8 @@ class _Resampler:
     resample and the sums in numpy: a ladder's matches grow for as long as it runs,
     its distinct results stop growing once every seating and rank order was seen, so
     the cost stops growing too. Both draw from one distribution, each seeded; which
-    one a fit uses depends only on its results and `bootstrap`."""
+    one a fit uses depends only on its results and `bootstrap` (and numpy's draws on its
+    version: numpy does not promise the same stream across versions, NEP 19)."""
 
     def __init__(self, n: int, contribs: Sequence[_Contrib], seats: Sequence[Sequence[int]],
                  times: Sequence[int], seed: int, bootstrap: int) -> None:
@@ -174,7 +177,8 @@ class _Resampler:
         if self.count * bootstrap < NUMPY_FROM_DRAWS:
             self.random = random.Random(seed)
             return
-        import numpy as np
+        with _NUMPY_IMPORT:  # pages are read in a thread pool (web/sprt_tests.py)
+            import numpy as np
 
         self.np = np
         self.rng = np.random.default_rng(seed)
