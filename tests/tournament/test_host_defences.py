@@ -237,3 +237,34 @@ def test_a_phase_change_stops_the_other_tournaments_of_a_worker_too(
         ([1] if other_in_play else [])
     warnings = [r for r in caplog.records if "does not hold" in r.getMessage()]
     assert len(warnings) == (1 if other_in_play else 0)
+
+
+@pytest.mark.parametrize("replayed", [0, 1])
+def test_a_match_of_an_earlier_phase_played_again_is_played_after_a_reset(
+        tmp_path: Path, replayed: int) -> None:
+    """A bot test plays batch after batch; a match the referee's stalls voided is played
+    again in the next round, after later phases played its deal's other rotations. With
+    `earlier` (what `sprt_runner._play_local` passes: nothing is playing between
+    batches) its phase is entered anew: processes stopped, caches dropped. Without it,
+    as a queue worker enters phases, an earlier phase changes nothing."""
+    knob = tmp_path / "drop_caches"
+    knob.write_text("")
+    host = HostReset(path=knob, lock_dirs=(tmp_path,))
+    assert host.claim() is None
+    db = SimpleNamespace(weaken_tournament_defences=lambda t, held: None)
+    pool = _Pool(playing=False)
+    player = _player(db, host, pool, 1)
+    player.neighbours = lambda: [player]
+    try:
+        asyncio.run(player.enter_phase(2))
+        assert pool.calls == ["all", "restart"]
+        knob.write_text("")
+        asyncio.run(player.enter_phase(replayed))  # a worker's way: nothing happens
+        asyncio.run(player.enter_phase(2, earlier=True))  # not earlier: nothing either
+        assert (pool.calls, knob.read_text(), player.phase) == (["all", "restart"], "", 2)
+        asyncio.run(player.enter_phase(replayed, earlier=True))
+    finally:
+        host.release()
+    assert pool.calls == ["all", "restart"] * 2
+    assert knob.read_text() == "3" and player.phase == replayed
+

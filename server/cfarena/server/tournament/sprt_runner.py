@@ -263,7 +263,14 @@ async def _play_local(db: Database, config: SprtConfig, info: SprtTestInfo,
                                   "to count")
         player.phases = await asyncio.to_thread(match_phases, db, info.tournament_id)
         player.schedule(pending)  # a batch scheduled since the start: its seats
-        await play_all(pending, play, concurrency, player.phases, player.enter_phase)
+
+        async def enter(phase: int) -> None:
+            # no match is playing between batches, so a match of an earlier phase (its
+            # group uncounted: the referee's stalls voided it) is played after a reset
+            # as well, not after its deal's other rotations of the later phases
+            await player.enter_phase(phase, earlier=True)
+
+        await play_all(pending, play, concurrency, player.phases, enter)
 
 
 @dataclass

@@ -123,24 +123,30 @@ class TournamentPlayer:
             [self.phases.get(m.key, 0) for m in new]))
         self.seated.update(m.key for m in new)
 
-    async def enter_phase(self, phase: int) -> None:
+    async def enter_phase(self, phase: int, *, earlier: bool = False) -> None:
         """Play matches of `phase` from now on. Entering a later phase than so far (or,
         first, any phase after the first: the earlier ones were played before) stops
         every bot process and drops the host's caches: no process of a bot that may
         have learnt one view of a deal lives on, nor what it left in the host's caches.
         The caller sees to it that no match of an earlier phase is still playing.
+        With `earlier`, a phase before the current one is entered so too: a match of it
+        played again after later phases (one the referee's stalls voided: the later
+        phases played its deal's other rotations); the caller sees to it that no match
+        at all is playing.
 
         The other tournaments this process plays (`neighbours`) have their processes
         not in a match stopped too; if one has a match in play, or another cfarena
         process plays on this host (`HostReset.shared`), the reset does not hold for
         this tournament and its stored defences say so."""
         async with self._phase_lock:
-            if self.phase is not None and phase <= self.phase:
+            first = self.phase is None
+            if self.phase is not None and phase <= self.phase and not (
+                    earlier and phase < self.phase):
                 return
             self.phase = phase
             assert self.pool is not None, "start() first"
             self.pool.enter_phase(phase)
-            if phase == 0:
+            if first and phase == 0:
                 return
             await self.pool.new_phase()
             others = [p.pool for p in self.neighbours() if p is not self and p.pool is not None]
