@@ -172,10 +172,10 @@ class _Resampler:
                  times: Sequence[int], seed: int, bootstrap: int) -> None:
         self.n, self.contribs, self.seats = n, contribs, seats
         self.count = int(sum(times))
-        self.cumulative = list(itertools.accumulate(times))
         self.np: Any = None
         if self.count * bootstrap < NUMPY_FROM_DRAWS:
             self.random = random.Random(seed)
+            self.cumulative = list(itertools.accumulate(times))
             return
         with _NUMPY_IMPORT:  # pages are read in a thread pool (web/sprt_tests.py)
             import numpy as np

@@ -219,8 +219,7 @@ class BotPool:
         needed, and their phases can use as many started ahead."""
         for seats in phase_seats.values():
             for name, count in seats.items():
-                for _ in range(count):
-                    self.processes.need(name)
+                self.processes.need(name, count)
         self.seats.schedule(phase_seats)
 
     def end(self, name: str, deal: int) -> None:

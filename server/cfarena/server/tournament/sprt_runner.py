@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import time
 from dataclasses import dataclass
@@ -252,6 +253,11 @@ async def _play_local(db: Database, config: SprtConfig, info: SprtTestInfo,
         sink.match_done(await player.play(match))
         played[0] += 1
 
+    # no match is playing between batches, so a match of an earlier phase (its group
+    # uncounted: the referee's stalls voided it) is played after a reset as well, not
+    # after its deal's other rotations of the later phases
+    enter = functools.partial(player.enter_phase, earlier=True)
+
     while True:
         step = await asyncio.to_thread(advance, db, config, info.id)
         _tell(sink, step)
@@ -263,13 +269,6 @@ async def _play_local(db: Database, config: SprtConfig, info: SprtTestInfo,
                                   "to count")
         player.phases = await asyncio.to_thread(match_phases, db, info.tournament_id)
         player.schedule(pending)  # a batch scheduled since the start: its seats
-
-        async def enter(phase: int) -> None:
-            # no match is playing between batches, so a match of an earlier phase (its
-            # group uncounted: the referee's stalls voided it) is played after a reset
-            # as well, not after its deal's other rotations of the later phases
-            await player.enter_phase(phase, earlier=True)
-
         await play_all(pending, play, concurrency, player.phases, enter)
 
 

@@ -136,9 +136,10 @@ class WarmProcesses:
         """A one-time pass for a process of `name`: its token and the referee's pass."""
         return self.server.passes.issue(name)
 
-    def need(self, name: str) -> None:
-        """`name` needs one process more (a match more, or a process that failed)."""
-        self.unstarted[name] = self.unstarted.get(name, 0) + 1
+    def need(self, name: str, count: int = 1) -> None:
+        """`name` needs `count` processes more (a match more, a batch scheduled, or a
+        process that failed)."""
+        self.unstarted[name] = self.unstarted.get(name, 0) + count
 
     def starting(self, name: str) -> None:
         """A process of `name` is being started: one fewer to start."""
