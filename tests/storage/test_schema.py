@@ -139,16 +139,21 @@ def _postgresql_definitions(conn: Connection) -> dict[str, Any]:
             "sequences": sequences}
 
 
+def _another_empty(db_url: str, name: str, tmp_path: Path,
+                   request: pytest.FixtureRequest) -> str:
+    """One more empty database on `db_url`'s backend, as `db_url` is made (conftest)."""
+    if db_url.startswith("sqlite"):
+        return f"sqlite:///{tmp_path / f'{name}.db'}"
+    cluster: PgCluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database(f"{name}_{tmp_path.name[-20:]}", empty=True)
+
+
 def test_a_new_database_is_the_migrated_one(db_url: str, tmp_path: Path,
                                             request: pytest.FixtureRequest) -> None:
     """A new database is created from the models (no Alembic, `connect._create_at_head`):
     it must be what the migrations build, or a later migration would meet a schema it
     was not written for."""
-    if db_url.startswith("sqlite"):
-        replayed_url = f"sqlite:///{tmp_path / 'replayed.db'}"
-    else:
-        cluster: PgCluster = request.getfixturevalue("pg_cluster")
-        replayed_url = cluster.create_database(f"replayed_{tmp_path.name[-20:]}", empty=True)
+    replayed_url = _another_empty(db_url, "replayed", tmp_path, request)
     new, replayed = make_engine(db_url), make_engine(replayed_url)
     try:
         upgrade(new)
@@ -170,13 +175,8 @@ def test_openers_of_a_new_database_at_once_create_it_once(
     SQLite a new file's switch to WAL is a race of its own (`connect._journal_mode_wal`):
     a few new databases, to meet it."""
     openers, databases = 6, 4
-    urls = [db_url]
-    for n in range(1, databases):
-        if db_url.startswith("sqlite"):
-            urls.append(f"sqlite:///{tmp_path / f'new{n}.db'}")
-        else:
-            cluster: PgCluster = request.getfixturevalue("pg_cluster")
-            urls.append(cluster.create_database(f"new{n}_{tmp_path.name[-20:]}", empty=True))
+    urls = [db_url, *(_another_empty(db_url, f"new{n}", tmp_path, request)
+                      for n in range(1, databases))]
     for url in urls:
         together = threading.Barrier(openers)
 
