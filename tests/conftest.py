@@ -39,7 +39,7 @@ from hypothesis import settings
 
 from cfarena.server.sandbox.host_reset import OFF_ENV as HOST_RESET_ENV
 from tests.browser import browser, page  # noqa: F401  (fixtures: headless Chromium)
-from tests.harness.postgres import PgCluster, postgres_cluster
+from tests.harness.postgres import PgCluster, close_kept, postgres_cluster
 from tests.harness.usage import ENV as USAGE_ENV
 from tests.harness.usage import UsageRecorder
 
@@ -133,6 +133,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail("pytest-xdist lost this test's group (with pytest 9.2: "
                     "pytest-dev/pytest-xdist#1386; pyproject.toml pins pytest below it)",
                     pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _close_kept_connections() -> Iterator[None]:
+    """A test's polling connections (`tests.harness.postgres.query`) end with it."""
+    yield
+    close_kept()
 
 
 @pytest.fixture(scope="session")

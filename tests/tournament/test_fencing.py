@@ -23,8 +23,8 @@ import pytest
 
 from cfarena.server.storage import open_database
 from tests.cli.helpers import CFARENA, run_json
-from tests.harness.postgres import PgCluster
-from tests.tournament.test_workers import _query, _start_worker, _stop
+from tests.harness.postgres import PgCluster, query
+from tests.tournament.test_workers import _start_worker, _stop
 
 # one deal in both rotations (2 matches, never at once: the deal lock), greedy and smart
 # are deterministic
@@ -62,7 +62,7 @@ def test_a_worker_frozen_past_the_stall_limit_stores_nothing(pg_cluster: PgClust
     procs = [frozen]
     try:
         # frozen in the middle of its first match
-        match_id, started = _until("match in play", lambda: _query(
+        match_id, started = _until("match in play", lambda: query(
             url, "select id, started_at from matches where status = 'running'"))[0]
         os.kill(frozen.pid, signal.SIGSTOP)
         other = _start_worker(url, tmp_path / "other")
@@ -73,7 +73,7 @@ def test_a_worker_frozen_past_the_stall_limit_stores_nothing(pg_cluster: PgClust
             start_new_session=True)
         procs += [other, undisturbed]
         # past the stall limit (3 s) the other worker is given the match and starts it
-        _until("the match started again", lambda: _query(
+        _until("the match started again", lambda: query(
             url, "select 1 from matches where id = %s and started_at > %s", match_id, started))
         os.kill(frozen.pid, signal.SIGCONT)
         out, err = frozen.communicate(timeout=60)
@@ -98,8 +98,8 @@ def test_a_worker_frozen_past_the_stall_limit_stores_nothing(pg_cluster: PgClust
     stored = _stored(url)
     assert stored == _stored(alone)
     assert {status for status, _ in stored.values()} == {"finished"}
-    assert _query(url, "select count(*) from faults") == [(0,)]
+    assert query(url, "select count(*) from faults") == [(0,)]
     # 2 matches, 2 seats, rated in the tournament's own pool only (never "global")
-    assert _query(url, "select count(*) from rating_history") == [(2 * 2,)]
-    assert _query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
+    assert query(url, "select count(*) from rating_history") == [(2 * 2,)]
+    assert query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
         == [("succeeded", 2)]

@@ -34,8 +34,8 @@ import psycopg
 import pytest
 
 from tests.cli.helpers import marker, run_json, wait_no_processes
-from tests.harness.postgres import PgCluster
-from tests.tournament.test_workers import _conninfo, _query, _start_worker, _stop
+from tests.harness.postgres import PgCluster, conninfo, query
+from tests.tournament.test_workers import _start_worker, _stop
 
 # one deal in both rotations: 2 matches, never at once (the deal lock); the job of the
 # first one taken is the one the test stops
@@ -59,23 +59,23 @@ def _until(what: str, check: Callable[[], Any], proc: subprocess.Popen[str]) -> 
 
 def _blocked_by(url: str, locker: psycopg.Connection[Any]) -> list[tuple[int, str]]:
     """(pid, query) of the sessions waiting on a lock `locker` holds."""
-    rows = _query(url, "select pid, query from pg_stat_activity "
+    rows = query(url, "select pid, query from pg_stat_activity "
                        "where %s = any(pg_blocking_pids(pid))", locker.info.backend_pid)
-    return [(int(pid), str(query)) for pid, query in rows]
+    return [(int(pid), str(statement)) for pid, statement in rows]
 
 
 def _job_status(url: str, job_id: int) -> str:
-    return str(_query(url, "select status::text from procrastinate_jobs where id = %s",
+    return str(query(url, "select status::text from procrastinate_jobs where id = %s",
                       job_id)[0][0])
 
 
 def _stored(url: str, match_id: str) -> tuple[Any, ...]:
     """What the store wrote of a match: its status, result and finishing time, its game
     log's hash and its rating rows."""
-    match = _query(url, "select status, totals::text, ranks::text, finished_at from matches "
+    match = query(url, "select status, totals::text, ranks::text, finished_at from matches "
                         "where id = %s", match_id)[0]
-    logs = _query(url, "select sha256 from game_logs where match_id = %s", match_id)
-    ratings = _query(url, "select bot_id, pool, elo_before, elo_after, created_at "
+    logs = query(url, "select sha256 from game_logs where match_id = %s", match_id)
+    ratings = query(url, "select bot_id, pool, elo_before, elo_after, created_at "
                           "from rating_history where match_id = %s order by 1, 2", match_id)
     return (*match, logs, ratings)
 
@@ -91,8 +91,8 @@ class Victim:
         self.tournament_id, self.total = created["tournament_id"], created["matches"]
         assert self.total == 2
         self.mark = marker()
-        self.rows = psycopg.connect(_conninfo(self.url))  # holds the match rows
-        self.job_row = psycopg.connect(_conninfo(self.url))  # holds the job's row
+        self.rows = psycopg.connect(conninfo(self.url))  # holds the match rows
+        self.job_row = psycopg.connect(conninfo(self.url))  # holds the job's row
         self.rows.execute("select id from matches where tournament_id = %s for key share",
                           (self.tournament_id,))
         self.worker = _start_worker(self.url, tmp / "w1", mark=self.mark)
@@ -111,9 +111,9 @@ class Victim:
         assert "matches" in blocked[0][1], blocked
         time.sleep(ACK_GRACE_S)
         # the match it played (the first one started) and that match's job
-        match_id = _query(self.url, "select id from matches where status = 'running' "
+        match_id = query(self.url, "select id from matches where status = 'running' "
                                     "order by started_at limit 1")[0][0]
-        job_id = _query(self.url, "select id from procrastinate_jobs "
+        job_id = query(self.url, "select id from procrastinate_jobs "
                                   "where args->>'match_id' = %s", match_id)[0][0]
         assert _job_status(self.url, job_id) == "doing", "acknowledged before it was stored"
         return int(job_id), str(match_id)
@@ -127,7 +127,7 @@ class Victim:
         os.killpg(self.worker.pid, signal.SIGKILL)
         self.worker.wait()
         for pid in waiting:
-            _query(self.url, "select pg_terminate_backend(%s)", pid)
+            query(self.url, "select pg_terminate_backend(%s)", pid)
         self.rows.rollback()
         self.job_row.rollback()
         assert wait_no_processes(self.mark, self.tmp / "w1") == []
@@ -145,15 +145,15 @@ class Victim:
     def assert_stored_once(self, job_id: int) -> None:
         """Every match finished with one game log and one rating row per bot and pool;
         every job succeeded, the dead worker's after a retry."""
-        assert _query(self.url, "select status, count(*) from matches group by 1") == [
+        assert query(self.url, "select status, count(*) from matches group by 1") == [
             ("finished", self.total)]
-        assert _query(self.url, "select count(*), count(distinct match_id) from game_logs") \
+        assert query(self.url, "select count(*), count(distinct match_id) from game_logs") \
             == [(self.total, self.total)]
-        per_match = _query(self.url, "select match_id, count(*) from rating_history group by 1")
+        per_match = query(self.url, "select match_id, count(*) from rating_history group by 1")
         assert len(per_match) == self.total and len({n for _, n in per_match}) == 1, per_match
-        assert _query(self.url, "select status::text, count(*) from procrastinate_jobs "
+        assert query(self.url, "select status::text, count(*) from procrastinate_jobs "
                                 "group by 1") == [("succeeded", self.total)]
-        assert _query(self.url, "select attempts from procrastinate_jobs where id = %s",
+        assert query(self.url, "select attempts from procrastinate_jobs where id = %s",
                       job_id)[0][0] >= 1  # retried
 
 
@@ -172,7 +172,7 @@ def test_a_worker_killed_between_play_and_store_loses_nothing(victim: Victim) ->
     job_id, match_id = victim.wait_store()
     victim.kill()
     # the match was played but not stored: it is not finished, and its job not done
-    assert _query(victim.url, "select status from matches where id = %s",
+    assert query(victim.url, "select status from matches where id = %s",
                   match_id) == [("running",)]
     assert _job_status(victim.url, job_id) == "doing"
     done = victim.finish_with_another_worker()

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import run_cli, run_json
-from tests.harness.postgres import PgCluster
+from tests.harness.postgres import PgCluster, query
 from tests.harness.slow_bots import slow_bot
-from tests.tournament.test_workers import FAST, _err, _out, _query, _results, _start_worker
+from tests.tournament.test_workers import FAST, _err, _out, _results, _start_worker
 from tests.tournament.test_workers import _stop as _kill
 from tests.tournament.test_workers import _wait as _wait_exit
 
@@ -47,7 +47,7 @@ WAIT_S = 90.0
 
 
 def _finished(url: str) -> int:
-    return int(_query(url, "select count(*) from matches where status = 'finished'")[0][0])
+    return int(query(url, "select count(*) from matches where status = 'finished'")[0][0])
 
 
 def _until(what: str, done: Callable[[], bool], workers: list[subprocess.Popen[str]]
@@ -69,7 +69,7 @@ def _until_finished(url: str, count: int, workers: list[subprocess.Popen[str]]) 
 def _until_registered(url: str, count: int, workers: list[subprocess.Popen[str]]) -> None:
     """Wait until `count` workers have joined the queue (their start is over)."""
     _until("workers in the queue", lambda: int(
-        _query(url, "select count(*) from procrastinate_workers")[0][0]) >= count, workers)
+        query(url, "select count(*) from procrastinate_workers")[0][0]) >= count, workers)
 
 
 def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster: PgCluster,
@@ -116,11 +116,11 @@ def test_workers_play_on_through_database_restarts(own_pg: PgCluster, pg_cluster
     assert sum(o["skipped"] for o in outputs) == 0, outputs
     results = _results(url, tid)
     assert len(results) == total and {r[0] for r in results.values()} == {"finished"}
-    assert _query(url, "select count(*), count(distinct match_id) from game_logs") == [
+    assert query(url, "select count(*), count(distinct match_id) from game_logs") == [
         (total, total)]
-    assert _query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
+    assert query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
         == [("succeeded", total)]
-    assert _query(url, "select status from tournaments") == [("finished",)]
+    assert query(url, "select status from tournaments") == [("finished",)]
 
     # the same results as the run with the database up throughout
     assert alone.returncode == 0, _err(alone)[-3000:]
@@ -141,8 +141,8 @@ def test_until_done_with_jobs_failed_for_good_exits_1_and_says_why(
     assert last.startswith(f"error: tournament {tid} is not finished: {total} match(es) "
                            "could not be played (bot 'broken' "), last
     assert "/nonexistent/bot" in last and "run-tournament" in last, last
-    assert _query(url, "select status from tournaments") == [("interrupted",)]
-    reasons = _query(url, "select status, reason from matches")
+    assert query(url, "select status from tournaments") == [("interrupted",)]
+    reasons = query(url, "select status, reason from matches")
     assert len(reasons) == total
     for status, reason in reasons:
         assert status == "aborted", reasons

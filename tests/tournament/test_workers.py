@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from tests.cli.helpers import (
@@ -24,7 +23,7 @@ from tests.cli.helpers import (
     run_json,
     wait_no_processes,
 )
-from tests.harness.postgres import PgCluster
+from tests.harness.postgres import PgCluster, query
 from tests.harness.slow_bots import slow_bot, stored_and_one_begun
 
 
@@ -45,15 +44,6 @@ FAST = ["--heartbeat-s", "0.5", "--stalled-after-s", "3", "--poll-s", "0.2",
         "--concurrency", "1"]
 
 
-def _conninfo(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://")
-
-
-def _query(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with psycopg.connect(_conninfo(url), connect_timeout=3) as conn:
-        return list(conn.execute(sql.encode(), params or None).fetchall())
-
-
 def _start_worker(url: str, cwd: Path, *extra: str, mark: str | None = None
                   ) -> subprocess.Popen[str]:
     cwd.mkdir(parents=True, exist_ok=True)
@@ -71,7 +61,7 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
 
 
 def _results(url: str, tournament_id: int) -> dict[str, tuple[Any, Any, Any]]:
-    rows = _query(url, "select key, status, totals, ranks from matches "
+    rows = query(url, "select key, status, totals, ranks from matches "
                        "where tournament_id = %s", tournament_id)
     return {key: (status, json.dumps(totals), json.dumps(ranks))
             for key, status, totals, ranks in rows}
@@ -103,8 +93,8 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     tid, total = created["tournament_id"], created["matches"]
     assert total == 2 * GAMES and created["queued"] == total
     # the queue shows no deal: no seed of an unplayed match is in its jobs or locks
-    seeds = {str(s) for (s,) in _query(url, "select seed from matches")}
-    jobs = _query(url, "select args::text, coalesce(lock, ''), coalesce(queueing_lock, '') "
+    seeds = {str(s) for (s,) in query(url, "select seed from matches")}
+    jobs = query(url, "select args::text, coalesce(lock, ''), coalesce(queueing_lock, '') "
                        "from procrastinate_jobs")
     assert len(jobs) == total
     assert not any(seed in " ".join(job) for seed in seeds for job in jobs)
@@ -123,7 +113,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         # kill a worker while all three are in the middle of a match
         deadline = time.monotonic() + 60
         while True:
-            doing = _query(url, "select count(*) from procrastinate_jobs where status = 'doing'")
+            doing = query(url, "select count(*) from procrastinate_jobs where status = 'doing'")
             if doing[0][0] == 3:
                 break
             assert time.monotonic() < deadline, "the three workers never played at once"
@@ -147,11 +137,11 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     # every scheduled match stored exactly once: finished, rated once, one log each
     results = _results(url, tid)
     assert len(results) == total and {r[0] for r in results.values()} == {"finished"}
-    per_match = _query(url, "select m.id, count(g.match_id) from matches m left join "
+    per_match = query(url, "select m.id, count(g.match_id) from matches m left join "
                             "game_logs g on g.match_id = m.id group by m.id")
     assert {n for _, n in per_match} == {1}
     # the rotations of a deal never overlapped in time, across workers (the deal lock)
-    spans = _query(url, "select key, started_at, finished_at from matches order by started_at")
+    spans = query(url, "select key, started_at, finished_at from matches order by started_at")
     by_game: dict[str, list[tuple[Any, Any]]] = {}
     for key, started, finished in spans:
         by_game.setdefault(key.split("-")[1], []).append((started, finished))
@@ -160,9 +150,9 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
         for (_, first_end), (second_start, _) in itertools.pairwise(times):
             assert first_end <= second_start, f"two rotations of {game} ran at once"
     # the match the killed worker held was played again (its job retried), not lost
-    retried = _query(url, "select count(*) from procrastinate_jobs where attempts > 0")
+    retried = query(url, "select count(*) from procrastinate_jobs where attempts > 0")
     assert retried[0][0] >= 1
-    assert _query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
+    assert query(url, "select status::text, count(*) from procrastinate_jobs group by 1") \
         == [("succeeded", total)]
     played = sum(o["played"] for o in outputs)
     assert played >= 1  # the survivors and the late worker shared the rest
@@ -174,7 +164,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     assert single.returncode == 0, _err(single)
     assert _results(alone, 1) == results
     rating_rows = "select count(*) from rating_history"
-    assert _query(alone, rating_rows) == _query(url, rating_rows)
+    assert query(alone, rating_rows) == query(url, rating_rows)
 
 
 @pytest.mark.postgres
@@ -201,7 +191,7 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
         assert worker.poll() is None, "the worker died with its database"
         own_pg.start()
         # nothing half-written: a match is finished with all its rows, or has none
-        halves = _query(url, "select m.id from matches m where (m.status = 'finished') <> "
+        halves = query(url, "select m.id from matches m where (m.status = 'finished') <> "
                              "exists (select 1 from game_logs g where g.match_id = m.id)")
         assert halves == []
         _wait([worker], 120)
@@ -210,9 +200,9 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
     err = _err(worker)
     assert worker.returncode == 0, err[-3000:]
     assert "Traceback" not in err
-    rows = _query(url, "select status, count(*) from matches group by status")
+    rows = query(url, "select status, count(*) from matches group by status")
     assert rows == [("finished", total)]
-    assert _query(url, "select count(*) from game_logs")[0][0] == total
+    assert query(url, "select count(*) from game_logs")[0][0] == total
 
 
 def test_worker_needs_postgresql(tmp_path: Path) -> None:
@@ -253,8 +243,8 @@ def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
     try:
         deadline = time.monotonic() + 60
         while True:
-            with_jobs = _query(url, "select to_regclass('procrastinate_jobs') is not null")
-            if with_jobs[0][0] and _query(
+            with_jobs = query(url, "select to_regclass('procrastinate_jobs') is not null")
+            if with_jobs[0][0] and query(
                     url, "select count(*) from matches where status = 'finished'")[0][0] >= 2:
                 break
             assert time.monotonic() < deadline and proc.poll() is None, _err(proc)
@@ -264,14 +254,14 @@ def test_run_tournament_on_postgresql_is_one_worker_and_resumes_after_ctrl_c(
     finally:
         _stop([proc])
     assert proc.returncode == 130, _err(proc)
-    before = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
+    before = dict(query(url, "select key, finished_at from matches where status = 'finished'"))
     assert 2 <= len(before) < 2 * CUT_GAMES
-    assert _query(url, "select count(*) from procrastinate_jobs where status = 'doing'") \
+    assert query(url, "select count(*) from procrastinate_jobs where status = 'doing'") \
         == [(0,)]
     data = run_json(*args, cwd=tmp_path)
     assert data["resumed"] is True and data["status"] == "finished"
     assert data["played_now"] == 2 * CUT_GAMES - len(before)
-    after = dict(_query(url, "select key, finished_at from matches where status = 'finished'"))
+    after = dict(query(url, "select key, finished_at from matches where status = 'finished'"))
     assert len(after) == 2 * CUT_GAMES
     assert all(after[key] == stamp for key, stamp in before.items())  # none played again
 
@@ -320,8 +310,8 @@ def test_a_worker_outlasts_a_connection_flood_and_stops_at_once_on_sigterm(
     try:
         deadline = time.monotonic() + 120
         while True:  # one match stored, the next one in play
-            finished = _query(url, "select count(*) from matches where status = 'finished'")
-            running = _query(url, "select count(*) from matches where status = 'running'")
+            finished = query(url, "select count(*) from matches where status = 'finished'")
+            running = query(url, "select count(*) from matches where status = 'running'")
             if finished[0][0] >= 1 and running[0][0] == 1:
                 break
             assert time.monotonic() < deadline and worker.poll() is None, _err(worker)
@@ -341,13 +331,13 @@ def test_a_worker_outlasts_a_connection_flood_and_stops_at_once_on_sigterm(
     assert took < 10.0, f"the worker took {took:.1f} s to stop"
     assert "Traceback" not in err
     assert wait_no_processes(mark, tmp_path, timeout=5.0) == []
-    faults = _query(url, "select b.name, f.kind, f.detail from faults f join bots b on "
+    faults = query(url, "select b.name, f.kind, f.detail from faults f join bots b on "
                          "b.id = f.bot_id join matches m on m.id = f.match_id "
                          "where m.status = 'finished'")
     assert faults and set(faults) == {("evil", "limit", "connection limit 8 reached")}
-    stored = _query(url, "select count(*) from matches where status = 'finished'")[0][0]
+    stored = query(url, "select count(*) from matches where status = 'finished'")[0][0]
     assert 1 <= stored < total
     # the cut match's job is back in the queue (none failed, none left 'doing')
-    jobs = dict(_query(url, "select status::text, count(*) from procrastinate_jobs "
+    jobs = dict(query(url, "select status::text, count(*) from procrastinate_jobs "
                             "group by 1"))
     assert jobs.get("succeeded", 0) == stored and jobs.get("todo", 0) == total - stored, jobs

@@ -38,9 +38,9 @@ from cfarena.server.tournament.sprt_test import (
 )
 from cfarena.server.tournament.worker import QueueWorker, WorkerOptions
 from tests.cli.helpers import CFARENA, run_json
-from tests.harness.postgres import PgCluster
+from tests.harness.postgres import PgCluster, query
 from tests.harness.slow_bots import slow_bot
-from tests.tournament.test_workers import _err, _out, _query, _start_worker, _stop, _wait
+from tests.tournament.test_workers import _err, _out, _start_worker, _stop, _wait
 
 # a big gap, bounds that decide in a few deal groups: 2 matches a group, batches of 2
 SPRT = ["smart", "random", "--players", "2", "--rule", "rounds=single", "--elo-model",
@@ -67,8 +67,8 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
         # kill one while it plays, once some matches are stored
         deadline = time.monotonic() + 90
         while True:
-            finished = _query(url, "select count(*) from matches where status = 'finished'")
-            doing = _query(url, "select count(*) from procrastinate_jobs "
+            finished = query(url, "select count(*) from matches where status = 'finished'")
+            doing = query(url, "select count(*) from procrastinate_jobs "
                                 "where status = 'doing'")
             if finished[0][0] >= 3 and doing[0][0] >= 1:
                 break
@@ -122,7 +122,7 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
                     assert m.reason == DECIDED
         assert db.get_tournament(tid).status.value == "finished"  # type: ignore[union-attr]
     # no job of the test is left waiting; the killed worker's match was played again
-    assert _query(url, "select count(*) from procrastinate_jobs "
+    assert query(url, "select count(*) from procrastinate_jobs "
                        "where status in ('todo', 'doing')") == [(0,)]
     assert played + run["played_now"] >= 1
     listed = run_json("sprt-tests", "--db", url, cwd=tmp_path, in_process=True)
@@ -184,8 +184,8 @@ def test_a_batch_counted_but_never_queued_gets_its_jobs_from_the_next_count(
     url = pg_cluster.create_database("sprt_lost_jobs")
     queued = run_json("sprt", *SPRT, "--queue-only", "--db", url, cwd=tmp_path, in_process=True)
     assert queued["queued"] == 4
-    _query(url, "delete from procrastinate_jobs returning id")  # never made it to the queue
-    assert _query(url, "select count(*) from procrastinate_jobs") == [(0,)]
+    query(url, "delete from procrastinate_jobs returning id")  # never made it to the queue
+    assert query(url, "select count(*) from procrastinate_jobs") == [(0,)]
     with open_database(url) as db:
         info = db.get_sprt_test(queued["test_id"])
         assert info is not None
@@ -197,7 +197,7 @@ def test_a_batch_counted_but_never_queued_gets_its_jobs_from_the_next_count(
                 await advance_queued(app, db, config, info.id)
 
         asyncio.run(count_again())
-    assert _query(url, "select count(*) from procrastinate_jobs where status = 'todo'") == [
+    assert query(url, "select count(*) from procrastinate_jobs where status = 'todo'") == [
         (4,)]
 
 
