@@ -99,7 +99,7 @@ def scenarios(port: int, mark: str, blob: Path) -> dict[str, Scenario]:
         # the same where the kernel does not count (no cgroups): the /proc watchdog alone
         evil("memory_pair.py", options=("--memory-mb", "256"), name="memory_pair_proc",
              env=(("CFARENA_CGROUPS", "off"),)),
-        evil("short_children.py", options=("--cpu-seconds", "2"), timeout_ms=120000),
+        evil("short_children.py", options=("--cpu-seconds", "1"), timeout_ms=120000),
         evil("descriptor_hog.py"),
         evil("output_flood.py"),
         evil("daemon.py", "--name", mark),
@@ -107,10 +107,10 @@ def scenarios(port: int, mark: str, blob: Path) -> dict[str, Scenario]:
         # more matches, for more MatchEnds to inspect: the referee does not always
         # deliver one before it stops the bot's process
         evil("rotation_spy.py", name="match_end", games=3),
-        # 2 s: four spinners reach it long before one reaches RLIMIT_CPU (7 s), and each
+        # 1 s: four spinners reach it long before one reaches RLIMIT_CPU (6 s), and each
         # match's bot burns no more than the limit (the suite's CPU)
-        evil("cpu_spinner.py", options=("--cpu-seconds", "2"), timeout_ms=120000),
-        evil("cpu_spinner.py", "--name", "orphans", options=("--cpu-seconds", "2"),
+        evil("cpu_spinner.py", options=("--cpu-seconds", "1"), timeout_ms=120000),
+        evil("cpu_spinner.py", "--name", "orphans", options=("--cpu-seconds", "1"),
              timeout_ms=120000, name="cpu_orphans"),
         # 5 deals x 2 rotations: the fork servers fork several children in turn (with 3,
         # the taint rule once gave every child a server of its own)

@@ -6,20 +6,20 @@ Each attack starts when the bot's match starts, in every process of the bot:
 - `bots/memory_hog.py` allocates 16 MiB blocks without end (`--memory-mb 256`);
 - `bots/output_flood.py` writes 4 GiB to stdout (the output limit is 16 MiB);
 - `bots/cpu_spinner.py` busy-loops in four children, so no single process
-  reaches RLIMIT_CPU first (`--cpu-seconds 2`; a 120 s move time, so only the
+  reaches RLIMIT_CPU first (`--cpu-seconds 1`; a 120 s move time, so only the
   CPU limit can stop it);
 - `bots/socket_hog.py` parks data in pipes and socket pairs nobody reads
   (kernel memory, in no resident set; `--memory-mb 64`);
 - `bots/memory_pair.py` runs two processes of 160 MiB each (`--memory-mb 256`),
   once with cgroups and once without (`CFARENA_CGROUPS=off`: the /proc watchdog);
 - `bots/short_children.py` burns CPU in 50 ms children reaped by the kernel
-  (SIGCHLD ignored; `--cpu-seconds 2`);
+  (SIGCHLD ignored; `--cpu-seconds 1`);
 - `bots/descriptor_hog.py` opens files, socket pairs and connections to the
   referee until it gets EMFILE (no fault: the referee must be unharmed).
 
 What must hold, per match: the bot's seat has exactly one fault, of kind
 "limit", whose detail names the limit ("process limit 32 reached", "memory
-limit 256 MiB exceeded", "output limit 16 MiB exceeded", "CPU time limit 2 s
+limit 256 MiB exceeded", "output limit 16 MiB exceeded", "CPU time limit 1 s
 exceeded"), and so does the exit line stored with its output; the seat
 forfeited and the match finished with the fallback for it. The fork bomb
 also sees fork fail (EAGAIN) at the limit. The flood's stored log (and its
@@ -92,7 +92,7 @@ def test_output_flood_hits_the_output_limit(arena: Arena) -> None:
 
 def test_cpu_spinner_hits_the_cpu_limit(arena: Arena) -> None:
     outcome = arena.outcome("cpu_spinner")
-    for seat in _limit_faults(outcome, "CPU time limit 2 s exceeded"):
+    for seat in _limit_faults(outcome, "CPU time limit 1 s exceeded"):
         assert seat.one("cpu")["spinners"] == 4
     assert_fair_run(outcome, arena)
 
@@ -102,7 +102,7 @@ def test_cpu_burnt_in_orphans_that_init_reaps_counts(arena: Arena) -> None:
     the bot) still count: init's reaped CPU is the bot's, also in a fork server's
     sandbox, where init and the fork server are otherwise not charged."""
     outcome = arena.outcome("cpu_orphans")
-    for seat in _limit_faults(outcome, "CPU time limit 2 s exceeded"):
+    for seat in _limit_faults(outcome, "CPU time limit 1 s exceeded"):
         assert seat.one("cpu")["orphans"] is True
     assert_fair_run(outcome, arena)
 
@@ -133,14 +133,14 @@ def test_the_memory_of_all_processes_counts_together(arena: Arena) -> None:
 
 def test_cpu_of_children_shorter_than_a_poll_counts_at_once(arena: Arena) -> None:
     """Children of 50 ms each, reaped by the kernel (SIGCHLD ignored): their CPU time
-    counts in full, and the limit (2 s) stops the bot within a second of reaching it."""
+    counts in full, and the limit (1 s) stops the bot within a second of reaching it."""
     outcome = arena.outcome("short_children")
-    for seat in _limit_faults(outcome, "CPU time limit 2 s exceeded"):
+    for seat in _limit_faults(outcome, "CPU time limit 1 s exceeded"):
         burnt = [p["seconds"] for p in seat.all("burnt")]
         assert burnt, seat.output_tail()
-        # the bot's own start-up CPU counts too: its children burnt less than 2 s of it
-        # by the time it was stopped, and certainly not a second more
-        assert 1.0 <= burnt[-1] <= 2 + 1.0, burnt[-5:]
+        # the bot's own start-up CPU counts too: its children burnt less than the 1 s
+        # (but at least half of it) by the time it was stopped, and not a second more
+        assert 0.5 <= burnt[-1] <= 1 + 1.0, burnt[-5:]
     assert_fair_run(outcome, arena)
 
 
