@@ -10,8 +10,8 @@ runs as an unprivileged user (`CFARENA_PG_USER`, default `nobody`) through
 `PgCluster.stop()` / `start()` take the server down and bring it back on the
 same port (for tests of a database that goes away). `PgCluster.with_template()`
 migrates a database once, which `create_database` then copies
-(`CREATE DATABASE ... TEMPLATE`). `query()` runs one statement on a test's database,
-polling over a connection it keeps until the test ends (`close_kept`).
+(`CREATE DATABASE ... TEMPLATE`). `query()` runs one statement on a test's database;
+its reads share a connection kept until the test ends (`close_kept`).
 """
 
 from __future__ import annotations
@@ -117,8 +117,10 @@ def query(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     A SELECT goes over one connection per database kept until the test ends
     (`close_kept`, an autouse fixture of tests/conftest.py), in autocommit: a test that
     polls every few milliseconds starts no server process per poll (~6 ms of CPU each).
-    If the server went away since (an outage under test), it is opened anew, once. Any
-    other statement gets a connection of its own, as before: a write is never sent twice."""
+    If the server went away since (an outage under test), it is opened anew and the
+    SELECT sent again: a SELECT given here must read only (no locks, no session
+    settings; it may run twice). Any other statement gets a connection of its own, as
+    before: a write is never sent twice."""
     import psycopg
 
     target = conninfo(url)

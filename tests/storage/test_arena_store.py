@@ -142,6 +142,10 @@ def test_decision_times_come_from_the_latest_matches_and_decode_no_older_log(
                            {"seat": 1, "turn_id": 1, "move": "draw", "ms": 10.0 + i}]}
         assert db.record_match(replace(result(key, [[0, 5]], [1, 2]), log=log,
                                        finished_at=start + timedelta(minutes=i)))
+    # the latest of all finished without a game log: no slot of the three goes to it
+    db.schedule_matches(None, [_plan("nolog", [alice, bob], ["1", "1"], seed=9)])
+    assert db.record_match(replace(result("nolog", [[0, 5]], [1, 2]), log=None,
+                                   finished_at=start + timedelta(minutes=9)))
     if db.engine.dialect.name == "sqlite":
         with db.engine.begin() as conn:
             conn.execute(text("UPDATE game_logs SET log = '{\"actions\": [' "

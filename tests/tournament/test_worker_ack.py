@@ -60,23 +60,23 @@ def _until(what: str, check: Callable[[], Any], proc: subprocess.Popen[str]) -> 
 def _blocked_by(url: str, locker: psycopg.Connection[Any]) -> list[tuple[int, str]]:
     """(pid, query) of the sessions waiting on a lock `locker` holds."""
     rows = query(url, "select pid, query from pg_stat_activity "
-                       "where %s = any(pg_blocking_pids(pid))", locker.info.backend_pid)
+                      "where %s = any(pg_blocking_pids(pid))", locker.info.backend_pid)
     return [(int(pid), str(statement)) for pid, statement in rows]
 
 
 def _job_status(url: str, job_id: int) -> str:
     return str(query(url, "select status::text from procrastinate_jobs where id = %s",
-                      job_id)[0][0])
+                     job_id)[0][0])
 
 
 def _stored(url: str, match_id: str) -> tuple[Any, ...]:
     """What the store wrote of a match: its status, result and finishing time, its game
     log's hash and its rating rows."""
     match = query(url, "select status, totals::text, ranks::text, finished_at from matches "
-                        "where id = %s", match_id)[0]
+                       "where id = %s", match_id)[0]
     logs = query(url, "select sha256 from game_logs where match_id = %s", match_id)
     ratings = query(url, "select bot_id, pool, elo_before, elo_after, created_at "
-                          "from rating_history where match_id = %s order by 1, 2", match_id)
+                         "from rating_history where match_id = %s order by 1, 2", match_id)
     return (*match, logs, ratings)
 
 
@@ -112,9 +112,9 @@ class Victim:
         time.sleep(ACK_GRACE_S)
         # the match it played (the first one started) and that match's job
         match_id = query(self.url, "select id from matches where status = 'running' "
-                                    "order by started_at limit 1")[0][0]
+                                   "order by started_at limit 1")[0][0]
         job_id = query(self.url, "select id from procrastinate_jobs "
-                                  "where args->>'match_id' = %s", match_id)[0][0]
+                                 "where args->>'match_id' = %s", match_id)[0][0]
         assert _job_status(self.url, job_id) == "doing", "acknowledged before it was stored"
         return int(job_id), str(match_id)
 
@@ -152,9 +152,9 @@ class Victim:
         per_match = query(self.url, "select match_id, count(*) from rating_history group by 1")
         assert len(per_match) == self.total and len({n for _, n in per_match}) == 1, per_match
         assert query(self.url, "select status::text, count(*) from procrastinate_jobs "
-                                "group by 1") == [("succeeded", self.total)]
+                               "group by 1") == [("succeeded", self.total)]
         assert query(self.url, "select attempts from procrastinate_jobs where id = %s",
-                      job_id)[0][0] >= 1  # retried
+                     job_id)[0][0] >= 1  # retried
 
 
 @pytest.fixture
@@ -173,7 +173,7 @@ def test_a_worker_killed_between_play_and_store_loses_nothing(victim: Victim) ->
     victim.kill()
     # the match was played but not stored: it is not finished, and its job not done
     assert query(victim.url, "select status from matches where id = %s",
-                  match_id) == [("running",)]
+                 match_id) == [("running",)]
     assert _job_status(victim.url, job_id) == "doing"
     done = victim.finish_with_another_worker()
     assert (done["played"], done["skipped"]) == (2, 0), done  # played again from its seed

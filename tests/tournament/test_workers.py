@@ -62,7 +62,7 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
 
 def _results(url: str, tournament_id: int) -> dict[str, tuple[Any, Any, Any]]:
     rows = query(url, "select key, status, totals, ranks from matches "
-                       "where tournament_id = %s", tournament_id)
+                      "where tournament_id = %s", tournament_id)
     return {key: (status, json.dumps(totals), json.dumps(ranks))
             for key, status, totals, ranks in rows}
 
@@ -95,7 +95,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     # the queue shows no deal: no seed of an unplayed match is in its jobs or locks
     seeds = {str(s) for (s,) in query(url, "select seed from matches")}
     jobs = query(url, "select args::text, coalesce(lock, ''), coalesce(queueing_lock, '') "
-                       "from procrastinate_jobs")
+                      "from procrastinate_jobs")
     assert len(jobs) == total
     assert not any(seed in " ".join(job) for seed in seeds for job in jobs)
 
@@ -138,7 +138,7 @@ def test_a_killed_worker_loses_nothing_and_results_match_one_worker(
     results = _results(url, tid)
     assert len(results) == total and {r[0] for r in results.values()} == {"finished"}
     per_match = query(url, "select m.id, count(g.match_id) from matches m left join "
-                            "game_logs g on g.match_id = m.id group by m.id")
+                           "game_logs g on g.match_id = m.id group by m.id")
     assert {n for _, n in per_match} == {1}
     # the rotations of a deal never overlapped in time, across workers (the deal lock)
     spans = query(url, "select key, started_at, finished_at from matches order by started_at")
@@ -192,7 +192,7 @@ def test_a_worker_that_loses_its_database_writes_nothing_half(
         own_pg.start()
         # nothing half-written: a match is finished with all its rows, or has none
         halves = query(url, "select m.id from matches m where (m.status = 'finished') <> "
-                             "exists (select 1 from game_logs g where g.match_id = m.id)")
+                            "exists (select 1 from game_logs g where g.match_id = m.id)")
         assert halves == []
         _wait([worker], 120)
     finally:
@@ -332,12 +332,12 @@ def test_a_worker_outlasts_a_connection_flood_and_stops_at_once_on_sigterm(
     assert "Traceback" not in err
     assert wait_no_processes(mark, tmp_path, timeout=5.0) == []
     faults = query(url, "select b.name, f.kind, f.detail from faults f join bots b on "
-                         "b.id = f.bot_id join matches m on m.id = f.match_id "
-                         "where m.status = 'finished'")
+                        "b.id = f.bot_id join matches m on m.id = f.match_id "
+                        "where m.status = 'finished'")
     assert faults and set(faults) == {("evil", "limit", "connection limit 8 reached")}
     stored = query(url, "select count(*) from matches where status = 'finished'")[0][0]
     assert 1 <= stored < total
     # the cut match's job is back in the queue (none failed, none left 'doing')
     jobs = dict(query(url, "select status::text, count(*) from procrastinate_jobs "
-                            "group by 1"))
+                           "group by 1"))
     assert jobs.get("succeeded", 0) == stored and jobs.get("todo", 0) == total - stored, jobs

@@ -69,7 +69,7 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
         while True:
             finished = query(url, "select count(*) from matches where status = 'finished'")
             doing = query(url, "select count(*) from procrastinate_jobs "
-                                "where status = 'doing'")
+                               "where status = 'doing'")
             if finished[0][0] >= 3 and doing[0][0] >= 1:
                 break
             assert time.monotonic() < deadline, "the workers never got going"
@@ -123,7 +123,7 @@ def test_two_workers_play_a_bot_test_to_its_verdict_and_stop_there(
         assert db.get_tournament(tid).status.value == "finished"  # type: ignore[union-attr]
     # no job of the test is left waiting; the killed worker's match was played again
     assert query(url, "select count(*) from procrastinate_jobs "
-                       "where status in ('todo', 'doing')") == [(0,)]
+                      "where status in ('todo', 'doing')") == [(0,)]
     assert played + run["played_now"] >= 1
     listed = run_json("sprt-tests", "--db", url, cwd=tmp_path, in_process=True)
     assert [(t["verdict"], t["state"]) for t in listed] == [("H1", "finished")]  # type: ignore[index]

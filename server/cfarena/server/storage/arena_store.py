@@ -219,23 +219,24 @@ class ArenaStore(Sessions):
 
     def decision_times(self, name: str, matches: int = 200) -> dict[str, list[float]]:
         """Per version, bot `name`'s answer times in ms (as the referee measured them,
-        from the stored game logs of its latest `matches` finished matches).
+        from the stored game logs of its latest `matches` finished matches that have one).
 
         Only each log's actions are read, one log at a time: decoding whole logs, all
         of them at once, took ~0.4 MB per full-length match, and the web's threads
         kept that peak (their allocator's), which grew with every match played. And
-        only the logs of those matches: the latest are chosen first, by their ids (a
-        sort by finishing time of the bot's matches, not of their logs), so the actions
-        of older matches are never taken out of their logs (SQLite took them out of
-        every one of the bot's logs before its sort kept the latest: 70 ms a page at
-        2,400 matches a bot, and a sort's memory that grew with them)."""
+        only the logs of those matches: the latest are chosen first (by finishing time,
+        from the bot's seats and the matches' rows), and their logs read after. Taking
+        the actions out of the logs in the same query as the sort by time took them
+        out of every one of the bot's logs (SQLite did; 70 ms a page at 2,400 matches
+        a bot, and a sort's memory that grew with them)."""
         with self._session() as s:
             bot = bot_named(s, name)
             latest = (select(Match.id)
+                      .join(GameLog, GameLog.match_id == Match.id)
                       .where(Match.id.in_(select(MatchSeat.match_id)
                                           .where(MatchSeat.bot_id == bot.id)),
                              Match.status == MatchStatus.FINISHED.value)
-                      .order_by(Match.finished_at.desc()).limit(matches))
+                      .order_by(Match.finished_at.desc(), Match.id.desc()).limit(matches))
             rows = s.execute(
                 select(MatchSeat.seat, MatchSeat.bot_version, GameLog.log["actions"])
                 .join(GameLog, GameLog.match_id == MatchSeat.match_id)
