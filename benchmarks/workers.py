@@ -57,8 +57,9 @@ def _database(cluster: Any, name: str) -> str:
     if isinstance(cluster, str):
         import psycopg
 
-        base = cluster.replace("postgresql+psycopg://", "postgresql://")
-        with psycopg.connect(base, autocommit=True) as conn:
+        from tests.harness.postgres import conninfo
+
+        with psycopg.connect(conninfo(cluster), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"'.encode())
             conn.execute(f'CREATE DATABASE "{name}"'.encode())
         return cluster.rsplit("/", 1)[0] + f"/{name}"
@@ -78,7 +79,9 @@ def _run(args: list[str], cwd: Path) -> dict[str, Any]:
 def _span(url: str) -> float:
     import psycopg
 
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+    from tests.harness.postgres import conninfo
+
+    with psycopg.connect(conninfo(url)) as conn:
         row = conn.execute(b"select extract(epoch from max(finished_at) - min(started_at)) "
                            b"from matches where status = 'finished'").fetchone()
     return float(row[0]) if row and row[0] is not None else 0.0

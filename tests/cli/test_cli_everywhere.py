@@ -20,7 +20,7 @@ from cfarena.match.record import Fault, FaultKind
 from cfarena.server.replay import simulate_log
 from cfarena.server.storage import MatchPlan, StoredMatch, hash_token, open_database
 from tests.harness.ports import free_port
-from tests.harness.postgres import PgCluster
+from tests.harness.postgres import PgCluster, query
 
 from .helpers import CFARENA, copy_played, run_in_process, run_json
 
@@ -224,13 +224,8 @@ def test_pasted_postgres_urls_work_against_a_real_server(pg_cluster: PgCluster,
     error = one_line_error(run_in_process("matches", "--db", f"postgresql://{bare}",
                                           cwd=tmp_path))
     assert error.startswith("error: no cfarena database at postgresql+psycopg://")
-    import psycopg
-
-    conninfo = f"host={pg_cluster.host} port={pg_cluster.port} user=postgres dbname=bare"
-    with psycopg.connect(conninfo) as conn:
-        tables = conn.execute("select count(*) from pg_tables where schemaname = 'public'"
-                              ).fetchone()
-    assert tables == (0,)
+    assert query(pg_cluster.url("bare"),
+                 "select count(*) from pg_tables where schemaname = 'public'") == [(0,)]
 
 
 # ------------------------------------------------------------- seeds as strings

@@ -86,8 +86,7 @@ class PgCluster:
         import psycopg
 
         source = f' TEMPLATE "{self.template}"' if self.template and not empty else ""
-        conninfo = f"host={self.host} port={self.port} user={SUPERUSER} dbname=postgres"
-        with psycopg.connect(conninfo, autocommit=True) as conn:
+        with psycopg.connect(conninfo(self.url()), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"{source}'.encode())
         return self.url(name)
 

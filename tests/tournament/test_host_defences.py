@@ -267,4 +267,3 @@ def test_a_match_of_an_earlier_phase_played_again_is_played_after_a_reset(
         host.release()
     assert pool.calls == ["all", "restart"] * 2
     assert knob.read_text() == "3" and player.phase == replayed
-
