@@ -127,3 +127,29 @@ def test_verify_names_each_unreadable_file_and_counts_it(place: Path,
         assert reason in line, line
     assert lines[-1] == "1 of 5 log(s) genuine (4 could not be read)"
     assert os.path.exists(place / "good.json")
+
+
+@pytest.mark.parametrize(("argv", "value", "message"), [
+    (["run-tournament", "--bot", "montecarlo", "--bot", "random"], "fast",
+     "--bot montecarlo: CFARENA_MC_BUDGET_MS must be a number of milliseconds, got 'fast' "
+     "(in your environment)"),
+    (["run-tournament"], "-1", "--bot montecarlo: CFARENA_MC_BUDGET_MS must be >= 0"),
+    (["run-tournament", "--bot", "montecarlo", "--bot", "random"], "nan", "must be >= 0"),
+    (["sprt", "montecarlo", "greedy"], "x", "NEW montecarlo: CFARENA_MC_BUDGET_MS must be"),
+])
+def test_a_bundled_bot_s_bad_setting_is_refused_before_anything_is_written(
+        place: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], value: str,
+        message: str) -> None:
+    """A setting the bundled bot would refuse is the organiser's error, said at once: it
+    never becomes a bot that crashes in its matches."""
+    monkeypatch.chdir(place)
+    db = place / "cfarena.db"
+    before = db.read_bytes()
+    result = CliRunner().invoke(app, argv, env={
+        "COLUMNS": "400", "CFARENA_DB": f"sqlite:///{db}", "CFARENA_MC_BUDGET_MS": value})
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert message in lines[0], lines[0]
+    assert db.read_bytes() == before

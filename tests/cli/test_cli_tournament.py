@@ -35,7 +35,10 @@ def _expected_matches(bots: int, players: int, games: int) -> int:
 @pytest.mark.long
 def test_default_run_with_no_arguments(tmp_path: Path) -> None:
     mark = marker()
-    result = run_cli("run-tournament", cwd=tmp_path, env={"CFARENA_TEST_MARK": mark})
+    # montecarlo's budget, from the organiser's environment: 2 ms a decision, not 50
+    # (at 50 its search kept both cores busy for the run's 20 s)
+    result = run_cli("run-tournament", cwd=tmp_path,
+                     env={"CFARENA_TEST_MARK": mark, "CFARENA_MC_BUDGET_MS": "2"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "cfarena.db").exists()
     for bot in ("random", "greedy", "smart", "montecarlo"):
@@ -48,6 +51,20 @@ def test_default_run_with_no_arguments(tmp_path: Path) -> None:
         rows = db.execute("select status, count(*) from matches group by status").fetchall()
         logs = db.execute("select count(*) from game_logs").fetchone()[0]
     assert rows == [("finished", 8)] and logs == 8
+    # the budget reached the bundled montecarlo's sandboxed processes and is part of the
+    # tournament: at 50 ms, over two thirds of its answers took 40 ms or more
+    with sqlite3.connect(tmp_path / "cfarena.db") as db:
+        config = json.loads(db.execute("select config from tournaments").fetchone()[0])
+        answers = [ms for (ms,) in db.execute(
+            "select json_extract(a.value, '$.ms') from game_logs g, "
+            "json_each(json_extract(g.log, '$.actions')) a "
+            "where json_extract(a.value, '$.ms') is not null "
+            "and json_extract(a.value, '$.seat') = (select key from "
+            "json_each(json_extract(g.log, '$.seats')) where value = 'montecarlo')")]
+    assert [b.get("settings") for b in config["bots"]] == [
+        None, None, None, {"CFARENA_MC_BUDGET_MS": "2"}]
+    assert len(answers) > 100 and sum(ms < 40 for ms in answers) >= 0.8 * len(answers), \
+        sorted(answers)[len(answers) // 2]
 
 
 _SMALL = [(2, ["random", "greedy", "smart"]), (4, ["random", "greedy", "smart", "random2"])]

@@ -52,8 +52,10 @@ RUN_TIMEOUT = 240.0
 # secrets in the organiser's environment (scenario "environment"): no bot may see them
 ORGANISER_CANARY = f"canary-{secrets.token_hex(8)}"
 DB_PASSWORD = f"SECRET{secrets.token_hex(8)}"
+# (a bundled bot's setting too: it reaches only that bundled bot, never these)
 ORGANISER_ENV = (("CFARENA_TEST_CANARY", ORGANISER_CANARY),
-                 ("CFARENA_DB", f"postgresql://u:{DB_PASSWORD}@db.invalid:5432/cfarena"))
+                 ("CFARENA_DB", f"postgresql://u:{DB_PASSWORD}@db.invalid:5432/cfarena"),
+                 ("CFARENA_MC_BUDGET_MS", "7"))
 
 
 def bot(name: str, file: str, *args: str) -> str:

@@ -1,7 +1,8 @@
 """A bot reads its environment: it must hold the allow-list and nothing of the organiser's.
 
-The organiser runs the tournament with a canary variable and a `CFARENA_DB`
-carrying a password in its environment. `bots/env_report.py` prints, at start
+The organiser runs the tournament with a canary variable, a `CFARENA_DB`
+carrying a password and a setting of the bundled montecarlo (which only that
+bundled bot is given) in its environment. `bots/env_report.py` prints, at start
 and once its match has begun, every key and value (its own credential hashed)
 of `os.environ` and of `/proc/self/environ`, twice over: as a forked SDK bot
 (`python -m cfarena.sdk run`, its fork server's start environment in

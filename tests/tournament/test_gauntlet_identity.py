@@ -190,3 +190,19 @@ def test_a_worker_whose_copy_of_a_bot_file_differs_refuses_to_play_it(
         "was created with: copy the same files here")
     Path("mine.py").unlink()
     assert "bot mine (mine.py)" in (local_files_problem(stored) or "")
+
+
+def test_a_bundled_bot_s_settings_are_part_of_the_identity_and_read_back() -> None:
+    """A budget given to the bundled montecarlo is stored with the tournament: another
+    budget is another tournament, and a resume or a worker reads the same one back."""
+    def config(*settings: tuple[str, str]) -> TournamentConfig:
+        return TournamentConfig(bots=(BotSpec("greedy"), BotSpec("montecarlo",
+                                                                   settings=settings)),
+                                rules=Rules.preset("standard"), players=2)
+    plain, fast = config(), config(("CFARENA_MC_BUDGET_MS", "2"))
+    assert all("settings" not in b for b in plain.to_json()["bots"])  # older identities
+    assert fast.to_json()["bots"][1]["settings"] == {"CFARENA_MC_BUDGET_MS": "2"}
+    assert len({config_hash(c.to_json()) for c in
+                (plain, fast, config(("CFARENA_MC_BUDGET_MS", "3")))}) == 3
+    again, launch = stored_config({**fast.to_json(), "seed": 1, "seed_fixed": False})
+    assert again.bots == fast.bots and again.to_json(launch) == fast.to_json()

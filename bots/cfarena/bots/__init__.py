@@ -5,6 +5,12 @@
 the bot processes it starts and the benchmarks all derive from it. Importing
 this package imports no bot: `make_bot` loads one when asked.
 
+A bundled bot's `settings` are the variables of the organiser's environment it
+reads (montecarlo's thinking budget). A tournament takes their values when it
+is created and gives them to that bot's processes, and to no other bot's (a bot's
+environment is otherwise an allow-list); the bot's module checks them first
+(`settings_problem`).
+
 - random (`cfarena.bots.random_bot.RandomBot`): a uniformly random legal move, seeded per match.
 - greedy (`cfarena.bots.greedy.GreedyBot`): the heaviest playable tile first.
 - smart (`cfarena.bots.smart.SmartBot`): the best move by a hand-tuned heuristic.
@@ -14,7 +20,7 @@ this package imports no bot: `make_bot` loads one when asked.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -30,6 +36,9 @@ class BundledBot:
     name: str
     module: str
     class_name: str
+    # variables of the organiser's environment the bot reads; its module then defines
+    # `settings_problem(values: Mapping[str, str]) -> str | None`
+    settings: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -43,7 +52,8 @@ BUNDLED: Mapping[str, BundledBot] = MappingProxyType({
         BundledBot("random", "cfarena.bots.random_bot", "RandomBot"),
         BundledBot("greedy", "cfarena.bots.greedy", "GreedyBot"),
         BundledBot("smart", "cfarena.bots.smart", "SmartBot"),
-        BundledBot("montecarlo", "cfarena.bots.montecarlo", "MonteCarloBot"),
+        BundledBot("montecarlo", "cfarena.bots.montecarlo", "MonteCarloBot",
+                   settings=("CFARENA_MC_BUDGET_MS",)),
     )
 })
 
@@ -62,4 +72,15 @@ def make_bot(name: str) -> Bot:
     return cls()
 
 
-__all__ = ["BUNDLED", "BundledBot", "bundled_names", "make_bot"]
+def settings_problem(name: str, values: Mapping[str, str]) -> str | None:
+    """Why the bundled bot `name` cannot run with `values` of its settings (one line), or
+    None. Its module is loaded only if a setting is given."""
+    bot = BUNDLED[name]
+    if not values or not bot.settings:
+        return None
+    module = importlib.import_module(bot.module)
+    check: Callable[[Mapping[str, str]], str | None] = module.settings_problem
+    return check(values)
+
+
+__all__ = ["BUNDLED", "BundledBot", "bundled_names", "make_bot", "settings_problem"]

@@ -27,9 +27,10 @@ For each decision with more than one legal move:
    is answered at once.
 
 The budget is the constructor's `budget_ms`, else the environment variable
-`CFARENA_MC_BUDGET_MS`, else 50 ms. Each decision's random generator is seeded
-from (match id, seat, event count), so a decision is reproducible whenever it
-ends on `max_samples` rather than on the clock.
+`CFARENA_MC_BUDGET_MS`, else 50 ms (`cfarena run-tournament` gives the bundled
+montecarlo the organiser's value: the registry's `settings`). Each decision's
+random generator is seeded from (match id, seat, event count), so a decision is
+reproducible whenever it ends on `max_samples` rather than on the clock.
 
     python -m cfarena.sdk run cfarena.bots.montecarlo --token T
     CFARENA_MC_BUDGET_MS=200 python -m cfarena.bots.montecarlo --token T
@@ -40,7 +41,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from cfarena.bots._features import match_seed
 from cfarena.bots.smart import SmartPolicy
@@ -65,17 +66,31 @@ SAFETY_MS = 25.0
 SAFETY_SHARE = 0.1
 
 
-def _budget_from_env() -> float:
-    text = os.environ.get(BUDGET_ENV, "").strip()
+def _budget_from(values: Mapping[str, str]) -> float:
+    """The budget that `values` (an environment) give: ValueError if not a number >= 0."""
+    text = values.get(BUDGET_ENV, "").strip()
     if not text:
         return DEFAULT_BUDGET_MS
     try:
         value = float(text)
     except ValueError:
         raise ValueError(f"{BUDGET_ENV} must be a number of milliseconds, got {text!r}") from None
-    if value < 0:
+    if not value >= 0:  # NaN too
         raise ValueError(f"{BUDGET_ENV} must be >= 0, got {text!r}")
     return value
+
+
+def _budget_from_env() -> float:
+    return _budget_from(os.environ)
+
+
+def settings_problem(values: Mapping[str, str]) -> str | None:
+    """Why the organiser's settings `values` cannot be used (the registry's check)."""
+    try:
+        _budget_from(values)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def rollout_move(state: MatchState, moves: Sequence[Move]) -> Move:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
@@ -25,7 +26,7 @@ from rich.table import Table
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from cfarena.bots import BUNDLED, bundled_names
+from cfarena.bots import BUNDLED, bundled_names, settings_problem
 from cfarena.server.bot_names import bot_name_problem
 from cfarena.server.cli.common import (
     DbOption,
@@ -78,10 +79,22 @@ def parse_bot(spec: str, option: str = "--bot") -> BotSpec:
     if not sep and name not in BUNDLED:
         fail(f"{option} {name}: no bundled bot of that name (bundled: {bundled_names()}); "
              f"use NAME=COMMAND for your own")
+    settings = () if sep else bundled_settings(name)
+    problem = settings_problem(name, dict(settings)) if settings else None
+    if problem is not None:
+        fail(f"{option} {name}: {problem} (in your environment)")
     try:
-        return BotSpec(name, command.strip() if sep else None).hashed()
+        return BotSpec(name, command.strip() if sep else None, settings=settings).hashed()
     except OSError as exc:
         fail(f"{option} {name}: cannot read {exc.filename}: {exc.strerror}")
+
+
+def bundled_settings(name: str) -> tuple[tuple[str, str], ...]:
+    """The settings of the bundled bot `name` that the organiser's environment gives
+    (`BundledBot.settings`; blank ones are not given), sorted."""
+    return tuple(sorted((variable, os.environ[variable].strip())
+                        for variable in BUNDLED[name].settings
+                        if os.environ.get(variable, "").strip()))
 
 
 def check_sandbox(no_sandbox: bool) -> None:

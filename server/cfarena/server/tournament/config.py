@@ -31,11 +31,15 @@ class TournamentError(Exception):
 @dataclass(frozen=True, slots=True)
 class BotSpec:
     """A participant: a bundled bot (`command` None) or a shell command, with the
-    SHA-256 of the files it runs (`bot_files`; part of the tournament's identity)."""
+    SHA-256 of the files it runs (`bot_files`) and a bundled bot's settings (both part
+    of the tournament's identity)."""
 
     name: str
     command: str | None = None
     files: tuple[tuple[str, str], ...] = ()  # (file as named, its SHA-256 hex)
+    # a bundled bot's settings (`BundledBot.settings`: variable, value), sorted: given to
+    # its processes' environment, and to no other bot's
+    settings: tuple[tuple[str, str], ...] = ()
 
     @property
     def bundled(self) -> bool:
@@ -114,7 +118,9 @@ class TournamentConfig:
         identity: dict[str, Any] = {
             "sandbox": sandbox if launch.sandbox else None,
             "bots": [{"name": b.name, "command": b.describe(),
-                      **({"files": dict(b.files)} if files and b.files else {})}
+                      **({"files": dict(b.files)} if files and b.files else {}),
+                      # absent when none: the identity of older tournaments
+                      **({"settings": dict(b.settings)} if b.settings else {})}
                      for b in self.bots],
             "rules": self.rules.to_options(),
             "players": self.players,

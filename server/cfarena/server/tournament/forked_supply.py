@@ -218,7 +218,7 @@ class ForkedSupply:
         playing = processes.deals(name)
         server.tainted |= playing  # its child lives while these are played
         self.clean.discard(server)  # stopped at the next phase change (`new_phase`)
-        process = await server.fork(f"{name}#{number}", plan.args, self.maker.env(token))
+        process = await server.fork(f"{name}#{number}", plan.args, self.maker.env(name, token))
         warm = WarmBot(name, process, seat_pass, server=server,
                        tainted=set(server.tainted) | playing)
         processes.add(warm)

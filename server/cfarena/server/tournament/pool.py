@@ -62,14 +62,16 @@ class BotPool:
     def __init__(self, server: RefereeServer, launch: Launch,
                  commands: Mapping[str, str | None], warm: Mapping[str, int],
                  demand: Mapping[str, int], watch: LimitWatch | None = None,
-                 phase_seats: Mapping[int, Mapping[str, int]] | None = None) -> None:
+                 phase_seats: Mapping[int, Mapping[str, int]] | None = None,
+                 settings: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.server = server
         self.launch = launch
         self.warm = dict(warm)
         # what each phase can still use: no process is started ahead that cannot be
         self.seats = PhaseSeats(phase_seats, self.warm)
         self.maker = ProcessMaker(server, commands, sandbox=launch.sandbox,
-                                  limits=launch.limits, cwd=launch.cwd, binds=launch.binds)
+                                  limits=launch.limits, cwd=launch.cwd, binds=launch.binds,
+                                  settings=settings)
         self.processes = WarmProcesses(server, watch or LimitWatch(), launch.connect_timeout,
                                        demand)
         self.failures = StartFailures(commands, server.lag)

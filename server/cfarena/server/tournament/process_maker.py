@@ -48,13 +48,16 @@ def bot_argv(name: str, command: str | None) -> list[str]:
 
 class ProcessMaker:
     """Makes (does not start) the processes of a pool's bots, which connect to
-    `server`: `commands` maps each bot to its command line (None: a bundled bot)."""
+    `server`: `commands` maps each bot to its command line (None: a bundled bot),
+    `settings` a bundled bot to its settings (`BotSpec.settings`)."""
 
     def __init__(self, server: RefereeServer, commands: Mapping[str, str | None], *,
                  sandbox: bool, limits: SandboxLimits, cwd: Path,
-                 binds: tuple[Path, ...]) -> None:
+                 binds: tuple[Path, ...],
+                 settings: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.server = server
         self.commands = dict(commands)
+        self.settings = {name: dict(values) for name, values in (settings or {}).items()}
         self.sandbox = sandbox
         self.limits = limits
         self.cwd = cwd
@@ -72,9 +75,11 @@ class ProcessMaker:
             shlex.split(self.commands[name] or "")
         return [*python_paths(), *command_paths(shown, self.cwd), *self.extra_binds]
 
-    def env(self, token: str) -> dict[str, str]:
-        """A bot process's whole environment (an allow-list, nothing of the referee's)."""
+    def env(self, name: str, token: str) -> dict[str, str]:
+        """The whole environment of a process of `name`: an allow-list, nothing of the
+        referee's but a bundled bot's own settings."""
         env = {
+            **self.settings.get(name, {}),
             "CFARENA_CAPACITY": "1",
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": "/tmp" if self.sandbox else os.environ.get("HOME", "/tmp"),
@@ -91,7 +96,7 @@ class ProcessMaker:
         """A fresh process of `name` (in its own sandbox unless the pool has none),
         which connects with `token`."""
         return BotProcess(
-            label, bot_argv(name, self.commands[name]), self.env(token),
+            label, bot_argv(name, self.commands[name]), self.env(name, token),
             socket=self.server.unix_socket, binds=self.binds(name) if self.sandbox else [],
             limits=self.limits, sandbox=self.sandbox, workdir=self.cwd,
         )
@@ -100,6 +105,6 @@ class ProcessMaker:
                     watch: LimitWatch) -> ForkServer:
         """A fork server of `name` in its sandbox, which runs `plan`."""
         return ForkServer(
-            name, label, self.env(""), watch, plan.preload,
+            name, label, self.env(name, ""), watch, plan.preload,
             arena_socket=self.server.unix_socket, binds=self.binds(name),
             limits=self.limits, workdir=self.cwd)

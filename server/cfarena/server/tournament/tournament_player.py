@@ -85,6 +85,7 @@ class TournamentPlayer:
         need = seats_needed(seatings)
         self.pool = BotPool(
             self.server, self.launch, {b.name: b.command for b in config.bots},
+            settings={b.name: dict(b.settings) for b in config.bots if b.settings},
             warm={b.name: need.get(b.name, 1) * self.concurrency for b in config.bots},
             demand=needed_processes([list(s) for s in seatings]),
             phase_seats=None if phases is None else seats_by_phase(seatings, phases),
@@ -238,7 +239,9 @@ def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
     try:
         bots = tuple(
             BotSpec(b["name"], None if str(b["command"]) == f"bundled:{b['name']}"
-                    else str(b["command"]), tuple(sorted(dict(b.get("files") or {}).items())))
+                    else str(b["command"]), tuple(sorted(dict(b.get("files") or {}).items())),
+                    tuple(sorted((str(k), str(v))
+                                 for k, v in dict(b.get("settings") or {}).items())))
             for b in stored["bots"])
         tc = stored["time_control"]
         config = TournamentConfig(
