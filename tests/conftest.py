@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from cfarena.bots import BUNDLED
 from cfarena.server.sandbox.host_reset import OFF_ENV as HOST_RESET_ENV
 from tests.browser import browser, page  # noqa: F401  (fixtures: headless Chromium)
 from tests.harness.postgres import PgCluster, close_kept, postgres_cluster
@@ -49,6 +50,10 @@ settings.register_profile("cfarena", deadline=None)
 settings.load_profile("cfarena")
 
 os.environ.setdefault(HOST_RESET_ENV, "off")  # see the module docstring
+# a bundled bot's setting exported in a developer's shell would reach the bundled bots
+# of every tournament the tests play (and their identities): tests that want one set it
+for _variable in (v for bot in BUNDLED.values() for v in bot.settings):
+    os.environ.pop(_variable, None)
 
 _databases = itertools.count()
 TESTS = Path(__file__).resolve().parent

@@ -131,11 +131,13 @@ def test_verify_names_each_unreadable_file_and_counts_it(place: Path,
 
 @pytest.mark.parametrize(("argv", "value", "message"), [
     (["run-tournament", "--bot", "montecarlo", "--bot", "random"], "fast",
-     "--bot montecarlo: CFARENA_MC_BUDGET_MS must be a number of milliseconds, got 'fast' "
-     "(in your environment)"),
-    (["run-tournament"], "-1", "--bot montecarlo: CFARENA_MC_BUDGET_MS must be >= 0"),
-    (["run-tournament", "--bot", "montecarlo", "--bot", "random"], "nan", "must be >= 0"),
-    (["sprt", "montecarlo", "greedy"], "x", "NEW montecarlo: CFARENA_MC_BUDGET_MS must be"),
+     "bundled bot montecarlo: CFARENA_MC_BUDGET_MS must be a number of milliseconds, got "
+     "'fast' (in your environment)"),
+    (["run-tournament"], "-1",
+     "bundled bot montecarlo: CFARENA_MC_BUDGET_MS must be a finite number >= 0"),
+    (["run-tournament", "--bot", "montecarlo", "--bot", "random"], "nan", "finite number"),
+    (["run-tournament", "--bot", "montecarlo", "--bot", "random"], "inf", "finite number"),
+    (["sprt", "montecarlo", "greedy"], "x", "bundled bot montecarlo: CFARENA_MC_BUDGET_MS"),
 ])
 def test_a_bundled_bot_s_bad_setting_is_refused_before_anything_is_written(
         place: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], value: str,

@@ -75,10 +75,9 @@ def make_bot(name: str) -> Bot:
 def settings_problem(name: str, values: Mapping[str, str]) -> str | None:
     """Why the bundled bot `name` cannot run with `values` of its settings (one line), or
     None. Its module is loaded only if a setting is given."""
-    bot = BUNDLED[name]
-    if not values or not bot.settings:
+    if not values:
         return None
-    module = importlib.import_module(bot.module)
+    module = importlib.import_module(BUNDLED[name].module)
     check: Callable[[Mapping[str, str]], str | None] = module.settings_problem
     return check(values)
 

@@ -38,6 +38,7 @@ reproducible whenever it ends on `max_samples` rather than on the clock.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import time
@@ -75,8 +76,8 @@ def _budget_from(values: Mapping[str, str]) -> float:
         value = float(text)
     except ValueError:
         raise ValueError(f"{BUDGET_ENV} must be a number of milliseconds, got {text!r}") from None
-    if not value >= 0:  # NaN too
-        raise ValueError(f"{BUDGET_ENV} must be >= 0, got {text!r}")
+    if not 0 <= value < math.inf:  # NaN too
+        raise ValueError(f"{BUDGET_ENV} must be a finite number >= 0, got {text!r}")
     return value
 
 

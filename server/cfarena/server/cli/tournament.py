@@ -80,9 +80,9 @@ def parse_bot(spec: str, option: str = "--bot") -> BotSpec:
         fail(f"{option} {name}: no bundled bot of that name (bundled: {bundled_names()}); "
              f"use NAME=COMMAND for your own")
     settings = () if sep else bundled_settings(name)
-    problem = settings_problem(name, dict(settings)) if settings else None
+    problem = settings_problem(name, dict(settings))
     if problem is not None:
-        fail(f"{option} {name}: {problem} (in your environment)")
+        fail(f"bundled bot {name}: {problem} (in your environment)")
     try:
         return BotSpec(name, command.strip() if sep else None, settings=settings).hashed()
     except OSError as exc:

@@ -41,6 +41,14 @@ class BotSpec:
     # its processes' environment, and to no other bot's
     settings: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.settings:
+            allowed = BUNDLED[self.name].settings if self.bundled and self.name in BUNDLED \
+                else ()
+            unknown = sorted({key for key, _ in self.settings} - set(allowed))
+            if unknown:  # (a stored tournament written by hand, say)
+                raise ValueError(f"bot {self.name} has no setting {unknown[0]}")
+
     @property
     def bundled(self) -> bool:
         return self.command is None

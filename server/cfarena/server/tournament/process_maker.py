@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
+from cfarena.bots import BUNDLED
 from cfarena.server.bundled_bots import bundled_command
 from cfarena.server.referee import RefereeServer
 from cfarena.server.sandbox import (
@@ -57,7 +58,11 @@ class ProcessMaker:
                  settings: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self.server = server
         self.commands = dict(commands)
-        self.settings = {name: dict(values) for name, values in (settings or {}).items()}
+        # only what a bundled bot declares (`BundledBot.settings`), whatever was stored
+        self.settings = {
+            name: {key: value for key, value in values.items()
+                   if self.commands.get(name, "") is None and key in BUNDLED[name].settings}
+            for name, values in (settings or {}).items()}
         self.sandbox = sandbox
         self.limits = limits
         self.cwd = cwd

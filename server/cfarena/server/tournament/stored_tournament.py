@@ -6,14 +6,15 @@ which holds the SHA-256 of the files its bots run: after a bot's file changes, t
 same command plays a new tournament, and `files_note` says which bot's files changed.
 A tournament stored before files were hashed has the identity without them: the same
 command resumes it while it is unfinished; once finished it is not reported again
-(what its bots ran is unknown), a new one is played.
+(what its bots ran is unknown), a new one is played. A bundled bot's settings (from the
+organiser's environment) are part of the identity too: `files_note` says which changed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cfarena.engine import Rules
 from cfarena.server.storage import (
@@ -98,9 +99,11 @@ def find_tournament(config: TournamentConfig, db: Database, resume_id: int | Non
     if existing.config_hash not in (identity, legacy):
         changed = _changed_bots(existing, config) \
             if existing.config.get(_WITHOUT_FILES) == legacy else None
+        settings = _changed_settings(existing, config, launch)
         raise TournamentError(
             f"tournament {resume_id} was run with a different configuration"
             + (f" (the files of {changed} changed)" if changed else "")
+            + (f" ({settings}: set it as then)" if settings else "")
             + "; resume it with the same options (see `cfarena tournaments`)")
     return existing
 
@@ -113,6 +116,10 @@ def files_note(config: TournamentConfig, db: Database, launch: Launch) -> str | 
         return None
     legacy = config_hash(config.to_json(launch, files=False))
     for t in reversed(db.list_tournaments()):
+        settings = _changed_settings(t, config, launch)
+        if settings:
+            return (f"{settings} since tournament #{t.id}: a new tournament starts "
+                    f"(`--resume {t.id}` is refused)")
         if t.config.get(_WITHOUT_FILES) == legacy:
             return (f"the files of {_changed_bots(t, config)} changed since tournament "
                     f"#{t.id}: a new tournament starts (`--resume {t.id}` is refused)")
@@ -132,6 +139,26 @@ def _changed_bots(stored: TournamentInfo, config: TournamentConfig) -> str:
             names = sorted(n for n in {*old, *new} if old.get(n) != new.get(n))
             changed.append(f"bot {bot.name} ({', '.join(names)})")
     return ", ".join(changed) or "its bots"
+
+
+def _changed_settings(stored: TournamentInfo, config: TournamentConfig,
+                      launch: Launch) -> str | None:
+    """"montecarlo's CFARENA_MC_BUDGET_MS changed (200 -> unset)" when `stored` is this
+    tournament but for its bundled bots' settings (`BotSpec.settings`, which come from
+    the organiser's environment); None otherwise."""
+    before = {str(b.get("name")): tuple(sorted(dict(b.get("settings") or {}).items()))
+              for b in stored.config.get("bots", []) if isinstance(b, dict)}
+    then = replace(config, bots=tuple(replace(b, settings=before.get(b.name, ()))
+                                      for b in config.bots))
+    if then == config or config_hash(then.to_json(launch)) != stored.config_hash:
+        return None
+    changes = []
+    for bot, old in zip(config.bots, then.bots, strict=True):
+        was, now = dict(old.settings), dict(bot.settings)
+        changes += [f"{bot.name}'s {key} changed ({was.get(key, 'unset')} -> "
+                    f"{now.get(key, 'unset')})"
+                    for key in sorted({*was, *now}) if was.get(key) != now.get(key)]
+    return ", ".join(changes)
 
 
 def local_files_problem(config: TournamentConfig) -> str | None:
