@@ -255,7 +255,7 @@ class Spectator:
                 self.errors.append(f"{path}: HTTP {resp.status}")
                 return
             kind, data = "message", []
-            while line := resp.fp.readline():
+            while line := resp.readline():  # ends with the response (chunks decoded)
                 text = line.decode("utf-8").rstrip("\r\n")
                 if text.startswith("event:"):
                     kind = text[6:].strip()

@@ -144,7 +144,9 @@ class WebArena(Arena):
                 stream.status = resp.status
                 kind, data = "message", []
                 while True:
-                    line = resp.fp.readline()
+                    # the response's own lines (chunks decoded): "" when the server ends
+                    # it, not when it closes the kept-alive connection (5 s later)
+                    line = resp.readline()
                     if not line:
                         break
                     text = line.decode("utf-8").rstrip("\r\n")
