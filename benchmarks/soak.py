@@ -265,9 +265,9 @@ class Spectator:
                     if data and callable(on_event):
                         on_event(kind, "\n".join(data))
                     kind, data = "message", []
-        except OSError as exc:
+        except (OSError, http.client.HTTPException) as exc:  # (cut within a chunk)
             if not self.closing:
-                self.errors.append(f"{path}: {exc}")
+                self.errors.append(f"{path}: {exc!r}")
         finally:
             conn.close()
             with self._lock:

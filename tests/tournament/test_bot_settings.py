@@ -49,13 +49,17 @@ def test_a_setting_reaches_only_its_bundled_bot_and_never_the_allow_list(
         tmp_path: Path) -> None:
     # a raw mapping, as if a stored tournament had been written by hand: PATH and the
     # credential stay the arena's
+    planted = {"PATH": "/evil", "CFARENA_TOKEN": "stolen", "LD_PRELOAD": "/evil.so",
+               "PYTHONPATH": "/evil"}
     maker = ProcessMaker(cast(RefereeServer, None), {"montecarlo": None, "mine": "./bot"},
                          sandbox=True, limits=SandboxLimits(), cwd=tmp_path, binds=(),
-                         settings={"montecarlo": {BUDGET: "2", "PATH": "/evil",
-                                                  "CFARENA_TOKEN": "stolen"}})
+                         settings={"montecarlo": {BUDGET: "2", **planted},
+                                   "mine": {BUDGET: "3", **planted}})
     mc, mine = maker.env("montecarlo", "t1"), maker.env("mine", "t2")
     assert mc[BUDGET] == "2" and BUDGET not in mine
     assert mc["PATH"] == mine["PATH"] != "/evil" and mc["CFARENA_TOKEN"] == "t1"
+    for env in (mc, mine):
+        assert "LD_PRELOAD" not in env and "PYTHONPATH" not in env, env
     assert "CFARENA_TOKEN" not in maker.env("montecarlo", "")  # a fork server's start
 
 
@@ -76,6 +80,11 @@ def test_only_a_bundled_bot_takes_its_settings(monkeypatch: pytest.MonkeyPatch) 
     stored["bots"][0]["settings"] = {BUDGET: "2"}  # greedy has none
     with pytest.raises(TournamentError, match="cannot be read: bot greedy has no setting"):
         stored_config({**stored, "seed": 1, "seed_fixed": False})
+    config = TournamentConfig(bots=(BotSpec("montecarlo", settings=((BUDGET, "x"),)),
+                                    BotSpec("random")), rules=Rules.preset("standard"),
+                              players=2)
+    with pytest.raises(TournamentError, match=f"bot montecarlo: {BUDGET} must be a number"):
+        stored_config({**config.to_json(), "seed": 1, "seed_fixed": False})
 
 
 @pytest.fixture
@@ -107,3 +116,12 @@ def test_a_changed_setting_is_a_new_tournament_and_the_run_says_which(db: Databa
     other = TournamentConfig(bots=before.bots, rules=Rules.preset("standard"), players=2,
                              seed=4)  # another tournament altogether: nothing to say
     assert files_note(other, db, launch) is None
+    # a bot of that name that is not bundled now, and a stored entry written by hand:
+    # a new tournament, nothing to say, no traceback
+    mine = TournamentConfig(bots=(before.bots[0], BotSpec("montecarlo", "python mc.py")),
+                            rules=Rules.preset("standard"), players=2, seed=3)
+    assert files_note(mine, db, launch) is None
+    odd = before.to_json(launch)
+    odd["bots"][1]["settings"] = "not a mapping"
+    db.create_tournament("odd", {**odd, "seed": 3}, identity=odd)
+    assert files_note(mine, db, launch) is None

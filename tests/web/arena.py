@@ -158,7 +158,7 @@ class WebArena(Arena):
                         if data:
                             stream.events.append((time.monotonic(), kind, "\n".join(data)))
                         kind, data = "message", []
-            except OSError:
+            except (OSError, http.client.HTTPException):  # (closed within a chunk)
                 pass
             finally:
                 conn.close()

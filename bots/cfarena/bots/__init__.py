@@ -75,9 +75,10 @@ def make_bot(name: str) -> Bot:
 def settings_problem(name: str, values: Mapping[str, str]) -> str | None:
     """Why the bundled bot `name` cannot run with `values` of its settings (one line), or
     None. Its module is loaded only if a setting is given."""
-    if not values:
+    bot = BUNDLED.get(name)
+    if not values or bot is None or not bot.settings:
         return None
-    module = importlib.import_module(BUNDLED[name].module)
+    module = importlib.import_module(bot.module)
     check: Callable[[Mapping[str, str]], str | None] = module.settings_problem
     return check(values)
 

@@ -61,7 +61,8 @@ class ProcessMaker:
         # only what a bundled bot declares (`BundledBot.settings`), whatever was stored
         self.settings = {
             name: {key: value for key, value in values.items()
-                   if self.commands.get(name, "") is None and key in BUNDLED[name].settings}
+                   if self.commands.get(name, "") is None and name in BUNDLED
+                   and key in BUNDLED[name].settings}
             for name, values in (settings or {}).items()}
         self.sandbox = sandbox
         self.limits = limits

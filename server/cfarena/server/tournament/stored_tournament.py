@@ -110,8 +110,8 @@ def find_tournament(config: TournamentConfig, db: Database, resume_id: int | Non
 
 def files_note(config: TournamentConfig, db: Database, launch: Launch) -> str | None:
     """One line when the same command would play a tournament stored before, were it not
-    for its bots' files (changed since, or not recorded then): which, and that a new
-    tournament starts; None otherwise. Reads only."""
+    for its bots' files (changed since, or not recorded then) or a bundled bot's settings
+    (alone): which, and that a new tournament starts; None otherwise. Reads only."""
     if find_tournament(config, db, None, launch) is not None:
         return None
     legacy = config_hash(config.to_json(launch, files=False))
@@ -146,10 +146,18 @@ def _changed_settings(stored: TournamentInfo, config: TournamentConfig,
     """"montecarlo's CFARENA_MC_BUDGET_MS changed (200 -> unset)" when `stored` is this
     tournament but for its bundled bots' settings (`BotSpec.settings`, which come from
     the organiser's environment); None otherwise."""
-    before = {str(b.get("name")): tuple(sorted(dict(b.get("settings") or {}).items()))
-              for b in stored.config.get("bots", []) if isinstance(b, dict)}
-    then = replace(config, bots=tuple(replace(b, settings=before.get(b.name, ()))
-                                      for b in config.bots))
+    before: dict[str, tuple[tuple[str, str], ...]] = {}
+    for b in stored.config.get("bots", []):
+        values = b.get("settings") if isinstance(b, dict) else None
+        if isinstance(values, dict):
+            before[str(b.get("name"))] = tuple(sorted((str(k), str(v))
+                                                      for k, v in values.items()))
+    try:  # (a bot by the same name that is not bundled now takes no settings: refused)
+        then = replace(config, bots=tuple(
+            replace(b, settings=before.get(b.name, ())) if b.bundled else b
+            for b in config.bots))
+    except ValueError:
+        return None
     if then == config or config_hash(then.to_json(launch)) != stored.config_hash:
         return None
     changes = []

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cfarena.bots import settings_problem
 from cfarena.engine import Rules
 from cfarena.server.referee import MatchRecord, RefereeServer, TimeControl
 from cfarena.server.sandbox import SandboxLimits
@@ -243,6 +244,10 @@ def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
                     tuple(sorted((str(k), str(v))
                                  for k, v in dict(b.get("settings") or {}).items())))
             for b in stored["bots"])
+        for bot in bots:  # values a bundled bot would refuse: said here, not at its start
+            problem = settings_problem(bot.name, dict(bot.settings))
+            if problem is not None:
+                raise ValueError(f"bot {bot.name}: {problem}")
         tc = stored["time_control"]
         config = TournamentConfig(
             bots=bots, rules=Rules.from_options(stored["rules"]),
