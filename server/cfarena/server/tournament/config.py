@@ -61,6 +61,12 @@ class BotSpec:
         return replace(self, files=bot_files(self))
 
 
+def stored_settings(value: Any) -> tuple[tuple[str, str], ...]:
+    """`BotSpec.settings` from a bot's entry of a stored identity (`to_json`'s "settings",
+    a mapping, absent when none); TypeError or ValueError when it is not a mapping."""
+    return tuple(sorted((str(k), str(v)) for k, v in dict(value or {}).items()))
+
+
 def bot_files(bot: BotSpec) -> tuple[tuple[str, str], ...]:
     """(name, SHA-256) of the files a bot runs, sorted: a bundled bot's module file
     (named by its module), or the words of a command that are existing files (as

@@ -31,6 +31,7 @@ from cfarena.server.tournament.config import (
     TournamentError,
     bot_files,
     host_defences,
+    stored_settings,
 )
 from cfarena.server.tournament.pool import Launch
 from cfarena.server.tournament.schedule import (
@@ -146,17 +147,15 @@ def _changed_settings(stored: TournamentInfo, config: TournamentConfig,
     """"montecarlo's CFARENA_MC_BUDGET_MS changed (200 -> unset)" when `stored` is this
     tournament but for its bundled bots' settings (`BotSpec.settings`, which come from
     the organiser's environment); None otherwise."""
-    before: dict[str, tuple[tuple[str, str], ...]] = {}
-    for b in stored.config.get("bots", []):
-        values = b.get("settings") if isinstance(b, dict) else None
-        if isinstance(values, dict):
-            before[str(b.get("name"))] = tuple(sorted((str(k), str(v))
-                                                      for k, v in values.items()))
-    try:  # (a bot by the same name that is not bundled now takes no settings: refused)
+    # (a stored entry that cannot be read, or settings for a bot of that name that is
+    # not bundled now, which `BotSpec` refuses: not this tournament, nothing to say)
+    try:
+        before = {str(b["name"]): stored_settings(b.get("settings"))
+                  for b in stored.config.get("bots", [])}
         then = replace(config, bots=tuple(
             replace(b, settings=before.get(b.name, ())) if b.bundled else b
             for b in config.bots))
-    except ValueError:
+    except (AttributeError, KeyError, TypeError, ValueError):
         return None
     if then == config or config_hash(then.to_json(launch)) != stored.config_hash:
         return None

@@ -38,6 +38,7 @@ from cfarena.server.tournament.config import (
     TournamentConfig,
     TournamentError,
     host_defences,
+    stored_settings,
 )
 from cfarena.server.tournament.match_room import MatchRoom, write_seat_log
 from cfarena.server.tournament.pool import BotPool, Launch, needed_processes
@@ -241,8 +242,7 @@ def stored_config(stored: dict[str, Any]) -> tuple[TournamentConfig, Launch]:
         bots = tuple(
             BotSpec(b["name"], None if str(b["command"]) == f"bundled:{b['name']}"
                     else str(b["command"]), tuple(sorted(dict(b.get("files") or {}).items())),
-                    tuple(sorted((str(k), str(v))
-                                 for k, v in dict(b.get("settings") or {}).items())))
+                    stored_settings(b.get("settings")))
             for b in stored["bots"])
         for bot in bots:  # values a bundled bot would refuse: said here, not at its start
             problem = settings_problem(bot.name, dict(bot.settings))
